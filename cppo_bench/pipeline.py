@@ -6,6 +6,11 @@ the chunk's records are appended in one write. A killed run loses at most the ch
 flight, and even that chunk's finished generations are in the generation cache. Resuming
 = the same command: problems already in records.jsonl are skipped, and the rest ask the
 cache first with the very same per-request seeds.
+
+`execute` gets the whole dataset and selects from it: the first `limit` problems, then the
+ones of `shard` I/N. The run's identity is the dataset's, so a larger limit extends the same
+run, a smaller one reads a prefix of it, and every shard computes exactly what the unsharded
+run computes for its problems (seeds and cache keys depend on the problem, not its place).
 """
 
 from __future__ import annotations
@@ -13,10 +18,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import hashlib
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,10 +36,12 @@ from cppo_bench.runstore import (
     ProblemRecord,
     RunManifest,
     append_records,
+    ids_hash,
     read_manifest,
     read_records,
     repair_tail,
     run_dir_for,
+    shard_of,
     write_manifest,
 )
 from cppo_bench.scoring import score_chunk, summarize
@@ -58,6 +64,8 @@ class RunSpec:
     verify_workers: int | None = None
     # manifest.extra entries, e.g. a trained checkpoint's tags {trained, base_model, train_seed}
     tags: Mapping[str, Any] = field(default_factory=dict)
+    limit: int | None = None  # the first `limit` problems of the dataset (None: all)
+    shard: tuple[int, int] | None = None  # (I, N): only the dataset problems of shard I of N
 
 
 @dataclass
@@ -73,7 +81,7 @@ class Timings:
 class RunResult:
     run_dir: Path
     manifest: RunManifest
-    records: list[ProblemRecord]  # every record of the run, in problem order
+    records: list[ProblemRecord]  # the records of the problems asked for, in dataset order
     new: int  # problems computed by this invocation
     stats: CacheStats
     timings: Timings
@@ -141,13 +149,22 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def ids_hash(ids: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+def select(spec: RunSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], list[int]]:
+    """The problems this invocation asks for, and their dataset positions: the `limit`
+    prefix, then (sharded) the ones of shard I. A shard of a prefix is a prefix of a shard."""
+    n = len(dataset) if spec.limit is None else min(spec.limit, len(dataset))
+    picked = [
+        (i, p)
+        for i, p in enumerate(dataset[:n])
+        if spec.shard is None or shard_of(p.problem_id, spec.shard[1]) == spec.shard[0]
+    ]
+    return [p for _, p in picked], [i for i, _ in picked]
 
 
 def build_manifest(
-    spec: RunSpec, method: Method, problems: Sequence[Problem], data_source: str
+    spec: RunSpec, method: Method, dataset: Sequence[Problem], data_source: str
 ) -> RunManifest:
+    problems, positions = select(spec, dataset)
     ids = [p.problem_id for p in problems]
     s = spec.sampling
     return RunManifest(
@@ -166,32 +183,64 @@ def build_manifest(
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         extra={"chunk_size": spec.chunk_size, **spec.tags},
+        dataset_hash=ids_hash([p.problem_id for p in dataset]),
+        dataset_size=len(dataset),
+        selected=len(dataset) if spec.limit is None else min(spec.limit, len(dataset)),
+        shard=None
+        if spec.shard is None
+        else {"index": spec.shard[0], "count": spec.shard[1], "positions": positions},
     )
 
 
-def open_run(out: Path, manifest: RunManifest) -> tuple[Path, RunManifest]:
-    """Create the run directory, or reopen it (keeping its creation time) to resume."""
+def _extend(old: RunManifest, new: RunManifest) -> RunManifest:
+    """`new` asks for the same run as `old`: keep the larger selection (a larger limit
+    extends the run, a smaller one only reads a prefix) and the original provenance."""
+    pos = dict(zip(old.problem_ids, old.positions(), strict=True))
+    pos.update(zip(new.problem_ids, new.positions(), strict=True))
+    ids = sorted(pos, key=pos.__getitem__)
+    shard = None if new.shard is None else {**new.shard, "positions": [pos[i] for i in ids]}
+    return dataclasses.replace(
+        new,
+        problem_ids=ids,
+        problem_ids_hash=ids_hash(ids),
+        selected=max(old.selected, new.selected),
+        shard=shard,
+        created_at=old.created_at,
+        git_commit=old.git_commit,
+        package_version=old.package_version,
+        extra={**old.extra, **new.extra},
+    )
+
+
+def _shard_key(m: RunManifest) -> tuple[int, int] | None:
+    return None if m.shard is None else (m.shard["index"], m.shard["count"])
+
+
+def open_run(
+    out: Path, manifest: RunManifest, dataset_ids: Collection[str] | None = None
+) -> tuple[Path, RunManifest]:
+    """Create the run directory, or reopen it (keeping its creation time) to resume; a
+    reopened run keeps every problem it was ever asked for (see `_extend`)."""
     run_dir = run_dir_for(out, manifest)
+    invocation = {
+        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "package_version": cppo_bench.__version__,
+        "selected": manifest.selected,
+    }
     if (run_dir / MANIFEST).exists():
         old = read_manifest(run_dir)
-        if old.problem_ids != manifest.problem_ids or old.config_hash() != manifest.config_hash():
+        known = set(manifest.problem_ids if dataset_ids is None else dataset_ids)
+        if (
+            old.config_hash() != manifest.config_hash()
+            or old.dataset_hash != manifest.dataset_hash
+            or _shard_key(old) != _shard_key(manifest)
+            or not known.issuperset(old.problem_ids)
+        ):
             raise DataError(f"{run_dir / MANIFEST}: belongs to a different run configuration")
         # the original provenance stays; each resume is logged below it
-        manifest = dataclasses.replace(
-            manifest,
-            created_at=old.created_at,
-            git_commit=old.git_commit,
-            package_version=old.package_version,
-            extra={**old.extra, **manifest.extra},
-        )
-    manifest.extra["invocations"] = [
-        *manifest.extra.get("invocations", []),
-        {
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": git_commit(),
-            "package_version": cppo_bench.__version__,
-        },
-    ]
+        manifest = _extend(old, manifest)
+    manifest.extra["invocations"] = [*manifest.extra.get("invocations", []), invocation]
     manifest.status = "running"
     write_manifest(run_dir, manifest)
     for name in (RECORDS, GEN_CACHE):
@@ -208,24 +257,29 @@ def execute(
     data_source: str = "",
     reporter: Reporter | None = None,
 ) -> RunResult:
-    """Run (or resume) one seed of one configuration to completion."""
+    """Run (or resume, or extend) one seed of one configuration over `problems`, the whole
+    dataset, of which `spec.limit` and `spec.shard` select the problems to compute."""
     reporter = reporter or NullReporter()
     start = time.perf_counter()
     method = METHODS.get(spec.method).from_options(spec.method_options)
-    method.check(problems, spec.k)
     if spec.chunk_size < 1:
         raise ValueError(f"chunk size must be >= 1, got {spec.chunk_size}")
     manifest = build_manifest(spec, method, problems, data_source)
+    by_id = {p.problem_id: p for p in problems}
+    wanted = [by_id[i] for i in manifest.problem_ids]
+    method.check(wanted, spec.k)
     planned_dir = run_dir_for(Path(out), manifest)
     done = read_records(planned_dir)  # a torn last line is skipped
-    todo = [p for p in problems if p.problem_id not in done]
+    todo = [p for p in wanted if p.problem_id not in done]
     timings, loaded_before = Timings(), getattr(backend, "load_s", 0.0)
     if todo and hasattr(backend, "get") and not (planned_dir / GEN_CACHE).exists():
         # a fresh run loads a lazy model now, so a model that fails to load leaves no run
         # dir; a resumed one loads it on the first cache miss (re-verifying never loads it)
         backend.get()
-    run_dir, manifest = open_run(Path(out), manifest)
-    reporter.start(run_dir, len(problems), list(done.values()))
+    run_dir, manifest = open_run(Path(out), manifest, by_id)
+    reporter.start(
+        run_dir, len(wanted), [done[p.problem_id] for p in wanted if p.problem_id in done]
+    )
     cached = CachedBackend(backend, GenCache(run_dir / GEN_CACHE), model_id=spec.model)
     progress_backend = _ProgressBackend(cached, reporter)
     new = 0
@@ -245,14 +299,20 @@ def execute(
         new += len(records)
         done.update((r.problem_id, r) for r in records)
         reporter.chunk_done(records, cached.stats)
-    ordered = [done[p.problem_id] for p in problems if p.problem_id in done]
+    ordered = [done[p.problem_id] for p in wanted if p.problem_id in done]
     timings.total_s = time.perf_counter() - start
     timings.load_s = getattr(backend, "load_s", 0.0) - loaded_before
-    manifest.status = "complete" if len(ordered) == len(problems) else "running"
+    # complete = every problem the run was ever asked for, not just this invocation's prefix
+    finished = all(i in done for i in manifest.problem_ids)
+    manifest.status = "complete" if finished else "running"
     if getattr(backend, "loaded", True):
         manifest.extra["model_id"] = backend.model_id
-    manifest.extra["summary"] = summarize(ordered, spec.k)
+    manifest.extra["summary"] = summarize(
+        [done[i] for i in manifest.problem_ids if i in done], spec.k
+    )
+    t0 = time.perf_counter()
     write_manifest(run_dir, manifest)
+    timings.store_s += time.perf_counter() - t0
     return RunResult(run_dir, manifest, ordered, new, cached.stats, timings)
 
 

@@ -1,9 +1,15 @@
 """Run store schema and I/O: one directory per run.
 
-    <out>/<bench>/<method>/<model-slug>/k<K>-seed<S>-<config-hash>/
+    <out>/<bench>/<method>/<model-slug>/k<K>-seed<S>-<config-hash>[.shard<I>of<N>]/
         manifest.json     RunManifest
         records.jsonl     one ProblemRecord per line, appended as problems finish
         gen_cache.jsonl   generation cache (see cppo_bench.gencache), for resuming
+
+A run is identified by what it computes (method, model, sampling, K, seed, options and the
+dataset: the hash of every problem id the benchmark loaded, in order), never by how many of
+those problems were asked for (--limit) or which shard computed them (--shard): a larger
+limit extends the run, a smaller one reads a prefix, and the shards of a run share its hash
+(their directories add `.shard<I>of<N>`) so they merge back into exactly that run.
 
 Writers append whole lines and flush, so a killed run loses at most the problems
 in flight; readers skip a torn last line.
@@ -14,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,24 +49,37 @@ class RunManifest:
     created_at: str
     status: str = "running"  # running | complete
     extra: dict[str, Any] = field(default_factory=dict)
+    # the dataset the problems are a prefix of: ids_hash of all its ids, in loader order
+    # ("" in manifests written before runs were identified by their dataset)
+    dataset_hash: str = ""
+    dataset_size: int = 0
+    selected: int = 0  # length of the dataset prefix asked for so far (the largest --limit)
+    # a shard run: {"index": I, "count": N, "positions": dataset index of each problem id}
+    shard: dict[str, Any] | None = None
 
     def config_hash(self) -> str:
-        """Identifies what the run computes (not when or where): the run directory suffix."""
-        payload = json.dumps(
-            [
-                self.method,
-                self.bench,
-                self.model,
-                self.backend,
-                self.k,
-                self.seed,
-                self.sampling,
-                self.method_options,
-                self.problem_ids_hash,
-            ],
-            sort_keys=True,
-        )
+        """Identifies what the run computes (not when, where, how many problems or which
+        shard): the run directory suffix, shared by a run's limits and shards."""
+        fields: list[Any] = [
+            self.method,
+            self.bench,
+            self.model,
+            self.backend,
+            self.k,
+            self.seed,
+            self.sampling,
+            self.method_options,
+        ]
+        # an older manifest was identified by its exact problem list; keep its hash valid
+        fields.append(self.dataset_hash or self.problem_ids_hash)
+        payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+    def positions(self) -> list[int]:
+        """Dataset index of each problem id (an unsharded run holds a dataset prefix)."""
+        if self.shard is not None:
+            return list(self.shard["positions"])
+        return list(range(len(self.problem_ids)))
 
 
 @dataclass
@@ -120,14 +139,40 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip("/")).strip("_")[-80:] or "model"
 
 
+def ids_hash(ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+def shard_of(problem_id: str, count: int) -> int:
+    """The shard (0..count-1) a problem belongs to: a hash of its id alone, so it never moves
+    when problems are added or --limit grows (a prefix of a shard is the shard of a prefix),
+    and every node computes it without seeing the others. Balanced in expectation."""
+    digest = hashlib.sha256(f"shard|{problem_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % count
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` with 0 <= I < N (a Slurm array or Kubernetes job index is 0-based)."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = -1
+    if not sep or n < 1 or not 0 <= i < n:
+        raise ValueError(f"shard {text!r}: expected I/N with 0 <= I < N, e.g. 0/3")
+    return i, n
+
+
+def shard_suffix(index: int, count: int) -> str:
+    return f".shard{index}of{count}"
+
+
 def run_dir_for(out: Path, manifest: RunManifest) -> Path:
-    return (
-        Path(out)
-        / manifest.bench
-        / manifest.method
-        / slug(manifest.model)
-        / f"k{manifest.k}-seed{manifest.seed}-{manifest.config_hash()}"
-    )
+    """The run's directory; a shard's is the run's with `.shard<I>of<N>` appended."""
+    name = f"k{manifest.k}-seed{manifest.seed}-{manifest.config_hash()}"
+    if manifest.shard is not None:
+        name += shard_suffix(manifest.shard["index"], manifest.shard["count"])
+    return Path(out) / manifest.bench / manifest.method / slug(manifest.model) / name
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:

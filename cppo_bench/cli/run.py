@@ -91,7 +91,19 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     type=click.IntRange(1),
     help="Attempts per problem: the pass@K budget.",
 )
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N problems only.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=None,
+    help="First N problems only; a larger N later extends the same run.",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Only shard I (0-based) of N of the problems, e.g. $SLURM_ARRAY_TASK_ID/8; "
+    "merge with `cppo-bench runs merge`.",
+)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
 @click.option("--temperature", default=0.7, show_default=True, type=float)
 @click.option("--top-p", default=0.95, show_default=True, type=float)
@@ -155,9 +167,14 @@ def run(ctx: click.Context, **opts: Any) -> None:
     from cppo_bench.gencache import LazyBackend
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
+    from cppo_bench.runstore import parse_shard
     from cppo_bench.verifier import SandboxError
 
     seeds = parse_seeds(opts["seeds"])
+    try:
+        shard = None if opts["shard"] is None else parse_shard(opts["shard"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "--method-option"))
     backend_options = parse_kv(opts["backend_option"], "--backend-option")
@@ -166,8 +183,9 @@ def run(ctx: click.Context, **opts: Any) -> None:
             backend_options[name] = opts[name]
     injected = (ctx.obj or {}).get("backend")  # tests and notebooks pass a live backend
     try:
+        # the whole dataset: it identifies the run; --limit and --shard select from it
         loaded = load_problems(
-            opts["bench"], opts["data"], opts["limit"], parse_kv(opts["loader_option"], "-o")
+            opts["bench"], opts["data"], None, parse_kv(opts["loader_option"], "-o")
         )
         if injected is not None:
             backend, label = injected, opts["model"] or injected.model_id
@@ -194,8 +212,13 @@ def run(ctx: click.Context, **opts: Any) -> None:
                     chunk_size=opts["chunk_size"],
                     verify_workers=opts["workers"],
                     tags=checkpoint_tags(opts),
+                    limit=opts["limit"],
+                    shard=shard,
                 )
-                with RichReporter(f"{opts['method']} seed {seed}", opts["k"], opts["quiet"]) as rep:
+                title = f"{opts['method']} seed {seed}" + (
+                    f" shard {opts['shard']}" if shard else ""
+                )
+                with RichReporter(title, opts["k"], opts["quiet"]) as rep:
                     result = execute(
                         spec,
                         loaded.problems,
@@ -219,13 +242,22 @@ def run(ctx: click.Context, **opts: Any) -> None:
         print_seed_table(results)
 
 
-@click.command()
-@click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
+_OUT = click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
+
+
+@click.group(invoke_without_command=True)
+@_OUT
 @click.option("--bench", default=None, help="Only this benchmark.")
 @click.option("--method", default=None, help="Only this method.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
-def runs(out: Path, bench: str | None, method: str | None, as_json: bool) -> None:
-    """List the stored runs under OUT: configuration, progress and pass@K."""
+@click.pass_context
+def runs(
+    ctx: click.Context, out: Path, bench: str | None, method: str | None, as_json: bool
+) -> None:
+    """List the stored runs under OUT: configuration, progress and pass@K (shards of a run
+    are listed as that one run); `runs merge` writes sharded runs' merged directories."""
+    if ctx.invoked_subcommand is not None:
+        return
     from cppo_bench.cli.run_view import print_runs, run_rows
 
     try:
@@ -237,3 +269,48 @@ def runs(out: Path, bench: str | None, method: str | None, as_json: bool) -> Non
             click.echo(json.dumps(row, sort_keys=True))
     else:
         print_runs(rows, out)
+
+
+@runs.command("merge")
+@_OUT
+@click.option("--bench", default=None, help="Only this benchmark.")
+@click.option("--method", default=None, help="Only this method.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None:
+    """Merge the shards of every sharded run under OUT into the run's own directory.
+
+    Each run is checked first (every shard present, same manifest apart from the shard, no
+    problem missing or in two shards); a run that fails is named with the reason, the others
+    are still merged, and the exit status is non-zero.
+    """
+    from cppo_bench.progress import progress_bar
+    from cppo_bench.runindex import scan
+    from cppo_bench.runmerge import merge_run
+
+    store = scan(out)
+    todo = [
+        r
+        for r in store.runs
+        if r.shards
+        and (bench is None or r.manifest.bench == bench)
+        and (method is None or r.manifest.method == method)
+    ]
+    if not todo:
+        click.echo(f"no sharded runs under {out}")
+        return
+    failed = []
+    with progress_bar("merging runs", len(todo), quiet) as advance:
+        for run in todo:
+            try:
+                added = merge_run(run)
+            except DataError as exc:
+                failed.append(str(exc))
+            else:
+                click.echo(
+                    f"merged {len(run.shards)} shards into {run.path} ({added} records added)"
+                )
+            advance(1)
+    for line in failed:
+        click.echo(f"Error: {line}", err=True)
+    if failed:
+        raise SystemExit(1)

@@ -122,38 +122,46 @@ def print_seed_table(results: list[Any]) -> None:
 
 
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
-    """One row per stored run; an unreadable run is listed with the reason, not skipped."""
-    from cppo_bench.runstore import iter_runs, read_manifest, read_records
+    """One row per stored run (shards merged); an unreadable run is listed with the reason,
+    not skipped, and so is what keeps a sharded run from merging."""
+    from cppo_bench.runindex import scan
     from cppo_bench.scoring import summarize
 
-    rows = []
-    for run_dir in iter_runs(out):
-        try:
-            m = read_manifest(run_dir)
-            records = read_records(run_dir)
-        except DataError as exc:
-            rows.append({"path": str(run_dir), "status": f"unreadable: {exc}"})
-            continue
+    store = scan(out)
+    rows: list[dict] = [
+        {"path": str(p), "status": f"unreadable: {why}"} for p, why in store.unreadable
+    ]
+    for run in store.runs:
+        m = run.manifest
         if (bench and m.bench != bench) or (method and m.method != method):
             continue
+        try:
+            records = run.records()
+        except DataError as exc:
+            rows.append({"path": str(run.path), "status": f"unreadable: {exc}"})
+            continue
         s = summarize(list(records.values()), m.k)
-        total = len(m.problem_ids)
-        rows.append(
-            {
-                "path": str(run_dir),
-                "bench": m.bench,
-                "method": m.method,
-                "model": m.model,
-                "k": m.k,
-                "seed": m.seed,
-                "done": len(records),
-                "total": total,
-                "pass_at_k": s["pass_at_k"],
-                "maj_at_k": s["maj_at_k"],
-                "status": "complete" if len(records) >= total else "incomplete",
-                "created_at": m.created_at,
-            }
-        )
+        total = max(len(m.problem_ids), m.selected)
+        done = len(records)
+        status = "complete" if done >= total and not run.problems else "incomplete"
+        row = {
+            "path": str(run.path),
+            "bench": m.bench,
+            "method": m.method,
+            "model": m.model,
+            "k": m.k,
+            "seed": m.seed,
+            "done": done,
+            "total": total,
+            "pass_at_k": s["pass_at_k"],
+            "maj_at_k": s["maj_at_k"],
+            "status": status,
+            "created_at": m.created_at,
+        }
+        if run.shards:
+            row["shards"] = [str(p) for p, _ in run.shards]
+            row["problems"] = list(run.problems)
+        rows.append(row)
     return rows
 
 
@@ -173,6 +181,10 @@ def print_runs(rows: list[dict], out: Path) -> None:
         if "bench" not in r:
             table.add_row(*["-"] * 7, r["status"], r["path"])
             continue
+        if r.get("shards"):
+            name += f" ({len(r['shards'])} shards)"
+            if r["problems"]:
+                name += ": " + "; ".join(r["problems"])
         score = _fmt(r["pass_at_k"])
         if r["maj_at_k"] is not None:
             score += f" (maj {_fmt(r['maj_at_k'])})"

@@ -51,7 +51,15 @@ def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
 
     if (runs is None) == (csv_path is None):
         raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
-    rows = rows_from_runs(runs) if runs is not None else read_outcomes_csv(csv_path)
+    if runs is not None:
+        from cppo_bench.progress import progress_bar
+
+        with progress_bar("reading runs") as advance:
+            rows = rows_from_runs(
+                runs, warn=lambda w: click.echo(f"warning: {w}", err=True), progress=advance
+            )
+    else:
+        rows = read_outcomes_csv(csv_path)
     if bench is not None:
         rows = [r for r in rows if r.benchmark == bench]
         if not rows:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,18 +154,36 @@ def tuple_texts(record: object) -> tuple[tuple[str, ...], ...]:
 _tuples_of = tuple_texts  # the earlier private name, still imported by cppo_bench.report
 
 
-def rows_from_runs(root: Path) -> list[OutcomeRow]:
-    """One row per problem record of every run under `root` (a run store, or one run dir).
+def rows_from_runs(
+    root: Path,
+    warn: Callable[[str], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[OutcomeRow]:
+    """One row per problem record of every run under `root` (a run store, or one run dir),
+    read with the shared run-store reader: shards merged, and one run per configuration
+    and seed (others are named through `warn`, not averaged in).
 
     The method label is the manifest's method; when one benchmark/method was run with several
     models, the model slug is appended ("cppo[Qwen_Qwen2.5-7B]") so they are not mixed.
     """
-    from cppo_bench.runstore import iter_runs, read_manifest, read_records, slug
+    from cppo_bench.runindex import one_per_slot, scan
+    from cppo_bench.runstore import slug
 
-    runs = list(iter_runs(Path(root)))
-    if not runs:
+    store = scan(Path(root))
+    if store.unreadable:  # a bad manifest is bad input, not something to average around
+        _, why = store.unreadable[0]
+        raise DataError(why)
+    if not store.runs:
         raise DataError(f"{root}: no run directories (none holds a manifest.json)")
-    loaded = [(read_manifest(d), read_records(d)) for d in runs]
+    runs, dropped = one_per_slot(store.runs)
+    for line in [*store.warnings, *dropped]:
+        if warn:
+            warn(line)
+    loaded = []
+    for run in runs:
+        loaded.append((run.manifest, run.records()))
+        if progress:
+            progress(1)
     models: dict[tuple[str, str], set[str]] = defaultdict(set)
     for man, _ in loaded:
         models[(man.bench, man.method)].add(man.model)

@@ -14,6 +14,8 @@ nothing else), so a table or figure that no longer exists does not linger.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -117,7 +119,8 @@ def _copy_manifests(computed: Computed, out: Path) -> dict[Path, str]:
         # not named manifest.json: an --out inside --runs must not look like more runs
         target = out / "manifests" / rel.parent / f"{rel.name}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run.path / "manifest.json", target)
+        # a sharded run read merged has no directory of its own yet: write its merged manifest
+        target.write_text(json.dumps(dataclasses.asdict(run.manifest), indent=2, sort_keys=True))
         links[run.path] = target.relative_to(out).as_posix()
     return links
 

@@ -119,11 +119,7 @@ def _runs_html(page: PageInput) -> str:
 
 
 def _record_count(run: RunRef) -> int:
-    path = run.path / "records.jsonl"
-    if not path.exists():
-        return 0
-    with path.open(encoding="utf-8") as fh:
-        return sum(1 for line in fh if line.strip())
+    return run.record_count()
 
 
 def render_page(page: PageInput) -> str:

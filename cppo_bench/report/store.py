@@ -17,7 +17,8 @@ from typing import Any
 
 from cppo_bench.problem import DataError
 from cppo_bench.report.specs import Selector
-from cppo_bench.runstore import ProblemRecord, RunManifest, iter_runs, read_manifest, read_records
+from cppo_bench.runindex import StoredRun, preference, scan
+from cppo_bench.runstore import ProblemRecord, RunManifest, read_records
 
 # What a method option absent from an older manifest means (the run command's defaults).
 DEFAULT_OPTIONS: dict[str, Any] = {"inference": "joint", "select": "first"}
@@ -27,6 +28,16 @@ DEFAULT_OPTIONS: dict[str, Any] = {"inference": "joint", "select": "first"}
 class RunRef:
     path: Path
     manifest: RunManifest
+    stored: StoredRun | None = field(default=None, compare=False, repr=False)  # shards merged
+
+    def read_records(self) -> dict[str, ProblemRecord]:
+        return self.stored.records() if self.stored is not None else read_records(self.path)
+
+    def record_count(self) -> int:
+        try:
+            return len(self.read_records())
+        except DataError:
+            return 0
 
     @property
     def column_model(self) -> str:
@@ -72,19 +83,15 @@ class RunIndex:
         self.root = Path(root)
         if not self.root.is_dir():
             raise DataError(f"{self.root}: no run store here (pass --runs DIR)")
-        self.runs: list[RunRef] = []
-        self.warnings: list[str] = []
-        for run_dir in iter_runs(self.root):
-            try:
-                self.runs.append(RunRef(run_dir, read_manifest(run_dir)))
-            except DataError as exc:
-                self.warnings.append(f"skipped run: {exc}")
+        store = scan(self.root)  # the reader `runs` and `stats` use too: shards merged
+        self.runs: list[RunRef] = [RunRef(r.path, r.manifest, r) for r in store.runs]
+        self.warnings: list[str] = store.warnings
         self._records: dict[Path, dict[str, ProblemRecord]] = {}
 
     def records(self, run: RunRef) -> dict[str, ProblemRecord]:
         if run.path not in self._records:
             try:
-                self._records[run.path] = read_records(run.path)
+                self._records[run.path] = run.read_records()
             except DataError as exc:
                 self.warnings.append(f"skipped records: {exc}")
                 self._records[run.path] = {}
@@ -126,9 +133,5 @@ class RunIndex:
         return cell
 
     def _preference(self, run: RunRef) -> tuple:
-        # several runs of one seed (e.g. another --limit): prefer complete, larger, newer
-        return (not run.complete, -len(run.manifest.problem_ids), _neg(run.manifest.created_at))
-
-
-def _neg(text: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in text)
+        # several runs of one seed (older stores made one per --limit): the rule stats uses
+        return preference(run.stored) if run.stored is not None else (not run.complete,)

@@ -1,0 +1,92 @@
+"""`cppo-bench runs merge`: write a sharded run's merged directory.
+
+Readers already merge shards on read (`cppo_bench.runindex`); merging on disk makes the run an
+ordinary directory again, e.g. to copy it elsewhere or to resume it unsharded. The merged
+directory is the one the unsharded command would have written (same hash), so the unsharded
+command resumes it and finds nothing left to do. Nothing is deleted: the shard directories
+stay (readers treat them as members of the merged run), records already in the merged
+directory are kept, and only missing lines are appended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from cppo_bench.gencache import GEN_CACHE
+from cppo_bench.problem import DataError
+from cppo_bench.runindex import StoredRun
+from cppo_bench.runstore import (
+    RECORDS,
+    append_records,
+    read_records,
+    repair_tail,
+    write_manifest,
+)
+from cppo_bench.scoring import summarize
+
+
+def check_mergeable(run: StoredRun) -> None:
+    """One line naming what is missing (a shard by directory name, or the unfinished
+    problems of a shard) or inconsistent; nothing when the shards form the whole run."""
+    if run.problems:
+        raise DataError(f"{run.path}: cannot merge: " + "; ".join(run.problems))
+    records = run.records()
+    for path, m in run.members:
+        left = [i for i in m.problem_ids if i not in records]
+        if left:
+            shown = ", ".join(left[:5]) + (", ..." if len(left) > 5 else "")
+            raise DataError(
+                f"{path}: cannot merge: {len(left)} of {len(m.problem_ids)} problems not done "
+                f"({shown}); resume it with the same command"
+            )
+
+
+def merge_run(run: StoredRun) -> int:
+    """Write (or complete) `run.path` from its shards; returns the records appended."""
+    check_mergeable(run)
+    target = run.path
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (RECORDS, GEN_CACHE):
+        repair_tail(target / name)
+    have = read_records(target)
+    new = [rec for pid, rec in run.records().items() if pid not in have]
+    append_records(target, new)
+    _merge_caches(run, target / GEN_CACHE)
+    m = run.manifest
+    extra = dict(m.extra)
+    extra["invocations"] = [
+        inv for _, member in run.members for inv in member.extra.get("invocations", [])
+    ]
+    extra["merged_from"] = sorted(p.name for p, _ in run.members if p != target)
+    extra["summary"] = summarize(list(run.records().values()), m.k)
+    write_manifest(target, dataclasses.replace(m, status="complete", extra=extra))
+    return len(new)
+
+
+def _merge_caches(run: StoredRun, path: Path) -> None:
+    """Append the shards' generations the merged cache lacks (a resume then needs none)."""
+    keys: set[str] = set()
+    if path.exists():
+        keys = {_key(line) for line in path.read_text(encoding="utf-8").splitlines()}
+    lines: list[str] = []
+    for member, _ in run.members:
+        src = member / GEN_CACHE
+        if member == run.path or not src.exists():
+            continue
+        for line in src.read_text(encoding="utf-8").splitlines():
+            key = _key(line)
+            if key and key not in keys:
+                keys.add(key)
+                lines.append(line)
+    if lines:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
+def _key(line: str) -> str:
+    try:
+        return str(json.loads(line)["key"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return ""  # a torn or foreign line: the cache skips it too
