@@ -2,8 +2,10 @@
 
 Problems are processed in chunks of `chunk_size`: the method sends each stage of a chunk to
 the backend as one batch, the verifier runs the chunk's programs as one parallel batch, and
-the chunk's records are appended in one write. A killed run loses at most the chunk in
-flight, and even that chunk's finished generations are in the generation cache. Resuming
+the chunk's records are appended in one write. Verification runs in the background while
+the next chunk generates (the verifier works in its own processes), so its time hides behind
+generation. A killed run loses at most the chunks in flight (one generating, one verifying),
+and even their finished generations are in the generation cache. Resuming
 = the same command: problems already in records.jsonl are skipped, and the rest ask the
 cache first with the very same per-request seeds.
 
@@ -21,6 +23,7 @@ import functools
 import subprocess
 import time
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -73,8 +76,10 @@ class Timings:
     total_s: float = 0.0
     load_s: float = 0.0  # building the backend (model load), when this run triggered it
     method_s: float = 0.0  # inside Method.run (generation included)
-    verify_s: float = 0.0  # inside the verifier (program execution)
-    store_s: float = 0.0  # writing records
+    verify_s: float = 0.0  # inside the verifier (program execution), mostly in the background
+    store_s: float = 0.0  # writing records and the manifest
+    wait_s: float = 0.0  # generation waiting for verification and writes (their exposed part)
+    hidden_s: float = 0.0  # verification and writes done while the next chunk generated
 
 
 @dataclass
@@ -283,22 +288,44 @@ def execute(
     cached = CachedBackend(backend, GenCache(run_dir / GEN_CACHE), model_id=spec.model)
     progress_backend = _ProgressBackend(cached, reporter)
     new = 0
-    for lo in range(0, len(todo), spec.chunk_size):
-        chunk = todo[lo : lo + spec.chunk_size]
+
+    def score(chunk: list[Problem], outputs: list[Any]) -> tuple[list[ProblemRecord], float, float]:
         t0 = time.perf_counter()
-        outputs = method.run(
-            chunk, progress_backend, k=spec.k, seed=spec.seed, sampling=spec.sampling
-        )
-        t1 = time.perf_counter()
         records = score_chunk(chunk, outputs, spec.k, spec.verify_workers)
-        t2 = time.perf_counter()
+        t1 = time.perf_counter()
         append_records(run_dir, records)
-        timings.method_s += t1 - t0
-        timings.verify_s += t2 - t1
-        timings.store_s += time.perf_counter() - t2
+        return records, t1 - t0, time.perf_counter() - t1
+
+    def collect(future: Future) -> None:
+        nonlocal new
+        t0 = time.perf_counter()
+        records, verify_s, store_s = future.result()
+        waited = time.perf_counter() - t0
+        timings.wait_s += waited
+        timings.hidden_s += max(0.0, verify_s + store_s - waited)
+        timings.verify_s += verify_s
+        timings.store_s += store_s
         new += len(records)
         done.update((r.problem_id, r) for r in records)
         reporter.chunk_done(records, cached.stats)
+
+    pending: Future | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="score") as pool:
+        try:
+            for lo in range(0, len(todo), spec.chunk_size):
+                chunk = todo[lo : lo + spec.chunk_size]
+                t0 = time.perf_counter()
+                outputs = method.run(
+                    chunk, progress_backend, k=spec.k, seed=spec.seed, sampling=spec.sampling
+                )
+                timings.method_s += time.perf_counter() - t0
+                previous, pending = pending, None
+                if previous is not None:
+                    collect(previous)  # one chunk verifying at a time: records stay in order
+                pending = pool.submit(score, chunk, outputs)
+        finally:
+            if pending is not None:  # also on an error: a generated chunk is still stored
+                collect(pending)
     ordered = [done[p.problem_id] for p in wanted if p.problem_id in done]
     timings.total_s = time.perf_counter() - start
     timings.load_s = getattr(backend, "load_s", 0.0) - loaded_before
