@@ -178,3 +178,21 @@ def test_bad_shard_is_one_clear_line(tmp_path, demo, bad):
     out = invoke([*args, "--out", str(tmp_path), "--quiet"], ScriptedBackend(demo))
     assert out.exit_code != 0 and "--shard" in out.output and "I/N" in out.output
     assert "Traceback" not in out.output and not tmp_path.joinpath("demo").exists()
+
+
+def test_merge_completes_an_existing_unsharded_run_without_rewriting_it(tmp_path, demo):
+    base = ["run", "--method", "direct", "--bench", "demo", "-k", "2", "--quiet"]
+    store, ref = str(tmp_path / "store"), str(tmp_path / "ref")
+    invoke([*base, "--out", store, "--limit", "3"], ScriptedBackend(demo))
+    (run_dir,) = iter_runs(tmp_path / "store")
+    before = (run_dir / "records.jsonl").read_text()
+    for i in range(2):
+        invoke([*base, "--out", store, "--limit", "8", "--shard", f"{i}/2"], ScriptedBackend(demo))
+    merged = invoke(["runs", "merge", "--out", store, "--quiet"])
+    assert merged.exit_code == 0, merged.output
+    assert "(5 records added)" in merged.output
+    assert (run_dir / "records.jsonl").read_text().startswith(before)  # appended only
+    invoke([*base, "--out", ref, "--limit", "8"], ScriptedBackend(demo))
+    (whole,) = iter_runs(tmp_path / "ref")
+    assert table(read_records(run_dir)) == table(read_records(whole))
+    assert read_manifest(run_dir).problem_ids == read_manifest(whole).problem_ids
