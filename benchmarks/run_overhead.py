@@ -13,7 +13,8 @@ backend's generate (raw generation), and the harness's own time split into
 A second, cached pass of the same run then measures the resume path, where generation is
 replaced by cache lookups. `--backend instant` swaps in a backend that answers without a
 model (each problem's reference solution), to measure the harness at a larger scale (its
-ratio to generation is then meaningless; read the milliseconds).
+ratio to generation is then meaningless; read the milliseconds), and `--delay-ms D` makes
+it sleep D ms per generation, a GPU's pace that leaves the CPU to the verifier.
 
 Target: harness + verifier under 5% of raw generate time on a real model (exit 1 if not).
 """
@@ -38,8 +39,9 @@ class InstantBackend:
     name = "instant"
     model_id = "instant"
 
-    def __init__(self, problems: Sequence) -> None:
+    def __init__(self, problems: Sequence, delay_ms: float = 0.0) -> None:
         self.refs = {p.statement.strip(): p.reference_solutions[0] for p in problems}
+        self.delay_s = delay_ms / 1000  # per generation: an idle CPU, like a GPU generating
 
     def generate(self, requests: Sequence[GenRequest], progress=None) -> list[GenResult]:
         out = []
@@ -50,6 +52,7 @@ class InstantBackend:
             if r.tag != "planner":
                 reply = f"```python\n{ref}\n```"
             out.append(GenResult(reply, len(reply.split()), "stop"))
+        time.sleep(self.delay_s * len(requests))
         return out
 
     def close(self) -> None:
@@ -69,6 +72,7 @@ def main() -> None:
     ap.add_argument("--chunk-size", type=int, default=16)
 
     ap.add_argument("--shard", default=None, help="I/N: time a shard run instead")
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="instant: sleep per generation")
     args = ap.parse_args()
 
     # the whole dataset, as `cppo-bench run` loads it: --limit/--shard select inside the run
@@ -76,7 +80,7 @@ def main() -> None:
     problems = dataset[: args.limit]
     t0 = time.perf_counter()
     if args.backend == "instant":
-        backend, label = InstantBackend(problems), "instant"
+        backend, label = InstantBackend(problems, args.delay_ms), "instant"
     else:
         from cppo_bench.backends import BACKENDS
 
@@ -138,9 +142,10 @@ def main() -> None:
         f"re-verify from the cache: {1000 * replay_s:.1f} ms total, "
         f"{replay.stats.misses} generations, verifier {1000 * replay.timings.verify_s:.1f} ms"
     )
+    sys.stdout.flush()
     if replay.stats.misses:
         sys.exit("error: the cached replay regenerated something")
-    if args.backend != "instant" and gen > 0 and pct >= 5.0:
+    if (args.backend != "instant" or args.delay_ms) and gen > 0 and pct >= 5.0:
         sys.exit(f"error: harness incl. verifier is {pct:.2f} % of raw generate (target < 5 %)")
 
 
