@@ -196,3 +196,24 @@ def test_merge_completes_an_existing_unsharded_run_without_rewriting_it(tmp_path
     (whole,) = iter_runs(tmp_path / "ref")
     assert table(read_records(run_dir)) == table(read_records(whole))
     assert read_manifest(run_dir).problem_ids == read_manifest(whole).problem_ids
+
+
+def test_report_reads_unmerged_shards_as_the_unsharded_run(tmp_path, demo):
+    base = ["run", "--method", "direct", "--bench", "demo", "-k", "4", "--limit", "6", "--quiet"]
+    invoke([*base, "--out", str(tmp_path / "whole")], ScriptedBackend(demo))
+    for i in range(3):
+        shard = ["--shard", f"{i}/3", "--out", str(tmp_path / "sharded")]
+        invoke([*base, *shard], ScriptedBackend(demo))
+
+    def main_table(store: str) -> list[tuple]:
+        out = tmp_path / f"report-{store}"
+        args = ["report", "--runs", str(tmp_path / store), "--out", str(out)]
+        assert invoke([*args, "--resamples", "50"]).exit_code == 0
+        text = (out / "tables" / "main_pass4.csv").read_text()
+        # the cell names its run by path: the same run directory name under either store
+        text = text.replace(str(tmp_path / store), "STORE")
+        return [tuple(line.split(",")) for line in text.splitlines()]
+
+    whole = main_table("whole")
+    assert whole == main_table("sharded")
+    assert any("Direct Solve" in row and "6" in row for row in whole)
