@@ -217,6 +217,26 @@ def _extend(old: RunManifest, new: RunManifest) -> RunManifest:
     )
 
 
+def adopt_legacy(out: Path, manifest: RunManifest) -> Path | None:
+    """A run stored before runs were identified by their dataset (its hash covered its exact
+    problem list) becomes this run when it computed exactly this selection: it is renamed to
+    this run's directory and its manifest gains the dataset fields, so an upgrade resumes
+    stored runs instead of recomputing them. Returns the directory adopted, if any."""
+    new_dir = run_dir_for(out, manifest)
+    if manifest.shard is not None or (new_dir / MANIFEST).exists():
+        return None
+    old_dir = run_dir_for(out, dataclasses.replace(manifest, dataset_hash=""))
+    if not (old_dir / MANIFEST).exists():
+        return None
+    old = read_manifest(old_dir)
+    if old.dataset_hash or old.problem_ids != manifest.problem_ids:
+        return None
+    fields = ("dataset_hash", "dataset_size", "selected")
+    write_manifest(old_dir, dataclasses.replace(old, **{f: getattr(manifest, f) for f in fields}))
+    old_dir.rename(new_dir)
+    return old_dir
+
+
 def _shard_key(m: RunManifest) -> tuple[int, int] | None:
     return None if m.shard is None else (m.shard["index"], m.shard["count"])
 
@@ -273,6 +293,7 @@ def execute(
     by_id = {p.problem_id: p for p in problems}
     wanted = [by_id[i] for i in manifest.problem_ids]
     method.check(wanted, spec.k)
+    adopt_legacy(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
     done = read_records(planned_dir)  # a torn last line is skipped
     todo = [p for p in wanted if p.problem_id not in done]

@@ -117,3 +117,21 @@ def test_an_older_store_with_one_run_per_limit_is_read_once(tmp_path, demo):
         Selector(label="Direct", method="direct"), bigger.manifest.model, "demo", 2
     )
     assert cell_runs.by_seed[0].path == bigger.path and len(cell_runs.ignored) == 1
+
+
+def test_a_run_stored_before_this_identity_is_adopted_not_recomputed(tmp_path, demo):
+    invoke(run_args(tmp_path, "--limit", "3"), ScriptedBackend(demo))
+    (run_dir,) = iter_runs(tmp_path)
+    m = read_manifest(run_dir)
+    m.dataset_hash, m.dataset_size, m.selected = "", 0, 0  # as an older version wrote it
+    legacy = run_dir.with_name(f"k2-seed0-{m.config_hash()}")
+    run_dir.rename(legacy)
+    write_manifest(legacy, m)
+    records = (legacy / "records.jsonl").read_text()
+
+    backend = ScriptedBackend(demo)
+    again = invoke(run_args(tmp_path, "--limit", "3"), backend)
+    assert "0 new, 3 already stored" in again.output and backend.calls == []
+    assert list(iter_runs(tmp_path)) == [run_dir]  # renamed to the new identity
+    assert (run_dir / "records.jsonl").read_text() == records
+    assert read_manifest(run_dir).dataset_hash and read_manifest(run_dir).selected == 3
