@@ -227,3 +227,22 @@ def test_output_prediction_is_scored_by_answer_and_maj_at_k(tmp_path):
         majority = max(answers, key=lambda a: (answers.count(a), -answers.index(a)))
         assert rec.extra["maj_at_k"] == (majority == p.label) and rec.label == p.label
     assert result.summary["maj_at_k"] is not None
+
+
+def test_a_failing_generation_still_stores_the_chunk_being_verified(tmp_path, problems):
+    """Chunk 1 is verified while chunk 2 generates; chunk 2 failing must not lose chunk 1."""
+    backend = ScriptedBackend(problems)
+    inner = backend.respond
+
+    def respond(r):
+        if any(p.statement.strip() in r.messages[-1]["content"] for p in problems[2:]):
+            raise RuntimeError("backend died")
+        return inner(r)
+
+    backend.respond = respond
+    with pytest.raises(RuntimeError, match="backend died"):
+        execute(spec(), problems, backend, tmp_path)
+    (run_dir,) = [p.parent for p in tmp_path.rglob("manifest.json")]
+    assert list(read_records(run_dir)) == [p.problem_id for p in problems[:2]]
+    again = execute(spec(), problems, ScriptedBackend(problems), tmp_path)
+    assert again.new == 2 and again.manifest.status == "complete"
