@@ -97,8 +97,9 @@ class RunResult:
 
 
 class Reporter(Protocol):
-    """Hears about progress: a run starting, generations finishing (n at a time), a
-    generation stage ending (throughput so far), a chunk's records stored."""
+    """Hears about progress: a run starting, generations finishing (n at a time: `generated`
+    is the `cppo_bench.progress.ProgressFn` backends call), a generation stage ending
+    (throughput so far), a chunk's records stored."""
 
     def start(self, run_dir: Path, total: int, done: list[ProblemRecord]) -> None: ...
     def generated(self, n: int) -> None: ...
