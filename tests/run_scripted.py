@@ -49,10 +49,12 @@ class ScriptedBackend:
             return "Observation 1: values are small.\nObservation 2: order does not matter."
         if 'labelled "Derived 1:"' in text:
             return "Derived 1: sorting first is safe."
-        match = re.search(r'labelled "Method 1:" to "Method (\d+):"', text)
-        if match:
-            n = int(match.group(1))
-            return "\n".join(f"Method {i}: idea {i} variant {seed % 97}." for i in range(1, n + 1))
+        match = re.search(r"labelled A: to ([A-Z]):", text)
+        if match:  # the PLAN contract: letter labels, one method per line
+            n = ord(match.group(1)) - ord("A") + 1
+            return "\n".join(
+                f"{chr(64 + i)}: idea {i} variant {seed % 97}." for i in range(1, n + 1)
+            )
         if 'labelled "Method 1:"' in text:  # PlanSearch candidate
             return f"Method 1: use observation set {seed % 89} with a hash map scan."
         if "[ANSWER]" in text:

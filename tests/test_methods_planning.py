@@ -37,7 +37,7 @@ def test_cppo_one_planner_call_then_one_solver_call(problems):
     planner, solver = backend.calls
     assert len(planner) == 2 and len(solver) == 8  # one tuple per problem, K solves each
     assert all(r.tag == "planner" for r in planner) and all(r.tag == "solver" for r in solver)
-    assert planner[0].params.stop == ("Method 5:",)
+    assert planner[0].params.stop == ("\nE:",)
     assert planner[0].params.max_tokens == 512  # planner cap below the run's max_tokens
     assert solver[0].params.stop == ("\n```\n",) and solver[0].params.max_tokens == 1024
     for j, out in enumerate(outputs):
@@ -54,7 +54,7 @@ def test_cppo_one_planner_call_then_one_solver_call(problems):
 @pytest.mark.parametrize(("select", "expected"), [("first", [1, 2]), ("last", [3, 4])])
 def test_cppo_k2_takes_two_of_the_four_tuple(problems, select, expected):
     outputs, backend = run("cppo", problems[:1], k=2, select=select)
-    assert backend.calls[0][0].params.stop == ("Method 5:",)  # still asks for a full tuple
+    assert backend.calls[0][0].params.stop == ("\nE:",)  # still asks for a full tuple
     plans = [a.plan for a in outputs[0].attempts]
     assert [int(p.split()[1]) for p in plans] == expected
     assert len(outputs[0].plans[0]) == 4 and len(backend.calls[1]) == 2
@@ -89,9 +89,9 @@ def test_cppo_iid_draws_each_strategy_alone(problems):
     outputs, backend = run("cppo", problems[:1], k=4, inference="iid")
     planner = backend.calls[0]
     assert len(planner) == 4 and len({r.params.seed for r in planner}) == 4
-    assert all(r.params.stop == ("Method 2:",) for r in planner)
+    assert all(r.params.stop == ("\nB:",) for r in planner)
     # the prompt is the joint one: only the shared history is gone
-    assert 'labelled "Method 1:" to "Method 4:"' in planner[0].messages[-1]["content"]
+    assert "labelled A: to D:" in planner[0].messages[-1]["content"]
     expected = [f"idea 1 variant {r.params.seed % 97}." for r in planner]
     assert [a.plan for a in outputs[0].attempts] == expected
     assert outputs[0].planner_tokens == sum(len(backend.respond(r).split()) for r in planner)

@@ -55,11 +55,43 @@ def test_missing_values_and_unknown_prompts_are_named(problem):
 
 def test_plan_contract_text_and_stop(problem):
     user = render("plan", problem, n=4, n_next=5)[-1]["content"]
-    assert '"Method 1:" to "Method 4:"' in user and "45 words" in user
+    assert "labelled A: to D:" in user and "45 words" in user
     assert problem.statement.strip() in user
-    assert load_prompt("plan").render_stop(n=4, n_next=5) == ("Method 5:",)
-    sft = render("sft_candidates", problem, n=6, n_next=7)[-1]["content"]
-    assert '"Method 1:" to "Method 6:"' in sft
+    assert load_prompt("plan").render_stop(n=4, n_next=5) == ("\nE:",)
+    assert load_prompt("plan").render_stop(n_next=2) == ("\nB:",)  # iid: one method
+
+
+def test_plan_prompt_has_only_the_study_contract(problem):
+    user = render("plan", problem, n=4, n_next=5)[-1]["content"].lower()
+    assert "method 1" not in user  # the study labels methods A: .. D:
+    assert "stop as soon as method d" in user and "commentary" in user
+    assert "derivations" in user and "walkthroughs" in user
+    # wording the contract does not have
+    for extra in ("do not write code", "final answers", "differ in their algorithmic idea"):
+        assert extra not in user
+
+
+def test_sft_candidates_prompt_has_the_study_rules(problem):
+    user = render("sft_candidates", problem, n=6, n_next=7)[-1]["content"]
+    assert "labelled A: to F:" in user
+    low = user.lower()
+    for rule in (
+        "specific to this exact problem",
+        "data structure, invariant or transformation",
+        "no pseudocode",
+        "no generic advice",
+        "no assumptions the statement does not support",
+        "on its own",
+    ):
+        assert rule in low, rule
+    assert "45 words" not in user and "words" not in low  # the study sets no word limit
+    assert load_prompt("sft_candidates").render_stop(n=6, n_next=7) == ("\nG:",)
+
+
+def test_solve_prompt_forbids_switching_or_merging(problem):
+    user = render("solve", problem, plan="Sort, then sweep.")[-1]["content"]
+    assert "do not switch to another approach" in user
+    assert "do not merge in other methods" in user
 
 
 def test_planner_output_in_the_contracts_form_parses_back():

@@ -44,7 +44,18 @@ class PromptTemplate:
         return tuple(_fill(self, s, values) for s in self.stop)
 
 
+def _letter(index: int) -> str:
+    return chr(ord("A") + index - 1) if 1 <= index <= 26 else str(index)
+
+
 def _fill(template: PromptTemplate, text: str, values: dict[str, Any]) -> str:
+    # PLAN-style prompts label methods A:, B:, ...; callers pass counts (n: methods asked
+    # for, n_next: the method whose label stops generation), the letters follow from them.
+    values = dict(values)
+    if "n" in values:
+        values.setdefault("last_label", _letter(int(values["n"])))
+    if "n_next" in values:
+        values.setdefault("next_label", _letter(int(values["n_next"])))
     try:
         return string.Template(text).substitute({k: str(v) for k, v in values.items()})
     except KeyError as exc:
