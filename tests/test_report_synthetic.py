@@ -62,7 +62,7 @@ def problem_values(p: Plant, metric: str, k: int, estimator: str) -> list[float 
         pl, so = np.array(p.planner, float), np.array(p.solver, float)
         return list({"planner_tokens": pl, "solver_tokens": so, "tokens": pl + so}[metric])
     if metric == "dup_rate":
-        return [d / 4 for d in p.dups] if p.dups else [None] * N
+        return [float(d > 0) for d in p.dups] if p.dups else [None] * N  # tuples
     if metric == "d_surf":
         return [p.diversity] * N
     return [None] * N  # d_sem / d_alg: no encoder or judge in this test
