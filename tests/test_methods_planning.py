@@ -11,7 +11,6 @@ from cppo_bench.backends.base import SamplingParams
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.methods import METHODS
 from cppo_bench.methods.cppo import select_indices, tuple_quota
-from cppo_bench.methods.plansearch import observation_subsets, select_plans
 from cppo_bench.plans import GENERIC_PLAN
 
 SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024)
@@ -116,47 +115,3 @@ def test_cppo_unparsable_plan_falls_back_to_the_generic_strategy(problems):
     outputs, _ = run("cppo", problems[:1], backend=ScriptedBackend(respond=lambda r: "hmm"))
     assert [a.plan for a in outputs[0].attempts] == [GENERIC_PLAN] * 4
     assert outputs[0].plan_validity[0]["parse_mode"] == "none"
-
-
-def test_plansearch_stages_and_budget(problems):
-    outputs, backend = run("plansearch", problems, k=4)
-    sizes = [len(c) for c in backend.calls]
-    assert sizes == [2, 2, 16, 8]  # observations, derived, 8 candidates each, K solves each
-    derived_prompt = backend.calls[1][0].messages[-1]["content"]
-    assert "Observation 1: values are small." in derived_prompt
-    cand_prompts = [r.messages[-1]["content"] for r in backend.calls[2][:8]]
-    assert "Observation 1: values are small." in cand_prompts[0]  # singleton subsets first
-    assert "Observation 1: sorting first is safe." in cand_prompts[2]  # the derived one
-    for j, out in enumerate(outputs):
-        assert len(out.attempts) == 4 and len(out.extra["candidates"]) == 8
-        assert [a.plan for a in out.attempts] == [
-            out.extra["candidates"][i] for i in out.extra["selected"]
-        ]
-        planner_reqs = [
-            backend.calls[0][j],
-            backend.calls[1][j],
-            *backend.calls[2][8 * j : 8 * j + 8],
-        ]
-        assert out.planner_tokens == sum(len(backend.respond(r).split()) for r in planner_reqs)
-
-
-def test_plansearch_selection_rule():
-    cands = [
-        "Sort the array and scan once.",
-        "Sort the array and scan once!",  # literal duplicate of 0
-        "Use dynamic programming over prefixes of the array.",
-        "Sort the array and then scan it once more.",
-        None,  # unparsed
-        "Define def f(x) to brute force.",  # code leakage
-        "Build a graph and run breadth first search.",
-    ]
-    assert select_plans(cands, 3) == [0, 6, 2]  # in pick order: most distant first
-    assert select_plans(cands, 10) == [0, 6, 2, 3]
-    assert select_plans([None, ""], 4) == []
-    assert select_plans(["Define def f(x) to brute force."], 2) == [0]  # nothing clean left
-
-
-def test_observation_subsets():
-    assert observation_subsets(0, 3) == [(), (), ()]
-    assert observation_subsets(3, 8) == [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2), (0,)]
-    assert observation_subsets(8, 8) == [(i,) for i in range(8)]
