@@ -76,7 +76,15 @@ def aggregate(per_seed: dict[int, list], trained: bool):
     vals = mat.mean(axis=1) if trained else mat.mean(axis=0)
     # what the bootstrap resamples: seeds x problems, or the seed-averaged row (inference)
     boot = mat if trained else mat.mean(axis=0, keepdims=True)
-    return float(vals.mean()), (float(vals.std(ddof=1)) if vals.size >= 2 else None), boot
+    if vals.size < 2:
+        return float(vals.mean()), None, boot
+    if trained:
+        return float(vals.mean()), float(vals.std(ddof=1)), boot
+    # inference-only: bootstrap s.e. of the mean over problems (report seed 0, 1000 draws)
+    # the report orders problems by id ("q0", "q1", "q10", ...) before resampling
+    ordered = vals[sorted(range(len(idx)), key=lambda i: f"q{idx[i]}")]
+    picks = np.random.default_rng(0).integers(0, vals.size, size=(1000, vals.size))
+    return float(vals.mean()), float(ordered[picks].mean(axis=1).std(ddof=1)), boot
 
 
 def expected_cell(plants, row, model, bench, metric, k, estimator, derive):
@@ -359,3 +367,11 @@ def test_check_lists_exact_commands_for_missing_runs(report):
     ) in out
     # cells that have their runs are not listed
     assert "--method direct --bench apps --model org/ModelA --k 4 --seeds 0 " not in out
+
+
+def test_footnote_says_what_the_inference_only_spread_is(report):
+    from cppo_bench.report.cells import SPREAD_NOTE
+
+    _, _, root = report
+    text = (root / "out" / "tables" / "main_pass4.md").read_text()
+    assert SPREAD_NOTE in text and "bootstrap standard error" in SPREAD_NOTE

@@ -19,7 +19,7 @@ from cppo_bench.metrics import (
     seed_difference_ci,
 )
 from cppo_bench.registry import Registry
-from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
+from cppo_bench.report.cells import SPREAD_NOTE, CellEngine, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import BENCH_LABELS, Selector, TableSpec
 
@@ -88,9 +88,10 @@ def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
             for c in columns
         ]
         rows.append(Row((sel.label,), cells))
-    table = Table(
-        spec.name, spec.title, spec.caption, ("Method",), columns, rows, list(spec.notes), spec.path
-    )
+    notes = list(spec.notes)
+    if any(c.spread is not None and c.spread_over == "problems" for r in rows for c in r.cells):
+        notes.append(SPREAD_NOTE)  # say what an inference-only row's ± is
+    table = Table(spec.name, spec.title, spec.caption, ("Method",), columns, rows, notes, spec.path)
     if spec.significance is not None:
         for j, col in enumerate(columns):
             if col.meta["metric"] in spec.significance.metrics:
