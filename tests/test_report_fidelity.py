@@ -89,11 +89,9 @@ def test_specs_have_the_studys_rows_and_axes():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from report_plant import plant
-
     from dataclasses import replace
 
-    from report_plant import _write
+    from report_plant import _write, plant
 
     root = tmp_path_factory.mktemp("fidelity") / "runs"
     plants = plant(root)
