@@ -98,6 +98,8 @@ def test_options_switch_stages_off(problems):
     assert all("Method: Sketch" in user(r) for r in solve)  # the solver reads the sketch
     out, _ = run(problems[:1], k=2, observation_layers=1, filter_observations=False)
     assert [len(c) for c in _.calls] == [1, 4, 4, 4, 2, 2]
+    with pytest.raises(OptionError, match="prompt_version v2"):
+        METHODS.get("plansearch").from_options({"prompt_version": "v1"})
     with pytest.raises(OptionError, match="n_candidates must be >= 1"):
         METHODS.get("plansearch").from_options({"n_candidates": "0"})
 

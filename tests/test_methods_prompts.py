@@ -34,7 +34,7 @@ def problem():
 
 
 def test_every_shipped_prompt_is_covered():
-    assert versions() == ["v1"]
+    assert versions() == ["v1", "v2"]  # v1 stays, frozen: its runs replay exactly
     assert available() == sorted(VALUES)
 
 
@@ -47,13 +47,13 @@ def test_prompt_renders_completely(name, problem):
     for stop in load_prompt(name).render_stop(**VALUES[name]):
         assert stop and "$" not in stop
     prompt = load_prompt(name)
-    assert prompt.version == "v1" and prompt.description
+    assert prompt.version == "v2" and prompt.description
 
 
 def test_missing_values_and_unknown_prompts_are_named(problem):
     with pytest.raises(ValueError, match="needs a value for 'plan'"):
         render("solve", problem)
-    with pytest.raises(DataError, match="no prompt v1/nope; known in v1: .*direct"):
+    with pytest.raises(DataError, match="no prompt v2/nope; known in v2: .*direct"):
         load_prompt("nope")
 
 
@@ -117,3 +117,11 @@ def test_statements_with_dollars_and_braces_are_left_alone(problem):
     )
     user = render("direct", odd)[-1]["content"]
     assert "Cost is ${price} or {x} or $5." in user
+
+
+def test_v1_prompts_stay_as_they_were(problem):
+    # runs recorded with prompt_version v1 must replay the very same requests
+    user = render("plan", problem, "v1", n=4, n_next=5)[-1]["content"]
+    assert '"Method 1:" to "Method 4:"' in user
+    assert load_prompt("plan", "v1").render_stop(n=4, n_next=5) == ("Method 5:",)
+    assert parse_plans("Method 1: a.\nMethod 2: b.").plans == ["a.", "b."]  # still parsed

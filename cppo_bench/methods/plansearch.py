@@ -81,6 +81,8 @@ class PlanSearchOptions(MethodOptions):
     planner_max_tokens: int = 0  # cap on every planning call; 0: the run's max_tokens
 
     def __post_init__(self) -> None:
+        if self.prompt_version == "v1":  # v1 has the earlier pipeline's prompts only
+            raise ValueError("plansearch needs prompt_version v2 or later")
         self.require_at_least(1, "n_observations", "observation_layers", "n_candidates")
         self.require_at_least(0, "max_subset", "planner_max_tokens")
 

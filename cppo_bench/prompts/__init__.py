@@ -18,7 +18,9 @@ import yaml
 
 from cppo_bench.problem import DataError, Problem
 
-DEFAULT_VERSION = "v1"
+# v2: the study's PLAN contract (A:..D: labels), SFT-candidate rules and SOLVE clause, and
+# the released PlanSearch stages (issue #15); v1 stays as it was, so v1 runs replay exactly
+DEFAULT_VERSION = "v2"
 
 Messages = tuple[dict[str, str], ...]
 
