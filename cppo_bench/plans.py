@@ -1,7 +1,8 @@
 """Plan parsing and the rule-based validity report of the PLAN contract.
 
-A planner completion is split into labelled methods ("Method 1: ...", markdown decoration
-tolerated). The report checks the contract rule by rule: the count, literal duplicates,
+A planner completion is split into labelled methods: the contract's letter labels
+("A: ...", "B: ...", one per line, as the study's PLAN prompt asks) or "Method 1: ..." labels
+(older prompts and chatty models), markdown decoration tolerated in both. The report checks the contract rule by rule: the count, literal duplicates,
 code leakage, final-answer leakage, the 45-word limit and substeps. When fewer methods than
 needed were parsed, `fill_plans` completes the tuple by a documented rule and says which
 slots it filled, so a method never silently loses a branch.
@@ -57,6 +58,35 @@ _INLINE_STEPS = re.compile(
 )
 
 
+def plan_label(index: int) -> str:
+    """The contract's label of the 1-based `index`-th method: 1 -> "A", 4 -> "D"."""
+    if not 1 <= index <= 26:
+        raise ValueError(f"plan labels run A..Z; no label for method {index}")
+    return chr(ord("A") + index - 1)
+
+
+# "A:", "**B:**", "C)" at a line start; only capitals, so an inline "a)" stays text.
+_LETTER = re.compile(rf"^{_DECOR}([A-Z])\s*\**\s*[:)]\**", re.MULTILINE)
+
+
+def parse_letters(text: str) -> list[str]:
+    """Sections introduced by the letter labels A:, B:, ... in sequence. Only a run that
+    starts at A and goes on letter by letter counts, so a stray "I:" or "Note:" line inside
+    a method is not mistaken for a label. Trailing empty sections (an echoed stop label)
+    are dropped."""
+    starts: list[re.Match[str]] = []
+    for m in _LETTER.finditer(text):
+        if m.group(1) == plan_label(len(starts) + 1):
+            starts.append(m)
+    sections = [
+        _clean(text[m.end() : starts[i + 1].start() if i + 1 < len(starts) else len(text)])
+        for i, m in enumerate(starts)
+    ]
+    while sections and not sections[-1]:
+        sections.pop()
+    return sections
+
+
 def _label_re(label: str) -> re.Pattern[str]:
     # "Method 2:", "**Method 2.**", "### Method 2 -": the label at a line start or after
     # whitespace (small models put several methods on one line).
@@ -92,9 +122,14 @@ class ParsedPlans:
 
 
 def parse_plans(text: str, k: int | None = None, label: str = "Method") -> ParsedPlans:
-    """Split a planner completion into methods (at most `k`). Labelled methods first; a plain
-    numbered list ("1. ...") is the fallback; otherwise nothing parses."""
+    """Split a planner completion into methods (at most `k`). Labelled methods first: for
+    the default label both the contract's letters (A:, B:, ...) and "Method 1:" forms, the
+    form that yields more methods winning; a plain numbered list ("1. ...") is the
+    fallback; otherwise nothing parses."""
     plans = parse_labelled(text, label)
+    if label == "Method":
+        letters = parse_letters(text)
+        plans = letters if len(letters) > len(plans) else plans
     mode = "labels"
     if not plans:
         plans = [_clean(m.group(2)) for m in _NUMBERED.finditer(text)]
@@ -253,8 +288,11 @@ def plan_tuple(
     return plans, report
 
 
-def format_plans(plans: Sequence[str], label: str = "Method") -> str:
-    """Plans back in the contract's labelled form (judge prompts, SFT targets)."""
+def format_plans(plans: Sequence[str], label: str | None = None) -> str:
+    """Plans back in the contract's labelled form, "A: ..." lines (judge prompts, SFT
+    targets); with `label`, "<label> 1: ..." lines instead (PlanSearch observations)."""
+    if label is None:
+        return "\n".join(f"{plan_label(i)}: {p}" for i, p in enumerate(plans, 1))
     return "\n".join(f"{label} {i}: {p}" for i, p in enumerate(plans, 1))
 
 

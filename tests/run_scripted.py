@@ -18,6 +18,7 @@ from cppo_bench.backends.base import GenRequest, GenResult
 from cppo_bench.problem import Problem
 
 WRONG = "```python\nprint('wrong')\n```"
+OBSERVATIONS = ("values are small.", "order does not matter.", "sorting first is safe.")
 
 
 class ScriptedBackend:
@@ -45,22 +46,45 @@ class ScriptedBackend:
 
     def default_reply(self, req: GenRequest) -> str:
         text, seed = self.user(req), req.params.seed
-        if 'labelled "Observation 1:"' in text:
-            return "Observation 1: values are small.\nObservation 2: order does not matter."
-        if 'labelled "Derived 1:"' in text:
-            return "Derived 1: sorting first is safe."
-        match = re.search(r'labelled "Method 1:" to "Method (\d+):"', text)
-        if match:
-            n = int(match.group(1))
-            return "\n".join(f"Method {i}: idea {i} variant {seed % 97}." for i in range(1, n + 1))
-        if 'labelled "Method 1:"' in text:  # PlanSearch candidate
-            return f"Method 1: use observation set {seed % 89} with a hash map scan."
+        reply = self.plansearch_reply(req, text, seed)
+        if reply is not None:
+            return reply
+        match = re.search(r"labelled A: to ([A-Z]):", text)
+        if match:  # the PLAN contract: letter labels, one method per line
+            n = ord(match.group(1)) - ord("A") + 1
+            return "\n".join(
+                f"{chr(64 + i)}: idea {i} variant {seed % 97}." for i in range(1, n + 1)
+            )
         if "[ANSWER]" in text:
             return f"[ANSWER]{seed % 3}[/ANSWER]"
         for statement, ref in self.references.items():
             if statement in text:
                 return f"```python\n{ref}\n```" if seed % 2 == 0 else WRONG
         return WRONG
+
+    def plansearch_reply(self, req: GenRequest, text: str, seed: int) -> str | None:
+        """PlanSearch's stages: 3 observations, a filter keeping the first 2 claims, one
+        derived observation per subset, then sketch / critique / fix / pseudocode texts."""
+        if "non-obvious observations about properties" in text:
+            return "\n".join(
+                f"Observation {i}:\nReasoning: because.\nClaim: {c}"
+                for i, c in enumerate(OBSERVATIONS, 1)
+            )
+        if text.startswith("Keep only the most useful"):
+            assert req.messages is not None
+            kept = re.findall(r"Claim: (.*)", req.messages[-2]["content"])[:2]
+            return "\n".join(f"Observation {i}: {c}" for i, c in enumerate(kept, 1))
+        if "Observations known to be correct" in text:
+            return f"Observation 1:\nReasoning: quoted.\nClaim: derived fact {seed % 1009}."
+        if "write a natural-language solution" in text:
+            return f"Sketch {seed % 1009}: count values with a hash map."
+        if "give a counter-example" in text:
+            return "The sketch fails when n = 1."
+        if "how would you repair" in text:
+            return f"Fixed sketch {seed % 1009}: handle n = 1 first, then count."
+        if "Write pseudocode that follows" in text:
+            return f"PSEUDO {seed % 1009}: read the input, count, print."
+        return None
 
     def generate(self, requests: Sequence[GenRequest], progress=None) -> list[GenResult]:
         self.calls.append(list(requests))

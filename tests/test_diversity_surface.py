@@ -22,6 +22,16 @@ def test_disjoint_texts_have_full_diversity():
     assert surface_diversity(texts) == 1.0
 
 
+def test_no_shared_four_gram_is_full_diversity():
+    # the study: D_surf = 1 when the texts share no 4-gram (add-one smoothing gave 0.573)
+    a, b = "use dynamic programming over prefix sums", "use greedy choice over prefix sums"
+    assert surface_diversity([a, b]) == 1.0
+    assert surface_diversity([a, b], smoothing="add-one") == pytest.approx(0.573, abs=1e-3)
+    assert surface_diversity(["sort it", "sort them"]) == 1.0  # too short for any 4-gram
+    with pytest.raises(ValueError, match="unknown smoothing"):
+        surface_diversity([a, b], smoothing="add-two")  # type: ignore[arg-type]
+
+
 def test_partial_overlap_is_in_between_and_ordered_pairs():
     a = "use a stack to match the brackets"
     b = "use a queue to match the brackets"
@@ -56,5 +66,22 @@ def test_bleu_matches_sacrebleu_add_one(tuple_tokens):
     oracle = BLEU(tokenize="none", smooth_method="add-k", smooth_value=1, effective_order=False)
     texts = [" ".join(t) for t in tuple_tokens]
     for hyp, ref in itertools.permutations(texts, 2):
+        expected = oracle.sentence_score(hyp, [ref]).score / 100
+        assert sentence_bleu(hyp, ref, "add-one") == pytest.approx(expected, abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(words, min_size=1, max_size=12), min_size=2, max_size=4))
+def test_bleu_matches_sacrebleu_unsmoothed(tuple_tokens):
+    """sacrebleu with no tokenisation, no smoothing, full order 4 is the default BLEU-4
+    (except token-identical texts under 4 tokens, which we score 1: they are duplicates)."""
+    from sacrebleu.metrics import BLEU
+
+    oracle = BLEU(tokenize="none", smooth_method="none", effective_order=False)
+    texts = [" ".join(t) for t in tuple_tokens]
+    for hyp, ref in itertools.permutations(texts, 2):
+        if hyp == ref:
+            assert sentence_bleu(hyp, ref) == 1.0
+            continue
         expected = oracle.sentence_score(hyp, [ref]).score / 100
         assert sentence_bleu(hyp, ref) == pytest.approx(expected, abs=1e-9)

@@ -11,7 +11,6 @@ from cppo_bench.backends.base import SamplingParams
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.methods import METHODS
 from cppo_bench.methods.cppo import select_indices, tuple_quota
-from cppo_bench.methods.plansearch import observation_subsets, select_plans
 from cppo_bench.plans import GENERIC_PLAN
 
 SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024)
@@ -37,7 +36,7 @@ def test_cppo_one_planner_call_then_one_solver_call(problems):
     planner, solver = backend.calls
     assert len(planner) == 2 and len(solver) == 8  # one tuple per problem, K solves each
     assert all(r.tag == "planner" for r in planner) and all(r.tag == "solver" for r in solver)
-    assert planner[0].params.stop == ("Method 5:",)
+    assert planner[0].params.stop == ("\nE:",)
     assert planner[0].params.max_tokens == 512  # planner cap below the run's max_tokens
     assert solver[0].params.stop == ("\n```\n",) and solver[0].params.max_tokens == 1024
     for j, out in enumerate(outputs):
@@ -54,7 +53,7 @@ def test_cppo_one_planner_call_then_one_solver_call(problems):
 @pytest.mark.parametrize(("select", "expected"), [("first", [1, 2]), ("last", [3, 4])])
 def test_cppo_k2_takes_two_of_the_four_tuple(problems, select, expected):
     outputs, backend = run("cppo", problems[:1], k=2, select=select)
-    assert backend.calls[0][0].params.stop == ("Method 5:",)  # still asks for a full tuple
+    assert backend.calls[0][0].params.stop == ("\nE:",)  # still asks for a full tuple
     plans = [a.plan for a in outputs[0].attempts]
     assert [int(p.split()[1]) for p in plans] == expected
     assert len(outputs[0].plans[0]) == 4 and len(backend.calls[1]) == 2
@@ -89,9 +88,9 @@ def test_cppo_iid_draws_each_strategy_alone(problems):
     outputs, backend = run("cppo", problems[:1], k=4, inference="iid")
     planner = backend.calls[0]
     assert len(planner) == 4 and len({r.params.seed for r in planner}) == 4
-    assert all(r.params.stop == ("Method 2:",) for r in planner)
+    assert all(r.params.stop == ("\nB:",) for r in planner)
     # the prompt is the joint one: only the shared history is gone
-    assert 'labelled "Method 1:" to "Method 4:"' in planner[0].messages[-1]["content"]
+    assert "labelled A: to D:" in planner[0].messages[-1]["content"]
     expected = [f"idea 1 variant {r.params.seed % 97}." for r in planner]
     assert [a.plan for a in outputs[0].attempts] == expected
     assert outputs[0].planner_tokens == sum(len(backend.respond(r).split()) for r in planner)
@@ -116,47 +115,3 @@ def test_cppo_unparsable_plan_falls_back_to_the_generic_strategy(problems):
     outputs, _ = run("cppo", problems[:1], backend=ScriptedBackend(respond=lambda r: "hmm"))
     assert [a.plan for a in outputs[0].attempts] == [GENERIC_PLAN] * 4
     assert outputs[0].plan_validity[0]["parse_mode"] == "none"
-
-
-def test_plansearch_stages_and_budget(problems):
-    outputs, backend = run("plansearch", problems, k=4)
-    sizes = [len(c) for c in backend.calls]
-    assert sizes == [2, 2, 16, 8]  # observations, derived, 8 candidates each, K solves each
-    derived_prompt = backend.calls[1][0].messages[-1]["content"]
-    assert "Observation 1: values are small." in derived_prompt
-    cand_prompts = [r.messages[-1]["content"] for r in backend.calls[2][:8]]
-    assert "Observation 1: values are small." in cand_prompts[0]  # singleton subsets first
-    assert "Observation 1: sorting first is safe." in cand_prompts[2]  # the derived one
-    for j, out in enumerate(outputs):
-        assert len(out.attempts) == 4 and len(out.extra["candidates"]) == 8
-        assert [a.plan for a in out.attempts] == [
-            out.extra["candidates"][i] for i in out.extra["selected"]
-        ]
-        planner_reqs = [
-            backend.calls[0][j],
-            backend.calls[1][j],
-            *backend.calls[2][8 * j : 8 * j + 8],
-        ]
-        assert out.planner_tokens == sum(len(backend.respond(r).split()) for r in planner_reqs)
-
-
-def test_plansearch_selection_rule():
-    cands = [
-        "Sort the array and scan once.",
-        "Sort the array and scan once!",  # literal duplicate of 0
-        "Use dynamic programming over prefixes of the array.",
-        "Sort the array and then scan it once more.",
-        None,  # unparsed
-        "Define def f(x) to brute force.",  # code leakage
-        "Build a graph and run breadth first search.",
-    ]
-    assert select_plans(cands, 3) == [0, 6, 2]  # in pick order: most distant first
-    assert select_plans(cands, 10) == [0, 6, 2, 3]
-    assert select_plans([None, ""], 4) == []
-    assert select_plans(["Define def f(x) to brute force."], 2) == [0]  # nothing clean left
-
-
-def test_observation_subsets():
-    assert observation_subsets(0, 3) == [(), (), ()]
-    assert observation_subsets(3, 8) == [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2), (0,)]
-    assert observation_subsets(8, 8) == [(i,) for i in range(8)]

@@ -68,11 +68,13 @@ def test_mean_std_trained_is_sample_std_over_seed_scores():
     assert (cell.n, cell.over) == (3, "seeds")
 
 
-def test_mean_std_inference_only_is_sample_std_over_problems():
+def test_mean_std_inference_only_is_spread_over_problems():
     outcomes = [1, 0, 0, 1, 1]
-    cell = mean_std([outcomes], trained=False)
+    cell = mean_std([outcomes], trained=False, inference_spread="std")
     assert cell.mean == pytest.approx(0.6)
     assert cell.std == pytest.approx(statistics.stdev(outcomes))
+    se = mean_std([outcomes], trained=False)  # default: bootstrap s.e. of the mean
+    assert se.kind == "bootstrap_se" and se.std < cell.std
     assert (cell.n, cell.over) == (5, "problems")
     with pytest.raises(ValueError):
         mean_std([[1, 0], [0, 1]], trained=False)

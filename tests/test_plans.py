@@ -31,6 +31,20 @@ def test_parses_labelled_methods_in_order():
     assert parsed.plans == GOOD and parsed.mode == "labels"
 
 
+def test_parses_the_contracts_letter_labels():
+    text = "\n".join(f"{c}: {p}" for c, p in zip("ABCD", GOOD, strict=True))
+    parsed = parse_plans(text, k=4)
+    assert parsed.plans == GOOD and parsed.mode == "labels"
+    assert parse_plans("A: x.\nB: y.").plans == ["x.", "y."]
+    assert parse_plans("**A:** x.\n**B:** y.\nC: z.\nD:").plans == ["x.", "y.", "z."]
+    # a stray capital label inside a method is text, not a new method
+    assert parse_plans("A: Greedy.\nNote: careful.\nB: DP.\nI: x").plans == [
+        "Greedy.\nNote: careful.",
+        "DP.\nI: x",
+    ]
+    assert format_plans(["x.", "y."]) == "A: x.\nB: y."
+
+
 def test_parses_markdown_and_one_line_forms():
     text = "**Method 1:** Greedy by end time.  **Method 2:** Dynamic programming on intervals."
     assert parse_labelled(text) == ["Greedy by end time.", "Dynamic programming on intervals."]

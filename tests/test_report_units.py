@@ -24,6 +24,7 @@ from cppo_bench.report.trainer_logs import read_gate_logs
 SHIPPED = {
     "main_pass4", "pipeline_ablation", "reward_ablation", "m_ablation", "k_sweep", "maj4",
     "tokens", "seed_significance", "plan_diversity", "inference_mode", "gain_decomposition",
+    "gemma", "diversity_classifier", "order_control", "examples",
 }  # fmt: skip
 
 

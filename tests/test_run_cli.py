@@ -285,7 +285,7 @@ def test_method_flags_reach_the_manifest(tmp_path, demo):
     (run_dir,) = iter_runs(tmp_path)
     m = read_manifest(run_dir)
     assert m.method_options == {
-        "prompt_version": "v1",
+        "prompt_version": "v2",
         "inference": "iid",
         "select": "last",
         "tuple_size": 4,

@@ -28,7 +28,11 @@ PLANNERS = ("cppo", "plansearch")
 CODEGEN = [
     ("direct", 2, {}),
     ("plan_and_solve", 2, {}),
-    ("plansearch", 2, {"n_candidates": 4, "n_derived": 1, "planner_max_tokens": 32}),
+    (
+        "plansearch",
+        2,
+        {"n_candidates": 4, "n_observations": 2, "max_subset": 1, "planner_max_tokens": 32},
+    ),
     ("cppo", 4, {"planner_max_tokens": 64}),
     ("cppo", 2, {"inference": "iid", "select": "last", "planner_max_tokens": 32}),
     ("fixed_strategy", 2, {}),

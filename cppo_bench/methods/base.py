@@ -13,13 +13,13 @@ import dataclasses
 import hashlib
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, SamplingParams
 from cppo_bench.problem import Problem
-from cppo_bench.prompts import DEFAULT_VERSION, Messages
+from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
 
 
 @dataclass
@@ -56,6 +56,14 @@ class MethodOptions:
     """Options every method has; subclasses add their own fields (all with defaults)."""
 
     prompt_version: str = DEFAULT_VERSION
+
+    def require_at_least(self, minimum: int, *names: str) -> None:
+        """The one range check options need: each named integer option is >= minimum
+        (raised as ValueError, which parse_options reports under the method's name)."""
+        for name in names:
+            value = getattr(self, name)
+            if value < minimum:
+                raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
 class OptionError(ValueError):
@@ -139,6 +147,32 @@ def request(
     return GenRequest(params=params, messages=tuple(dict(m) for m in messages), tag=tag)
 
 
+def prompt_request(
+    name: str,
+    problem: Problem | None,
+    ctx: RunContext,
+    seed: int,
+    *,
+    tag: str,
+    max_tokens: int | None = None,
+    history: Messages = (),
+    **values: Any,
+) -> GenRequest:
+    """A request for prompt `name` with the prompt's own stop strings. `history` holds
+    earlier turns of the same conversation: the prompt's messages are then a follow-up."""
+    prompt = load_prompt(name, ctx.version)
+    messages = render(name, problem, ctx.version, **values)
+    if history:  # a follow-up turn: the earlier conversation, then only the new user turn
+        messages = (*history, *(m for m in messages if m["role"] != "system"))
+    return request(messages, ctx.sampling, seed, prompt.render_stop(**values), tag, max_tokens)
+
+
+def follow_up(request_: GenRequest, reply: str) -> Messages:
+    """The conversation of `request_` with its reply appended, for a follow-up turn."""
+    assert request_.messages is not None
+    return (*request_.messages, {"role": "assistant", "content": reply})
+
+
 def generate(backend: Backend, requests: Sequence[GenRequest]) -> list[GenResult]:
     """One batched backend call; checks the backend kept its side of the contract."""
     if not requests:
@@ -151,8 +185,22 @@ def generate(backend: Backend, requests: Sequence[GenRequest]) -> list[GenResult
     return results
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What one `Method.run` call fixes for every request it builds."""
+
+    k: int
+    seed: int
+    sampling: SamplingParams
+    version: str = DEFAULT_VERSION
+
+    def seed_for(self, problem: Problem, role: str, index: int) -> int:
+        return derive_seed(self.seed, problem.uid, role, index)
+
+
 class Method(ABC):
-    """A way of spending the K-attempt budget. Subclasses register in METHODS by name."""
+    """A way of spending the K-attempt budget. Subclasses register in METHODS by name and
+    implement `answer`; `run` is the public entry point."""
 
     name: ClassVar[str]
     options_type: ClassVar[type[MethodOptions]] = MethodOptions
@@ -186,7 +234,6 @@ class Method(ABC):
                 f"{' (use --method output_prediction)' if 'codegen' in self.tasks else ''}"
             )
 
-    @abstractmethod
     def run(
         self,
         problems: Sequence[Problem],
@@ -197,6 +244,50 @@ class Method(ABC):
         sampling: SamplingParams,
     ) -> list[MethodOutput]:
         """K attempts for every problem, in the order given."""
+        ctx = RunContext(k, seed, sampling, self.options.prompt_version)
+        return self.answer(problems, backend, ctx)
+
+    @abstractmethod
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
+    ) -> list[MethodOutput]:
+        """K = ctx.k attempts for every problem, in the order given."""
+
+
+def per_problem(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """A flat list of `size` items per problem, cut back into one list per problem."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def branch_attempts(
+    backend: Backend,
+    problems: Sequence[Problem],
+    ctx: RunContext,
+    prompt: str,
+    role: str,
+    plans: Sequence[Sequence[str]] | None = None,
+    messages: Callable[[Problem, int], Messages] | None = None,
+    tuple_index: Sequence[Sequence[int]] | None = None,
+) -> list[list[Attempt]]:
+    """The K solver branches of every problem in one batch, one list per problem.
+
+    Branch i of problem j is prompt `prompt` (its stop strings too), with `plan` =
+    plans[j][i] when plans are given, or the messages `messages(problem, i)` build; its
+    seed derives from (run seed, problem, role, i), so it is stable across resumes."""
+    jobs = []
+    for j, p in enumerate(problems):
+        for i in range(ctx.k):
+            plan = plans[j][i] if plans is not None else None
+            if messages is not None:
+                msgs = messages(p, i)
+            elif plan is not None:
+                msgs = render(prompt, p, ctx.version, plan=plan)
+            else:
+                msgs = render(prompt, p, ctx.version)
+            t = tuple_index[j][i] if tuple_index is not None else 0
+            jobs.append((msgs, ctx.seed_for(p, role, i), plan, t))
+    stop = load_prompt(prompt, ctx.version).render_stop()
+    return per_problem(solver_attempts(backend, jobs, ctx.sampling, stop), ctx.k)
 
 
 def solver_attempts(

@@ -22,20 +22,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
     Method,
     MethodOptions,
     MethodOutput,
-    derive_seed,
+    RunContext,
+    branch_attempts,
     generate,
-    request,
-    solver_attempts,
+    per_problem,
+    prompt_request,
 )
 from cppo_bench.plans import fill_plans, parse_plans, plan_tuple, validate_plans
 from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt, render
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ class CPPOOptions(MethodOptions):
     planner_max_tokens: int = 512  # 4 x 45 words fit easily; caps a planner that runs on
 
     def __post_init__(self) -> None:
-        if self.tuple_size < 1:
-            raise ValueError(f"tuple_size must be >= 1, got {self.tuple_size}")
+        self.require_at_least(1, "tuple_size")
 
 
 def select_indices(rule: str, size: int, m: int, rng: random.Random) -> list[int]:
@@ -71,64 +70,59 @@ class CPPO(Method):
     name = "cppo"
     options_type = CPPOOptions
 
-    def run(
-        self,
-        problems: Sequence[Problem],
-        backend: Backend,
-        *,
-        k: int,
-        seed: int,
-        sampling: SamplingParams,
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
     ) -> list[MethodOutput]:
         opts = self.options
         assert isinstance(opts, CPPOOptions)
-        size, version = opts.tuple_size, opts.prompt_version
+        size, k = opts.tuple_size, ctx.k
         joint = opts.inference == "joint"
-        # one planner request per tuple (joint) or per strategy (iid), for every problem
+        # one planner request per tuple (joint) or per strategy (iid), for every problem;
+        # an iid draw stops at the second label, so no strategy sees another
         draws = len(tuple_quota(k, size)) if joint else k
-        stop = load_prompt("plan", version).render_stop(n_next=size + 1 if joint else 2)
+        role = "plan" if joint else "plan-iid"
         reqs = [
-            request(
-                render("plan", p, version, n=size, n_next=size + 1),
-                sampling,
-                derive_seed(seed, p.uid, "plan" if joint else "plan-iid", d),
-                stop,
+            prompt_request(
+                "plan",
+                p,
+                ctx,
+                ctx.seed_for(p, role, d),
                 tag="planner",
                 max_tokens=opts.planner_max_tokens,
+                n=size,
+                n_next=size + 1 if joint else 2,
             )
             for p in problems
             for d in range(draws)
         ]
-        planned = generate(backend, reqs)
-        outputs, jobs = [], []
-        for j, p in enumerate(problems):
-            results = planned[j * draws : (j + 1) * draws]
+        outputs, plans, tuples = [], [], []
+        for p, results in zip(problems, per_problem(generate(backend, reqs), draws), strict=True):
             out = MethodOutput(p.problem_id, [], planner_tokens=sum(r.num_tokens for r in results))
             texts = [r.text for r in results]
-            chosen = self._joint(p, texts, k, seed, out) if joint else self._iid(p, texts, k, out)
+            chosen = self._joint(p, texts, ctx, out) if joint else self._iid(p, texts, k, out)
             # the raw planner text: what a validity gate or an SFT set is built from
             out.extra["planner_completions"] = texts
             out.extra["planner_finish"] = [r.finish_reason for r in results]
-            for b, (plan, t) in enumerate(chosen):
-                msgs = render("solve", p, version, plan=plan)
-                jobs.append((msgs, derive_seed(seed, p.uid, "solve", b), plan, t))
+            plans.append([plan for plan, _ in chosen])
+            tuples.append([t for _, t in chosen])
             outputs.append(out)
-        solve_stop = load_prompt("solve", version).render_stop()
-        attempts = solver_attempts(backend, jobs, sampling, solve_stop)
-        for j, out in enumerate(outputs):
-            out.attempts = attempts[j * k : (j + 1) * k]
+        groups = branch_attempts(
+            backend, problems, ctx, "solve", "solve", plans, tuple_index=tuples
+        )
+        for out, attempts in zip(outputs, groups, strict=True):
+            out.attempts = attempts
         return outputs
 
     def _joint(
-        self, p: Problem, texts: list[str], k: int, seed: int, out: MethodOutput
+        self, p: Problem, texts: list[str], ctx: RunContext, out: MethodOutput
     ) -> list[tuple[str, int]]:
         opts = self.options
         assert isinstance(opts, CPPOOptions)
         chosen: list[tuple[str, int]] = []
         selected: list[list[int]] = []
-        for t, (text, m) in enumerate(zip(texts, tuple_quota(k, opts.tuple_size), strict=True)):
+        for t, (text, m) in enumerate(zip(texts, tuple_quota(ctx.k, opts.tuple_size), strict=True)):
             plans, report = plan_tuple(text, opts.tuple_size, fill=opts.fill, problem=p)
-            rng = random.Random(derive_seed(seed, p.uid, "select", t))
+            rng = random.Random(ctx.seed_for(p, "select", t))
             idx = select_indices(opts.select, opts.tuple_size, m, rng)
             out.plans.append(plans)
             out.plan_validity.append(report.to_dict())

@@ -10,17 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
-from cppo_bench.methods.base import (
-    Method,
-    MethodOptions,
-    MethodOutput,
-    derive_seed,
-    solver_attempts,
-)
+from cppo_bench.methods.base import Method, MethodOptions, MethodOutput, RunContext, branch_attempts
 from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt, render
 
 DEFAULT_STRATEGIES: tuple[str, ...] = (
     "Brute force: enumerate every candidate answer directly and check each one.",
@@ -48,25 +41,12 @@ class FixedStrategy(Method):
         strategies = self.options.strategies  # type: ignore[attr-defined]
         return [strategies[i % len(strategies)] for i in range(k)]
 
-    def run(
-        self,
-        problems: Sequence[Problem],
-        backend: Backend,
-        *,
-        k: int,
-        seed: int,
-        sampling: SamplingParams,
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
     ) -> list[MethodOutput]:
-        version = self.options.prompt_version
-        hints = self.hints(k)
-        jobs = [
-            (render("solve", p, version, plan=h), derive_seed(seed, p.uid, "solve", i), h, 0)
-            for p in problems
-            for i, h in enumerate(hints)
-        ]
-        stop = load_prompt("solve", version).render_stop()
-        attempts = solver_attempts(backend, jobs, sampling, stop)
+        hints = self.hints(ctx.k)
+        groups = branch_attempts(backend, problems, ctx, "solve", "solve", [hints] * len(problems))
         return [
-            MethodOutput(p.problem_id, attempts[j * k : (j + 1) * k], plans=[list(hints)])
-            for j, p in enumerate(problems)
+            MethodOutput(p.problem_id, g, plans=[list(hints)])
+            for p, g in zip(problems, groups, strict=True)
         ]

@@ -14,9 +14,17 @@ import json
 import re
 from collections.abc import Sequence
 
-from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
-from cppo_bench.methods.base import Attempt, Method, MethodOutput, derive_seed, generate, request
+from cppo_bench.methods.base import (
+    Attempt,
+    Method,
+    MethodOutput,
+    RunContext,
+    generate,
+    per_problem,
+    request,
+)
 from cppo_bench.problem import DataError, Problem
 from cppo_bench.prompts import Messages, load_prompt, render
 
@@ -96,28 +104,19 @@ class OutputPrediction(Method):
     name = "output_prediction"
     tasks = ("execution", "output_prediction")
 
-    def run(
-        self,
-        problems: Sequence[Problem],
-        backend: Backend,
-        *,
-        k: int,
-        seed: int,
-        sampling: SamplingParams,
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
     ) -> list[MethodOutput]:
-        version = self.options.prompt_version
         reqs, seeds = [], []
         for p in problems:
-            messages, stop = render_prediction(p, version)
-            for i in range(k):
-                seeds.append(derive_seed(seed, p.uid, "predict", i))
-                reqs.append(request(messages, sampling, seeds[-1], stop, tag="solver"))
+            messages, stop = render_prediction(p, ctx.version)
+            for i in range(ctx.k):
+                seeds.append(ctx.seed_for(p, "predict", i))
+                reqs.append(request(messages, ctx.sampling, seeds[-1], stop, tag="solver"))
         results = generate(backend, reqs)
         attempts = [
             Attempt(r.text, r.num_tokens, r.finish_reason, seed=s, answer=extract_answer(r.text))
             for r, s in zip(results, seeds, strict=True)
         ]
-        return [
-            MethodOutput(p.problem_id, attempts[j * k : (j + 1) * k])
-            for j, p in enumerate(problems)
-        ]
+        groups = per_problem(attempts, ctx.k)
+        return [MethodOutput(p.problem_id, g) for p, g in zip(problems, groups, strict=True)]

@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
-from cppo_bench.methods.base import Method, MethodOutput, derive_seed, solver_attempts
+from cppo_bench.methods.base import Method, MethodOutput, RunContext, branch_attempts
 from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt, render
 
 _PLAN = re.compile(r"plan\s*:\s*(.*?)(?:```|$)", re.IGNORECASE | re.DOTALL)
 
@@ -29,27 +28,16 @@ def extract_plan(completion: str) -> str | None:
 class PlanAndSolve(Method):
     name = "plan_and_solve"
 
-    def run(
-        self,
-        problems: Sequence[Problem],
-        backend: Backend,
-        *,
-        k: int,
-        seed: int,
-        sampling: SamplingParams,
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
     ) -> list[MethodOutput]:
-        version = self.options.prompt_version
-        jobs = [
-            (render("plan_and_solve", p, version), derive_seed(seed, p.uid, "sample", i), None, 0)
-            for p in problems
-            for i in range(k)
-        ]
-        stop = load_prompt("plan_and_solve", version).render_stop()
-        attempts = solver_attempts(backend, jobs, sampling, stop)
-        for a in attempts:
-            a.plan = extract_plan(a.completion)
         outputs = []
-        for j, p in enumerate(problems):
-            mine = attempts[j * k : (j + 1) * k]
+        for p, mine in zip(
+            problems,
+            branch_attempts(backend, problems, ctx, "plan_and_solve", "sample"),
+            strict=True,
+        ):
+            for a in mine:
+                a.plan = extract_plan(a.completion)
             outputs.append(MethodOutput(p.problem_id, mine, plans=[[a.plan or "" for a in mine]]))
         return outputs

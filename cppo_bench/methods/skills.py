@@ -12,16 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
-from cppo_bench.methods.base import (
-    Method,
-    MethodOptions,
-    MethodOutput,
-    derive_seed,
-    solver_attempts,
-)
-from cppo_bench.methods.direct import render_messages, stop_strings
+from cppo_bench.methods.base import Method, MethodOptions, MethodOutput, RunContext, branch_attempts
+from cppo_bench.methods.direct import render_messages
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages
 
@@ -33,8 +27,7 @@ class SkillsOptions(MethodOptions):
     prefixes: tuple[str, ...] = ()  # overrides prefix_format when given
 
     def __post_init__(self) -> None:
-        if self.n_skills < 1:
-            raise ValueError(f"n_skills must be >= 1, got {self.n_skills}")
+        self.require_at_least(1, "n_skills")
         if self.prefixes and len(self.prefixes) != self.n_skills:
             raise ValueError(f"{len(self.prefixes)} prefixes for n_skills={self.n_skills}")
 
@@ -55,33 +48,22 @@ class Skills(Method):
     name = "skills"
     options_type = SkillsOptions
 
-    def run(
-        self,
-        problems: Sequence[Problem],
-        backend: Backend,
-        *,
-        k: int,
-        seed: int,
-        sampling: SamplingParams,
+    def answer(
+        self, problems: Sequence[Problem], backend: Backend, ctx: RunContext
     ) -> list[MethodOutput]:
         opts = self.options
         assert isinstance(opts, SkillsOptions)
-        prefixes = [opts.prefix(i % opts.n_skills) for i in range(k)]
-        jobs = [
-            (
-                skill_messages(p, z, opts.prompt_version),
-                derive_seed(seed, p.uid, "skill", i),
-                None,  # a skill prefix is not a plan; the skill index goes in extra
-                0,
-            )
-            for p in problems
-            for i, z in enumerate(prefixes)
-        ]
-        attempts = solver_attempts(backend, jobs, sampling, stop_strings(opts.prompt_version))
+        skills = [i % opts.n_skills for i in range(ctx.k)]
+        # a skill prefix is not a plan: the branch keeps plan None, the skill goes in extra
+        groups = branch_attempts(
+            backend,
+            problems,
+            ctx,
+            "direct",
+            "skill",
+            messages=lambda p, i: skill_messages(p, opts.prefix(skills[i]), ctx.version),
+        )
         outputs = []
-        for j, p in enumerate(problems):
-            mine = attempts[j * k : (j + 1) * k]
-            out = MethodOutput(p.problem_id, mine)
-            out.extra["skills"] = [i % opts.n_skills for i in range(k)]
-            outputs.append(out)
+        for p, mine in zip(problems, groups, strict=True):
+            outputs.append(MethodOutput(p.problem_id, mine, extra={"skills": list(skills)}))
         return outputs

@@ -4,9 +4,15 @@ confidence interval (the study's per-seed table)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+# How an inference-only cell's ± is computed: the bootstrap standard error of the mean over
+# problems (the study: "variation over evaluation problems", on its +-0.01-0.02 scale), or
+# the sample std of the per-problem scores (kept by name; +-0.50 for a 0/1 mean near 0.5).
+InferenceSpread = Literal["bootstrap_se", "std"]
 
 
 @dataclass(frozen=True)
@@ -15,18 +21,40 @@ class MeanStd:
     std: float  # sample std (ddof=1); 0.0 when there is a single value
     n: int  # how many values the std is over (seeds, or problems)
     over: str  # "seeds" | "problems"
+    kind: str = "std"  # "std" | "bootstrap_se": what the ± is
 
     def __str__(self) -> str:
         return f"{self.mean:.3f} ± {self.std:.3f}"
 
 
-def mean_std(scores: ArrayLike, trained: bool) -> MeanStd:
-    """Mean +- std of a table cell, as the study defines it.
+def bootstrap_se(values: ArrayLike, resamples: int = 1000, seed: int = 0) -> float:
+    """Bootstrap standard error of the mean of `values`: the sample std (ddof=1) of the
+    means of `resamples` resamples of the values with replacement (the same draws as
+    the report's hierarchical bootstrap with one seed)."""
+    from cppo_bench.metrics.bootstrap import hierarchical_bootstrap
+
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    if arr.size < 2:
+        return 0.0
+    boot = hierarchical_bootstrap({"x": arr[None, :]}, resamples=resamples, seed=seed)
+    return float(boot.distribution("x").std(ddof=1))
+
+
+def mean_std(
+    scores: ArrayLike,
+    trained: bool,
+    inference_spread: InferenceSpread = "bootstrap_se",
+    resamples: int = 1000,
+    seed: int = 0,
+) -> MeanStd:
+    """Mean +- spread of a table cell, as the study defines it.
 
     `scores` is [seeds][problems] of per-problem scores (pass@K 0/1 or unbiased values).
     Trained methods: the benchmark score of each seed (its mean over problems), then the
-    mean and the sample std (ddof=1) over seeds. Inference-only methods (one "seed"): mean
-    and sample std (ddof=1) over problems. With one value the std is 0.0.
+    mean and the sample std (ddof=1) over seeds. Inference-only methods (one "seed"): the
+    mean over problems and, by default, its bootstrap standard error over problems
+    (`resamples` resamples, seeded); `inference_spread="std"` gives the sample std of the
+    per-problem scores instead. With one value the spread is 0.0.
     """
     arr = np.asarray(scores, dtype=np.float64)
     if arr.ndim == 1:
@@ -39,6 +67,11 @@ def mean_std(scores: ArrayLike, trained: bool) -> MeanStd:
         if arr.shape[0] != 1:
             raise ValueError(f"an inference-only method has one seed, got {arr.shape[0]}")
         values, over = arr[0], "problems"
+        if inference_spread == "bootstrap_se":
+            se = bootstrap_se(values, resamples, seed)
+            return MeanStd(float(values.mean()), se, int(values.size), over, "bootstrap_se")
+        if inference_spread != "std":
+            raise ValueError(f"unknown inference_spread {inference_spread!r}")
     # study Eq. (mean ± std): Bessel-corrected sample std over seeds / problems
     std = float(values.std(ddof=1)) if values.size > 1 else 0.0
     return MeanStd(mean=float(values.mean()), std=std, n=int(values.size), over=over)

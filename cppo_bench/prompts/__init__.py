@@ -18,7 +18,9 @@ import yaml
 
 from cppo_bench.problem import DataError, Problem
 
-DEFAULT_VERSION = "v1"
+# v2: the study's PLAN contract (A:..D: labels), SFT-candidate rules and SOLVE clause, and
+# the released PlanSearch stages (issue #15); v1 stays as it was, so v1 runs replay exactly
+DEFAULT_VERSION = "v2"
 
 Messages = tuple[dict[str, str], ...]
 
@@ -44,7 +46,18 @@ class PromptTemplate:
         return tuple(_fill(self, s, values) for s in self.stop)
 
 
+def _letter(index: int) -> str:
+    return chr(ord("A") + index - 1) if 1 <= index <= 26 else str(index)
+
+
 def _fill(template: PromptTemplate, text: str, values: dict[str, Any]) -> str:
+    # PLAN-style prompts label methods A:, B:, ...; callers pass counts (n: methods asked
+    # for, n_next: the method whose label stops generation), the letters follow from them.
+    values = dict(values)
+    if "n" in values:
+        values.setdefault("last_label", _letter(int(values["n"])))
+    if "n_next" in values:
+        values.setdefault("next_label", _letter(int(values["n_next"])))
     try:
         return string.Template(text).substitute({k: str(v) for k, v in values.items()})
     except KeyError as exc:

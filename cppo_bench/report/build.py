@@ -98,7 +98,9 @@ def _validate(specs: list[TableSpec]) -> None:
 
 
 def check_text(computed: Computed) -> str:
-    return format_check(computed.missing, computed.n_cells)
+    from cppo_bench.report.catalogue import format_catalogue
+
+    return format_catalogue(computed) + format_check(computed.missing, computed.n_cells)
 
 
 def _clean(out: Path) -> None:

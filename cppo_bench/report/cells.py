@@ -5,8 +5,9 @@ cppo_bench.report.measures); this module picks the runs, aggregates, and records
 is empty or qualified (footnotes). Conventions:
 
 - a trained row (its runs tagged with a checkpoint) is mean ± std over training seeds;
-- an inference-only row is mean ± std over problems; several sampling seeds are averaged
-  per problem first (so it stays one "seed", as the bootstrap expects);
+- an inference-only row is the mean over problems ± its bootstrap standard error over
+  problems (the report's resamples and seed); several sampling seeds are averaged per
+  problem first (so it stays one "seed", as the bootstrap expects);
 - all seeds of a cell are scored on the problems they share (footnoted when that drops some).
 """
 
@@ -24,7 +25,12 @@ from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest
 from cppo_bench.report.specs import MetricSpec, Selector, TableSpec
 from cppo_bench.report.store import CellRuns, RunIndex
 
-__all__ = ["METRICS", "CellEngine", "Computed", "metric_digits", "metric_label"]
+__all__ = ["METRICS", "SPREAD_NOTE", "CellEngine", "Computed", "metric_digits", "metric_label"]
+
+SPREAD_NOTE = (
+    "± for inference-only rows: bootstrap standard error of the mean over evaluation "
+    "problems (problems resampled with replacement); trained rows: std over training seeds."
+)
 
 
 @dataclass
@@ -175,7 +181,7 @@ class CellEngine:
             cell.notes.append(
                 "seeds cover different problems: the problems all seeds share are used"
             )
-        ms = mean_std(mat, trained=row.is_trained)
+        ms = mean_std(mat, trained=row.is_trained, resamples=self.resamples, seed=self.seed)
         cell.value, cell.spread_over = ms.mean, ms.over
         cell.spread = ms.std if ms.n >= 2 else None
         cell.n_seeds, cell.n_problems = (

@@ -113,31 +113,29 @@ def _pass_per_10k(ctx: Ctx) -> float | None:
     return float(pass_per_10k_tokens(float(np.mean(_pass(ctx))), tokens.mean))
 
 
-def _duplicates(report: dict[str, Any]) -> tuple[int, int] | None:
-    """(plans repeating an earlier plan of the tuple, plans in the tuple) from one tuple's
-    validity report (cppo_bench.plans.ValidityReport.to_dict); None if it has neither."""
-    size = report.get("k") or report.get("count")
+def _has_duplicate(report: dict[str, Any]) -> bool | None:
+    """Whether one tuple's validity report (cppo_bench.plans.ValidityReport.to_dict) finds
+    a method repeating an earlier one of the tuple; None if the report does not say."""
     if "n_duplicates" in report:
-        dupes = int(report["n_duplicates"])
-    elif isinstance(report.get("duplicates"), list):
-        dupes = len({pair[-1] for pair in report["duplicates"]})
-    else:
-        return None
-    return (dupes, int(size)) if size else None
+        return int(report["n_duplicates"]) > 0
+    if isinstance(report.get("duplicates"), list):
+        return bool(report["duplicates"])
+    return None
 
 
 def _dup_rate(ctx: Ctx) -> np.ndarray:
-    """Per problem: the share of its plans that literally repeat an earlier plan of their
-    tuple (as the rule-based validity report finds them), over all its tuples."""
+    """Per problem: the share of its plan tuples that are duplicate-plan tuples, i.e. hold
+    at least one method literally repeating another (the study counts tuples: a tuple with
+    two repeats counts once, as does one with a single repeat)."""
     out = np.full(len(ctx.records), np.nan)
     for i, r in enumerate(ctx.records):
-        counts = [
-            c
-            for c in (_duplicates(v) for v in r.plan_validity if isinstance(v, dict))
-            if c is not None
+        flags = [
+            f
+            for f in (_has_duplicate(v) for v in r.plan_validity if isinstance(v, dict))
+            if f is not None
         ]
-        if counts:
-            out[i] = sum(d for d, _ in counts) / sum(n for _, n in counts)
+        if flags:
+            out[i] = sum(flags) / len(flags)
     return out
 
 

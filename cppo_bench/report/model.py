@@ -36,10 +36,11 @@ class Cell:
     n_problems: int = 0
     runs: list[str] = field(default_factory=list)  # run directories the cell was computed from
     request: CellRequest | None = None  # set when runs are missing (the whole cell or seeds)
+    text: str | None = None  # a text cell (qualitative examples) instead of a number
 
     @property
     def empty(self) -> bool:
-        return self.value is None and self.interval is None
+        return self.value is None and self.interval is None and self.text is None
 
 
 @dataclass(frozen=True)

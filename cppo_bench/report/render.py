@@ -43,6 +43,8 @@ def number(x: float, col: Column) -> str:
 
 def cell_text(cell: Cell, col: Column, pm: str = "±") -> str:
     """The cell's number(s) without marks or footnotes ("" when empty)."""
+    if cell.text is not None:
+        return cell.text
     if cell.interval is not None:
         return f"[{number(cell.interval[0], col)}, {number(cell.interval[1], col)}]"
     if cell.value is None:
@@ -218,7 +220,7 @@ def to_csv(table: Table) -> str:
                 meta.get("metric") or meta.get("part") or meta.get("stat"),
                 meta.get("k"),
                 meta.get("seed"),
-                cell.value,
+                cell.value if cell.text is None else cell.text,
                 cell.spread,
                 cell.spread_over,
                 ci[0],

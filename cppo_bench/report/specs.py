@@ -16,6 +16,13 @@ from typing import Any
 import yaml
 
 from cppo_bench.problem import DataError
+from cppo_bench.report.spec_extras import (
+    ExampleProblem,
+    ExternalCell,
+    parse_external,
+    parse_problems,
+    parse_study,
+)
 
 BENCH_LABELS = {
     "apps": "APPS",
@@ -73,6 +80,7 @@ class ColumnsSpec:
     benches: tuple[str, ...] = ()
     other_benches: bool = False  # add benches the store holds that the list lacks
     metrics: tuple[MetricSpec, ...] = (MetricSpec("pass"),)
+    average: bool = False  # an "Avg." column per model and metric, over the benches
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,8 @@ class Significance:
 @dataclass(frozen=True)
 class Comparison:
     a: Selector
-    b: Selector
+    b: Selector | None  # None: the strongest of `strongest` in each cell
+    strongest: tuple[Selector, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,10 @@ class TableSpec:
     decompositions: tuple[Decomposition, ...] = ()
     figures: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    study: tuple[str, ...] = ()  # the study's captions this spec reproduces
+    fill: str = ""  # tables not filled from runs: what fills them
+    external: tuple[ExternalCell, ...] = ()
+    problems: tuple[ExampleProblem, ...] = ()
 
     def expected_seeds(self, row: Selector) -> tuple[int, ...]:
         if row.seeds is not None:
@@ -220,7 +233,7 @@ def _columns(path: str, data: Any) -> ColumnsSpec:
         path,
         "columns",
         data or {},
-        ("models", "model_labels", "benches", "other_benches", "metrics"),
+        ("models", "model_labels", "benches", "other_benches", "metrics", "average"),
     )
     models = r.get("models", (str, list), "auto")
     if models == "auto":
@@ -234,6 +247,7 @@ def _columns(path: str, data: Any) -> ColumnsSpec:
         benches=tuple(str(b) for b in r.get("benches", list, [])),
         other_benches=r.get("other_benches", bool, False),
         metrics=tuple(_metric(path, f"columns.metrics[{i}]", m) for i, m in enumerate(metrics)),
+        average=r.get("average", bool, False),
     )
 
 
@@ -260,6 +274,10 @@ def parse_spec(path: str, data: Any) -> TableSpec:
             "figures",
             "notes",
             "enabled",
+            "study",
+            "fill",
+            "external",
+            "problems",
         ),
     )
     rows = r.get("rows", list, [])
@@ -276,11 +294,17 @@ def parse_spec(path: str, data: Any) -> TableSpec:
         )
     comparisons = []
     for i, c in enumerate(r.get("comparisons", list, [])):
-        cr = _Reader(path, f"comparisons[{i}]", c, ("a", "b"))
+        cr = _Reader(path, f"comparisons[{i}]", c, ("a", "b", "strongest"))
+        pool = cr.get("strongest", list, [])
+        b = cr.get("b", dict, None if pool else _REQUIRED)
         comparisons.append(
             Comparison(
                 parse_selector(path, f"comparisons[{i}].a", cr.get("a", dict, _REQUIRED)),
-                parse_selector(path, f"comparisons[{i}].b", cr.get("b", dict, _REQUIRED)),
+                None if b is None else parse_selector(path, f"comparisons[{i}].b", b),
+                tuple(
+                    parse_selector(path, f"comparisons[{i}].strongest[{j}]", s)
+                    for j, s in enumerate(pool)
+                ),
             )
         )
     decompositions = []
@@ -318,6 +342,10 @@ def parse_spec(path: str, data: Any) -> TableSpec:
         decompositions=tuple(decompositions),
         figures=figures,
         notes=tuple(str(n) for n in r.get("notes", list, [])),
+        study=parse_study(path, r.data.get("study")),
+        fill=r.get("fill", str, "").strip(),
+        external=parse_external(path, r.get("external", list, [])),
+        problems=parse_problems(path, r.get("problems", list, [])),
     )
 
 

@@ -19,7 +19,7 @@ from cppo_bench.metrics import (
     seed_difference_ci,
 )
 from cppo_bench.registry import Registry
-from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
+from cppo_bench.report.cells import SPREAD_NOTE, CellEngine, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import BENCH_LABELS, Selector, TableSpec
 
@@ -80,17 +80,23 @@ def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:
 
 @TABLE_KINDS.register("grid")
 def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
+    from cppo_bench.report.extra_tables import add_average_columns, external_cell
+
     columns = _grid_columns(spec, engine)
     rows = []
     for sel in spec.rows:
         cells = [
-            engine.cell(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"])
+            external_cell(spec, sel, c.meta["model"], c.meta["bench"])
+            or engine.cell(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"])
             for c in columns
         ]
         rows.append(Row((sel.label,), cells))
-    table = Table(
-        spec.name, spec.title, spec.caption, ("Method",), columns, rows, list(spec.notes), spec.path
-    )
+    if spec.columns.average:
+        columns = add_average_columns(spec, engine, columns, rows)
+    notes = list(spec.notes)
+    if any(c.spread is not None and c.spread_over == "problems" for r in rows for c in r.cells):
+        notes.append(SPREAD_NOTE)  # say what an inference-only row's ± is
+    table = Table(spec.name, spec.title, spec.caption, ("Method",), columns, rows, notes, spec.path)
     if spec.significance is not None:
         for j, col in enumerate(columns):
             if col.meta["metric"] in spec.significance.metrics:
@@ -156,11 +162,15 @@ def build_seed_deltas(spec: TableSpec, engine: CellEngine) -> Table:
     for comp in spec.comparisons:
         for model in column_models(spec, engine):
             for bench in column_benches(spec, engine):
-                cells = _delta_cells(spec, engine, comp.a, comp.b, model, bench, seeds)
+                b = comp.b or strongest_baseline(spec, engine, comp.strongest, model, bench)
+                cells = _delta_cells(spec, engine, comp.a, b, model, bench, seeds)
+                if comp.b is None:
+                    note = f"B = the strongest baseline of this cell by mean {metric}: {b.label}"
+                    cells[-2].notes.append(note)
                 rows.append(
                     Row(
                         (
-                            f"{comp.a.label} − {comp.b.label}",
+                            f"{comp.a.label} − {b.label}",
                             model_label(spec, model),
                             bench_label(bench),
                         ),
@@ -178,6 +188,20 @@ def build_seed_deltas(spec: TableSpec, engine: CellEngine) -> Table:
         list(spec.notes),
         spec.path,
     )
+
+
+def strongest_baseline(
+    spec: TableSpec,
+    engine: CellEngine,
+    pool: tuple[Selector, ...],
+    model: str | None,
+    bench: str,
+) -> Selector:
+    """The baseline of `pool` with the highest cell mean (over its seeds) for this model and
+    benchmark; the first of the pool when none has runs yet (so --check asks for it)."""
+    scored = [(engine.cell(spec, s, model, bench, spec.metric).value, s) for s in pool]
+    have = [(v, -i, s) for i, (v, s) in enumerate(scored) if v is not None]
+    return max(have, key=lambda t: (t[0], t[1]))[2] if have else pool[0]
 
 
 def _delta_cells(
@@ -287,3 +311,6 @@ def _decompose(base: float | None, iid: float | None, joint: float | None) -> li
 
 def build_table(spec: TableSpec, engine: CellEngine) -> Table:
     return TABLE_KINDS.get(spec.kind)(spec, engine)
+
+
+from cppo_bench.report import extra_tables as _extra_tables  # noqa: E402,F401  (registers kinds)
