@@ -64,7 +64,7 @@ def list_benchmarks() -> None:
     help="Local copy: JSONL / JSON / parquet / save_to_disk folder / APPS release folder. "
     "Default: the benchmark's Hugging Face dataset.",
 )
-@click.option("--limit", type=click.IntRange(min=0), help="Show only the first N problems.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N problems.")
 @click.option("--json", "as_json", is_flag=True, help="Print one Problem JSON object per line.")
 @click.option("--strict", is_flag=True, help="Stop at the first malformed record.")
 @click.option(
@@ -88,7 +88,7 @@ def show(
     lines of Problem records with --json."""
     from rich.console import Console
 
-    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
 
@@ -97,6 +97,7 @@ def show(
     try:
         with err.status(f"loading {bench} from {data_path or 'the hub'}"):
             result = load_benchmark(bench, data_path, limit=limit, strict=strict, **options)
+        require_problems(result, bench)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

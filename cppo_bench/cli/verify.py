@@ -154,7 +154,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
 
     from rich.console import Console
 
-    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.cli.data import parse_options
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
@@ -164,7 +164,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
     try:
-        loaded = load_benchmark(bench, data_path, **parse_options(option_pairs))
+        loaded = require_problems(
+            load_benchmark(bench, data_path, **parse_options(option_pairs)), bench
+        )
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
@@ -176,6 +178,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         records, errors = read_programs(programs, problems)
     for e in errors:
         click.echo(f"error: {e}", err=True)
+    if not records:
+        # nothing to verify is an input error, not an empty success
+        what = f"{programs}: no programs to verify" if programs else "no reference solutions"
+        raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
     limits = Limits()
     overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
     limits = replace(limits, **{k: v for k, v in overrides.items() if v is not None})
