@@ -45,6 +45,41 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
     return records, errors
 
 
+def named_problems(path: Path) -> list[str]:
+    """The problem ids a programs file names (lines that are not such records are left to
+    `read_programs` to report)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    ids: set[str] = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("problem_id"), (str, int)):
+            ids.add(str(record["problem_id"]))
+    return sorted(ids)
+
+
+def selection_for(bench: str, options: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """Loader options that load the problems the programs name: a loader that selects by id
+    gets those ids (and every difficulty), instead of its default slice, unless the user
+    chose a selection of their own."""
+    import inspect
+
+    from cppo_bench.benchmarks import BENCHMARKS
+
+    params = inspect.signature(BENCHMARKS.get(bench).load).parameters
+    if not ids or "ids" not in params or "ids" in options:
+        return options
+    chosen = dict(options, ids=ids)
+    if "difficulty" in params:
+        chosen.setdefault("difficulty", "all")
+    return chosen
+
+
 def reference_records(problems: dict[str, Any]) -> list[dict]:
     seen, out = set(), []
     for problem in problems.values():
@@ -163,10 +198,11 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
+    options = parse_options(option_pairs)
     try:
-        loaded = require_problems(
-            load_benchmark(bench, data_path, **parse_options(option_pairs)), bench
-        )
+        if programs is not None:
+            options = selection_for(bench, options, named_problems(programs))
+        loaded = require_problems(load_benchmark(bench, data_path, **options), bench)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
