@@ -1,7 +1,10 @@
-"""The shipped `demo` benchmark: 24 original problems written for this toolkit.
+"""The shipped `demo` benchmark: 32 original problems written for this toolkit.
 
-They are the embedded default for offline, CPU-only runs and for CI: two thirds read standard
-input, one third are call-based functions; most are easy enough for a 135M model to solve some.
+They are the embedded default for offline, CPU-only runs and for CI, in three tiers
+(`-o difficulty=easy|medium|hard`). The easy tier comes first, so `--limit 5` runs it: one-line
+tasks (add two numbers, reverse a string) that the embedded 135M model solves some of the
+time, so a run of the default set-up shows a non-zero pass@K and methods that differ; on the
+medium and hard tiers it scores zero. Over half read standard input, the rest are call-based.
 The records are stored as Problem dicts (`Problem.to_dict()`), one per line, so
 `load_problem_jsonl` also reads any file of that schema (e.g. `cppo-bench data show --json`).
 """
@@ -87,7 +90,7 @@ def load_demo(
 ) -> LoadResult:
     """Load the demo problems (`data=None`: the packaged file) or a JSONL of the same schema.
 
-    `difficulty` keeps only problems with that label (easy | medium)."""
+    `difficulty` keeps only problems with that label (easy | medium | hard)."""
     if options:
         raise DataError(f"demo benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
@@ -102,7 +105,7 @@ def load_demo(
 SPEC = BENCHMARKS.register("demo")(
     BenchmarkSpec(
         name="demo",
-        description="24 original problems shipped with cppo-bench (stdin and call-based)",
+        description="32 original problems shipped with cppo-bench (easy / medium / hard tiers)",
         load=load_demo,
     )
 )
