@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cppo_bench.metrics.roc import roc_auc, roc_points
 from cppo_bench.registry import Registry
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.model import Table
@@ -242,15 +243,6 @@ def diversity_gain(
     return fig, f"{table.name}_vs_gain", caption
 
 
-def _roc_points(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(FPR, TPR) at every distinct threshold, highest first, from (0, 0) to (1, 1)."""
-    order = np.argsort(-scores, kind="mergesort")
-    s, y = scores[order], labels[order]
-    last = np.r_[np.nonzero(np.diff(s))[0], s.size - 1]  # last index of each distinct score
-    tps, fps = np.cumsum(y)[last], np.cumsum(1 - y)[last]
-    return np.r_[0.0, fps / max(fps[-1], 1)], np.r_[0.0, tps / max(tps[-1], 1)]
-
-
 def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     """ROC with AUC (labelled records) and the validity x outcome heat map (records with
     `passed`): the gate's decision J = 1{p >= tau} against whether the tuple passed."""
@@ -267,10 +259,8 @@ def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     fig, axes = plt.subplots(1, int(has_roc) + int(bool(heat)), figsize=(10, 4.2), squeeze=False)
     panels = iter(axes[0])
     if has_roc:
-        from trainers.core.gate_metrics import roc_auc
-
         scores = np.array([r.gate_prob for r in roc])
-        fpr, tpr = _roc_points(scores, labels)
+        fpr, tpr = roc_points(scores, labels)
         ax = next(panels)
         ax.plot(fpr, tpr, lw=1.5, label=f"AUC = {roc_auc(scores.tolist(), labels.tolist()):.3f}")
         ax.plot([0, 1], [0, 1], ls="--", color="gray", lw=0.8)
