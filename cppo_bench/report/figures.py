@@ -62,6 +62,16 @@ def _save(fig: Any, out_dir: Path, name: str) -> tuple[Path, Path]:
     return png, pdf
 
 
+def _from_zero(ax: Any) -> None:
+    """Rates and counts start at 0; all-zero data would otherwise get matplotlib's
+    symmetric -0.04..0.04 axis, which reads like noise around zero rather than zero."""
+    top = ax.dataLim.y1
+    if np.isfinite(top) and top > 1e-9:
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylim(0, 1.0)
+
+
 def _grid_values(table: Table, metric: str, k: int | None = None) -> dict[tuple, Any]:
     """(row label, model, bench, k) -> cell, for the grid columns of `metric`."""
     out = {}
@@ -108,6 +118,7 @@ def grouped_bars(
         ax.set_title(model_label(spec, model))
         ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(axis="y", alpha=0.3)
+        _from_zero(ax)
     fig.tight_layout()
     caption = (
         f"{table.title}: bars per benchmark; error bars are the std over training "
@@ -163,6 +174,7 @@ def pass_at_k_curves(
             )
             ax.set_xlabel("K (solver attempts)")
             ax.set_ylabel("pass@K")
+            _from_zero(ax)
             ax.set_title(f"{model_label(spec, model)} · {bench_label(bench)}", fontsize=9)
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
