@@ -158,6 +158,12 @@ def run(ctx: click.Context, **opts: Any) -> None:
     from cppo_bench.verifier import SandboxError
 
     seeds = parse_seeds(opts["seeds"])
+    try:  # before any progress output: an unknown method is a one-line error, nothing else
+        from cppo_bench.methods import METHODS
+
+        METHODS.get(opts["method"])
+    except UnknownNameError as exc:
+        raise click.ClickException(str(exc)) from None
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "--method-option"))
     backend_options = parse_kv(opts["backend_option"], "--backend-option")
