@@ -130,3 +130,6 @@ class LoadResult:
     problems: list[Problem]
     errors: list[RecordError] = field(default_factory=list)
     source: str = ""  # where the data came from (path or hub dataset name/split)
+    # what the loader left out on purpose (other difficulties, a seeded subset), so a
+    # summary showing fewer problems than the source holds says why
+    notes: list[str] = field(default_factory=list)

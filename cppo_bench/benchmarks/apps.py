@@ -300,6 +300,16 @@ def load_apps(
             raise DataError(str(err))
         result.errors.append(err)
     result.problems.sort(key=lambda p: _id_key(_as_id(p.problem_id) or ""))
+    if level is not None and levels.total() > levels[level]:
+        others = ", ".join(f"{k} {v}" for k, v in levels.most_common() if k != level)
+        result.notes.append(
+            f"{levels[level]} of {levels.total()} rows are {level}; not shown: {others} "
+            "(-o difficulty=all shows every level)"
+        )
+    if ids is None and size and selection["pool"] > size:
+        result.notes.append(
+            f"a seeded subset of {size} of the {selection['pool']} problems (-o subset=0 shows all)"
+        )
     return result
 
 

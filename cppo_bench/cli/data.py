@@ -105,6 +105,8 @@ def show(
             click.echo(json.dumps(problem.to_dict(), ensure_ascii=False))
         for error in result.errors:
             click.echo(f"skipped: {error}", err=True)
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
         return
     Console().print(*summary_renderables(bench, result))
 
@@ -129,8 +131,12 @@ def summary_rows(problems: list[Problem]) -> list[tuple[str, str]]:
         ("problems", str(len(problems))),
         ("tests per problem (min / median / max)", _spread(n_tests)),
         ("tests", f"{sum(n_tests)} ({_counts(kinds)})"),
-        ("modes (problems)", _counts(modes)),
-        ("call-based functions", str(len({p.fn_name for p in problems if p.fn_name}))),
+        ("problems by test mode", _counts(modes)),
+        # fewer than the call problems when several problems share a function name
+        (
+            "distinct function names (call mode)",
+            str(len({p.fn_name for p in problems if p.fn_name})),
+        ),  # fmt: skip
         ("checkers", _counts(Counter(p.checker for p in problems))),
         ("tasks", _counts(Counter(p.task for p in problems))),
         ("difficulty", _counts(Counter(p.difficulty or "-" for p in problems))),
@@ -153,6 +159,8 @@ def summary_renderables(bench: str, result: LoadResult) -> list[Any]:
     for label, value in summary_rows(result.problems):
         table.add_row(label, escape(value))
     table.add_row("skipped records", str(len(result.errors)))
+    for note in result.notes:
+        table.add_row("note", escape(note))
     out: list[Any] = [table]
     if result.errors:
         skipped = Table("source", "record", "reason", title="skipped records")
