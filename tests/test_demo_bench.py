@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
-from cppo_bench.benchmarks.demo import load_problem_jsonl, packaged_path
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.benchmarks.demo import packaged_path
+from cppo_bench.problem import DataError, Problem, load_problem_jsonl
 from cppo_bench.problem import Test as ProblemTest  # aliased: pytest would collect "Test"
 
 

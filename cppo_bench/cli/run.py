@@ -149,8 +149,7 @@ def run(ctx: click.Context, **opts: Any) -> None:
     Run the same command again to resume: finished problems are skipped and finished
     generations are served from the run's generation cache.
     """
-    from cppo_bench.backends.base import SamplingParams
-    from cppo_bench.backends.default_model import ModelLoadError
+    from cppo_bench.backends.base import ModelLoadError, SamplingParams
     from cppo_bench.cli.run_view import RichReporter, print_seed_table, print_summary
     from cppo_bench.gencache import LazyBackend
     from cppo_bench.methods import OptionError
