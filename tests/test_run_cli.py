@@ -20,7 +20,6 @@ from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
 from cppo_bench.runstore import RECORDS, iter_runs, read_manifest, read_records
 
-pytest.importorskip("cppo_bench.verifier")
 TESTS = Path(__file__).resolve().parent
 
 

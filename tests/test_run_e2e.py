@@ -20,7 +20,6 @@ from cppo_bench.problem import Problem
 from cppo_bench.runstore import iter_runs, read_manifest, read_records
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("cppo_bench.verifier")
 
 VERDICTS = {"AC", "WA", "TLE", "MLE", "RE", "CE", "EMPTY"}
 MAX_TOKENS = 48

@@ -16,8 +16,6 @@ from cppo_bench.pipeline import RunSpec, execute
 from cppo_bench.problem import DataError
 from cppo_bench.runstore import RECORDS, read_manifest, read_records, repair_tail
 
-pytest.importorskip("cppo_bench.verifier")
-
 
 @pytest.fixture(scope="module")
 def problems():
