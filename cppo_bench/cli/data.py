@@ -9,27 +9,10 @@ from typing import Any
 
 import click
 
+from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
 
 MAX_ERRORS_SHOWN = 20
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`KEY=VALUE` loader options; a VALUE that parses as JSON (200, true, null) is that
-    value, anything else (release_v6, 2025-02-01) stays text."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE", param_hint="-o/--option")
-        if key in options:
-            raise click.BadParameter(f"{key} given twice", param_hint="-o/--option")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
-    return options
 
 
 @click.group("data")
@@ -56,26 +39,10 @@ def list_benchmarks() -> None:
 
 
 @data.command("show")
-@click.option("--bench", required=True, help="Benchmark name (see `cppo-bench data list`).")
-@click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True),
-    help="Local copy: JSONL / JSON / parquet / save_to_disk folder / APPS release folder. "
-    "Default: the benchmark's Hugging Face dataset.",
-)
+@bench_options
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N problems.")
 @click.option("--json", "as_json", is_flag=True, help="Print one Problem JSON object per line.")
 @click.option("--strict", is_flag=True, help="Stop at the first malformed record.")
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0, "
-    "-o release_version=v6 -o start_date=2025-02-01).",
-)
 def show(
     bench: str,
     data_path: str | None,
@@ -92,7 +59,7 @@ def show(
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
 
-    options = parse_options(option_pairs)
+    options = parse_kv(option_pairs)
     err = Console(stderr=True)
     try:
         with err.status(f"loading {bench} from {data_path or 'the hub'}"):

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from cppo_bench.cli.options import bench_options, parse_kv
+
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
 
@@ -131,21 +133,7 @@ def failure_table(rows: list[dict], limit: int = 25):
 
 
 @click.command("verify")
-@click.option("--bench", required=True, help="Benchmark name (see `cppo-bench data list`).")
-@click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True),
-    help="Local copy of the benchmark (default: its Hugging Face dataset).",
-)
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0).",
-)
+@bench_options
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -190,7 +178,6 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     from rich.console import Console
 
     from cppo_bench.benchmarks import load_benchmark, require_problems
-    from cppo_bench.cli.data import parse_options
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
@@ -198,7 +185,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
-    options = parse_options(option_pairs)
+    options = parse_kv(option_pairs)
     try:
         if programs is not None:
             options = selection_for(bench, options, named_problems(programs))
