@@ -94,16 +94,14 @@ def summary_rows(problems: list[Problem]) -> list[tuple[str, str]]:
     modes = Counter("+".join(sorted(p.modes)) or "none" for p in problems)
     kinds = Counter(t.kind for p in problems for t in p.tests)
     limits = [p.time_limit_s for p in problems if p.time_limit_s]
+    fn_names = {p.fn_name for p in problems if p.fn_name}
     rows = [
         ("problems", str(len(problems))),
         ("tests per problem (min / median / max)", _spread(n_tests)),
         ("tests", f"{sum(n_tests)} ({_counts(kinds)})"),
         ("problems by test mode", _counts(modes)),
         # fewer than the call problems when several problems share a function name
-        (
-            "distinct function names (call mode)",
-            str(len({p.fn_name for p in problems if p.fn_name})),
-        ),  # fmt: skip
+        ("distinct function names (call mode)", str(len(fn_names))),
         ("checkers", _counts(Counter(p.checker for p in problems))),
         ("tasks", _counts(Counter(p.task for p in problems))),
         ("difficulty", _counts(Counter(p.difficulty or "-" for p in problems))),
