@@ -136,11 +136,18 @@ def test_subprocess_runner_catches_wrong_solution(demo: list[Problem], tmp_path:
     assert run_test(call_p.reference_solutions[0], call_p.tests[0], tmp_path) is None
 
 
+def test_a_program_that_defines_nothing_fails_every_problem(demo: list[Problem]) -> None:
+    """A call-based function name the checker's prelude already defines (`add` is
+    operator.add under the lcb checker) would let any program pass."""
+    from cppo_bench.verifier import VerifyJob, verify_batch
+
+    results = verify_batch([VerifyJob(problem=p, code="print('wrong')\n") for p in demo])
+    assert [p.uid for p, r in zip(demo, results, strict=True) if r.passed] == []
+
+
 def test_reference_solutions_pass_verifier(demo: list[Problem]) -> None:
-    try:
-        from cppo_bench.verifier import VerifyJob, verify_batch
-    except ImportError:
-        pytest.skip("cppo_bench.verifier is not built yet; the subprocess check covers this")
+    from cppo_bench.verifier import VerifyJob, verify_batch
+
     jobs = [VerifyJob(problem=p, code=p.reference_solutions[0]) for p in demo]
     results = verify_batch(jobs, all_tests=True)
     bad = [
