@@ -130,7 +130,9 @@ class LazyBackend:
 
     def close(self) -> None:
         if self._backend is not None:
-            self._backend.close()
+            close = getattr(self._backend, "close", None)  # a plug-in backend may have none
+            if close is not None:
+                close()
             self._backend = None
 
 

@@ -124,11 +124,9 @@ class NullReporter:
 def load_problems(
     bench: str, data: str | None, limit: int | None, options: Mapping[str, Any]
 ) -> LoadResult:
-    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.benchmarks import load_benchmark, require_problems
 
-    result = load_benchmark(bench, data, limit=limit, **dict(options))
-    if not result.problems:
-        raise DataError(f"{result.source or bench}: no usable problems")
+    result = require_problems(load_benchmark(bench, data, limit=limit, **dict(options)), bench)
     ids = [p.problem_id for p in result.problems]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 TestMode = Literal["stdin", "call"]
@@ -130,3 +131,63 @@ class LoadResult:
     problems: list[Problem]
     errors: list[RecordError] = field(default_factory=list)
     source: str = ""  # where the data came from (path or hub dataset name/split)
+    # what the loader left out on purpose (other difficulties, a seeded subset), so a
+    # summary showing fewer problems than the source holds says why
+    notes: list[str] = field(default_factory=list)
+
+
+# --- JSONL files of Problem dicts (the demo benchmark, `data show --json`, decontam) ---------
+
+
+def _record_id(record: Any, lineno: int) -> str:
+    if isinstance(record, dict) and record.get("problem_id"):
+        return f"{record['problem_id']} (line {lineno})"
+    return f"line {lineno}"
+
+
+def _parse_record(record: Any) -> Problem:
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    missing = [k for k in ("benchmark", "problem_id", "statement", "tests") if k not in record]
+    if missing:
+        raise ValueError(f"missing field(s): {', '.join(missing)}")
+    try:
+        problem = Problem.from_dict(record)
+    except TypeError as exc:  # unknown or missing keyword in Problem / Test / SourceIds
+        raise ValueError(f"does not match the Problem schema: {exc}") from None
+    if not problem.tests:
+        raise ValueError("has no tests")
+    return problem
+
+
+def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
+    """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
+    their line number and problem id) unless `strict`, which raises DataError on the first."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    problems: list[Problem] = []
+    errors: list[RecordError] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        record: Any = None
+        try:
+            record = json.loads(line)
+            problem = _parse_record(record)
+            if problem.uid in seen:
+                raise ValueError(f"duplicate id {problem.uid}")
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError too
+            error = RecordError(str(path), _record_id(record, lineno), str(exc))
+            if strict:
+                raise DataError(str(error)) from None
+            errors.append(error)
+            continue
+        seen.add(problem.uid)
+        problems.append(problem)
+    return LoadResult(problems=problems, errors=errors, source=str(path))

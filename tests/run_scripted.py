@@ -112,3 +112,15 @@ def make(model: str | None = None, delay_s: float = 0.0, **_: object) -> Scripte
 
     problems = load_benchmark("demo").problems
     return ScriptedBackend(problems, model_id=model or "scripted-model", delay_s=float(delay_s))
+
+
+LIVE: list = []  # what `--backend run_scripted:live` hands out: a backend a test made
+
+
+def live(model: str | None = None, **_: object):
+    """Factory for `--backend run_scripted:live`: the backend a test put in LIVE, so the test
+    can look at it after the command (the production `run` has no hook for this)."""
+    return LIVE[-1]
+
+
+live.default_model = "scripted-model"  # type: ignore[attr-defined]  # the runs' model label

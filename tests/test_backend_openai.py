@@ -25,6 +25,7 @@ import pytest
 
 from cppo_bench.backends import BACKENDS, GenRequest, SamplingParams
 from cppo_bench.backends import default_model as dm
+from cppo_bench.backends.base import BackendError, ModelLoadError
 from cppo_bench.backends.openai import OpenAIBackend, map_finish, normalize_base_url
 
 
@@ -47,7 +48,7 @@ def free_port() -> int:
 def test_base_url_and_finish_mapping() -> None:
     assert normalize_base_url("http://h:8000") == "http://h:8000/v1"
     assert normalize_base_url("http://h:8000/v1/") == "http://h:8000/v1"
-    with pytest.raises(dm.BackendError, match="not an http"):
+    with pytest.raises(BackendError, match="not an http"):
         normalize_base_url("localhost:8000")
     assert [map_finish(r) for r in ("stop", "length", "eos", None, "abort")] == [
         "stop",
@@ -120,7 +121,7 @@ def test_retries_5xx_and_429_then_succeeds(scripted) -> None:
 
 def test_gives_up_after_max_retries(scripted) -> None:
     scripted.script += [(500, {"error": "down"})] * 3
-    with pytest.raises(dm.BackendError, match=r"failed after 3 tries: HTTP 500: down"):
+    with pytest.raises(BackendError, match=r"failed after 3 tries: HTTP 500: down"):
         client(scripted, max_retries=2).generate([chat("hi")])
 
 
@@ -134,7 +135,7 @@ def test_bad_request_is_an_error_result_not_a_crash(scripted) -> None:
 def test_unreachable_server_is_one_clear_error() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     backend = BACKENDS.get("openai")("m", base_url=url, max_retries=1, backoff=0.01)
-    with pytest.raises(dm.BackendError, match=r"failed after 2 tries"):
+    with pytest.raises(BackendError, match=r"failed after 2 tries"):
         backend.generate([chat("hi")])
 
 
@@ -176,7 +177,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server", reason="needs pip install 'llama-cpp-python[server]'")
     try:
         gguf = dm.find_gguf()
-    except dm.ModelLoadError as exc:
+    except ModelLoadError as exc:
         pytest.skip(str(exc))
     port = free_port()
     log = Path(tmp_path_factory.mktemp("llama")) / "server.log"

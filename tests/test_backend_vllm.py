@@ -18,6 +18,7 @@ import pytest
 
 from cppo_bench.backends import BACKENDS, GenRequest, SamplingParams
 from cppo_bench.backends import default_model as dm
+from cppo_bench.backends.base import BackendError, ModelLoadError
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed in this environment")
@@ -32,7 +33,7 @@ def req(text: str, **params: object) -> GenRequest:
 
 @pytest.mark.skipif(HAVE_VLLM, reason="vLLM is installed: the engine tests below run instead")
 def test_missing_vllm_is_one_clear_error() -> None:
-    with pytest.raises(dm.BackendError, match=r"pip install 'cppo-bench\[vllm\]'"):
+    with pytest.raises(BackendError, match=r"pip install 'cppo-bench\[vllm\]'"):
         BACKENDS.get("vllm")(None)
 
 
@@ -43,7 +44,7 @@ def engine():
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the CPU build's KV cache
     try:
         dm.ensure_default_model()
-    except dm.ModelLoadError as exc:
+    except ModelLoadError as exc:
         pytest.skip(f"no cached default model folder: {exc}")
     backend = BACKENDS.get("vllm")(
         None, enforce_eager=True, max_model_len=1024, gpu_memory_utilization=0.5

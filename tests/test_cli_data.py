@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
-from cppo_bench.cli.data import parse_options, summary_rows
+from cppo_bench.cli.data import summary_rows
+from cppo_bench.cli.options import parse_kv as parse_options
 from cppo_bench.problem import Problem
 
 

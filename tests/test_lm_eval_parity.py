@@ -37,7 +37,8 @@ LIMIT, K, MAX_TOKENS, SEED = 3, 2, 128, 0
 
 @pytest.fixture(scope="module")
 def model_dir() -> Path:
-    from cppo_bench.backends.default_model import ModelLoadError, ensure_default_model
+    from cppo_bench.backends.base import ModelLoadError
+    from cppo_bench.backends.default_model import ensure_default_model
 
     try:
         return ensure_default_model()

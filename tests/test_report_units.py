@@ -179,13 +179,10 @@ def test_command_input_errors_are_one_line(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_empty_store_renders_every_table_with_footnoted_cells(tmp_path):
+def test_empty_store_is_an_error_and_check_lists_every_run(tmp_path):
     result = CliRunner().invoke(main, ["report", "--runs", str(tmp_path), "--out",
                                        str(tmp_path / "out")])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    md = (tmp_path / "out" / "tables" / "main_pass4.md").read_text()
-    assert "(no runs yet)" in md and "no stored run" in md
-    assert " 0.000 " not in md  # nothing is printed as a zero for lack of data
+    assert result.exit_code == 1 and "no runs found" in result.output
     check = CliRunner().invoke(main, ["report", "--runs", str(tmp_path), "--check"])
     assert check.exit_code == 1
     # without any run there is no model to name: the commands use the default model

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import run_scripted
 from click.testing import CliRunner
 from run_scripted import ScriptedBackend
 
@@ -20,13 +21,15 @@ from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
 from cppo_bench.runstore import RECORDS, iter_runs, read_manifest, read_records
 
-pytest.importorskip("cppo_bench.verifier")
 TESTS = Path(__file__).resolve().parent
 
 
 def invoke(args, backend=None):
-    obj = {"backend": backend} if backend is not None else None
-    return CliRunner().invoke(main, args, obj=obj, catch_exceptions=False)
+    """`cppo-bench ARGS`; with `backend`, the run generates with that live backend."""
+    if backend is not None:
+        run_scripted.LIVE[:] = [backend]
+        args = [*args, "--backend", "run_scripted:live"]
+    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +315,6 @@ def test_checkpoint_tags_reach_the_manifest_for_the_report(tmp_path, demo):
 
     ref = RunRef(run_dir, read_manifest(run_dir))
     assert (ref.trained, ref.column_model, ref.seed) == ("pkpo", "Qwen/Qwen3.5-4B", 2)
-    stray = CliRunner().invoke(
-        main, [*args, "--train-seed", "1"], obj={"backend": ScriptedBackend(demo)}
-    )
+    run_scripted.LIVE[:] = [ScriptedBackend(demo)]
+    stray = CliRunner().invoke(main, [*args, "--train-seed", "1", "--backend", "run_scripted:live"])
     assert stray.exit_code != 0 and "--trained" in stray.output

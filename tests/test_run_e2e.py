@@ -11,6 +11,7 @@ cache), not the 135M model's pass rate.
 from __future__ import annotations
 
 import pytest
+import run_scripted
 from click.testing import CliRunner
 
 from cppo_bench.backends.base import SamplingParams
@@ -20,7 +21,6 @@ from cppo_bench.problem import Problem
 from cppo_bench.runstore import iter_runs, read_manifest, read_records
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("cppo_bench.verifier")
 
 VERDICTS = {"AC", "WA", "TLE", "MLE", "RE", "CE", "EMPTY"}
 MAX_TOKENS = 48
@@ -145,7 +145,9 @@ def test_methods_on_real_apps_rows_via_the_cli(
     for key, value in options.items():
         args += ["-m", f"{key}={value}"]
     backend = Counting(embedded)
-    result = CliRunner().invoke(main, args, obj={"backend": backend}, catch_exceptions=False)
+    run_scripted.LIVE[:] = [backend]  # `--backend run_scripted:live` hands it to the run
+    args += ["--backend", "run_scripted:live", "--model", "embedded"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
     if result.exit_code != 0 and "unknown benchmark 'apps'" in result.output:
         pytest.skip("the APPS loader has not landed in this tree")
     assert result.exit_code == 0, result.output

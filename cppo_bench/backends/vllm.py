@@ -22,12 +22,8 @@ from typing import Any
 
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import GenRequest, GenResult, ProgressFn
-from cppo_bench.backends.default_model import (
-    DEFAULT_MODEL,
-    BackendError,
-    ensure_default_model,
-)
+from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn
+from cppo_bench.backends.default_model import DEFAULT_MODEL, ensure_default_model
 
 INSTALL_HINT = "pip install 'cppo-bench[vllm]'"
 FINISH = {"stop": "stop", "length": "length"}  # vLLM's other reason, "abort", is an error

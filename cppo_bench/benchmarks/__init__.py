@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cppo_bench.problem import LoadResult
+from cppo_bench.problem import DataError, LoadResult
 from cppo_bench.registry import Registry
 
 
@@ -53,3 +53,19 @@ def load_benchmark(
     if limit is not None:
         result.problems = result.problems[:limit]
     return result
+
+
+def require_problems(result: LoadResult, bench: str) -> LoadResult:
+    """`result` if it holds a problem; else DataError with one line naming the source and,
+    when records were skipped, how many and the first reason (an empty table exiting 0 reads
+    like success)."""
+    if result.problems:
+        return result
+    where = result.source or bench
+    if result.errors:
+        first = result.errors[0]
+        raise DataError(
+            f"{where}: no usable {bench} problems ({len(result.errors)} record(s) skipped; "
+            f"first: record {first.record_id}: {first.reason})"
+        )
+    raise DataError(f"{where}: no {bench} problems found")

@@ -120,15 +120,27 @@ def _saved_dataset_rows(path: Path, split: str | None) -> Iterator[RawRow]:
         yield RawRow(source, f"row {i}", record)
 
 
+def _visible(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 def data_files(folder: Path, split: str | None) -> list[Path]:
-    """Data files under `folder`; where file names carry split names, only `split`'s."""
-    files = sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file()
-        and p.suffix in DATA_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+    """Data files in `folder`, else in its direct subfolders (a hub snapshot's `data/`);
+    where file names carry split names, only `split`'s. Never deeper: pointed at a large
+    tree by mistake, a walk of every file would take minutes and read unrelated files."""
+    entries = _visible(folder)
+    files = [p for p in entries if p.is_file() and p.suffix in DATA_SUFFIXES]
+    if not files:
+        files = [
+            p
+            for sub in entries
+            if sub.is_dir()
+            for p in _visible(sub)
+            if p.is_file() and p.suffix in DATA_SUFFIXES
+        ]
     by_split = [p for p in files if p.name.split("-")[0].split(".")[0] in SPLIT_NAMES]
     if split and by_split:
         return [p for p in by_split if p.name.split("-")[0].split(".")[0] == split]

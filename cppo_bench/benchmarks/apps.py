@@ -141,18 +141,33 @@ def parse_tests(io: Any) -> tuple[Test, ...]:
     )
 
 
-def _problem_id(record: dict[str, Any]) -> int | None:
-    pid = record.get("problem_id", record.get("id"))
-    try:
-        return int(pid) if pid is not None and str(pid).strip() != "" else None
-    except (TypeError, ValueError):
+ProblemId = int | str  # APPS ids are integers; re-keyed copies may name problems by string
+
+
+def _as_id(value: Any) -> ProblemId | None:
+    """An id as given: an integer (also "0012" -> 12, so text and numbers agree), else its
+    text; None when empty or not a scalar."""
+    if value is None or isinstance(value, (bool, dict, list)):
         return None
+    text = str(value).strip()
+    if not text:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _id_key(pid: ProblemId) -> tuple[int, int, str]:
+    """Integers in numeric order (the study's slice), then text ids in text order."""
+    return (0, pid, "") if isinstance(pid, int) else (1, 0, pid)
+
+
+def _problem_id(record: dict[str, Any]) -> ProblemId | None:
+    return _as_id(record.get("problem_id", record.get("id")))
 
 
 def parse_record(record: dict[str, Any], selection: dict[str, Any] | None = None) -> Problem:
     pid = _problem_id(record)
     if pid is None:
-        raise ValueError("no integer problem_id")
+        raise ValueError("no problem_id")
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():
         raise ValueError("empty question")
@@ -168,7 +183,7 @@ def parse_record(record: dict[str, Any], selection: dict[str, Any] | None = None
         tests=tests,
         starter_code=record.get("starter_code") or "",
         reference_solutions=tuple(solutions),
-        source=source_ids(pid, url),
+        source=source_ids(pid if isinstance(pid, int) else None, url),
         difficulty=record.get("difficulty"),
         checker="apps",
         # decontamination keys APPS ids by split: train and test ids both start at 0
@@ -181,26 +196,24 @@ def parse_record(record: dict[str, Any], selection: dict[str, Any] | None = None
 # --- selection and the loader ----------------------------------------------------------------
 
 
-def _parse_ids(ids: Any) -> list[int] | None:
+def _parse_ids(ids: Any) -> list[ProblemId] | None:
     if ids is None or ids == "":
         return None
     items = (
         ids.split(",") if isinstance(ids, str) else list(ids) if isinstance(ids, list) else [ids]
     )
-    try:
-        return sorted({int(str(i).strip()) for i in items if str(i).strip()})
-    except ValueError:
-        raise DataError(
-            f"option ids={ids!r}: expected comma-separated integer problem ids"
-        ) from None
+    parsed = {_as_id(i) for i in items}
+    if None in parsed:
+        raise DataError(f"option ids={ids!r}: expected comma-separated problem ids")
+    return sorted(parsed, key=_id_key)  # type: ignore[arg-type]
 
 
-def choose_subset(ids: list[int], size: int | None, seed: int) -> list[int]:
+def choose_subset(ids: list[ProblemId], size: int | None, seed: int) -> list[ProblemId]:
     """The seeded slice: independent of row order and of records outside the pool."""
-    pool = sorted(set(ids))
+    pool = sorted(set(ids), key=_id_key)
     if not size or size >= len(pool):
         return pool
-    return sorted(random.Random(seed).sample(pool, size))
+    return sorted(random.Random(seed).sample(pool, size), key=_id_key)
 
 
 def _record_name(record: dict[str, Any]) -> str | None:
@@ -208,13 +221,13 @@ def _record_name(record: dict[str, Any]) -> str | None:
     return None if pid is None else str(pid)
 
 
-def _id_of(row: RawRow) -> int | None:
+def _id_of(row: RawRow) -> ProblemId | None:
     return _problem_id(row.record) if isinstance(row.record, dict) and not row.error else None
 
 
 def select_rows(
-    rows: list[RawRow], size: int | None, seed: int, wanted: list[int] | None
-) -> tuple[list[RawRow], dict[str, Any], list[int]]:
+    rows: list[RawRow], size: int | None, seed: int, wanted: list[ProblemId] | None
+) -> tuple[list[RawRow], dict[str, Any], list[ProblemId]]:
     """(rows to map, the selection to record, requested ids that are missing). Rows without a
     readable id always pass, so that they are reported rather than silently dropped."""
     present = {pid for r in rows if (pid := _id_of(r)) is not None}
@@ -222,7 +235,7 @@ def select_rows(
     selection: dict[str, Any] = {"pool": len(present)}
     selection |= {"ids": "explicit"} if wanted is not None else {"subset": size or 0, "seed": seed}
     chosen = [r for r in rows if _id_of(r) is None or _id_of(r) in keep]
-    return chosen, selection, sorted(keep - present)
+    return chosen, selection, sorted(keep - present, key=_id_key)
 
 
 def load_apps(
@@ -286,7 +299,17 @@ def load_apps(
         if strict:
             raise DataError(str(err))
         result.errors.append(err)
-    result.problems.sort(key=lambda p: int(p.problem_id))
+    result.problems.sort(key=lambda p: _id_key(_as_id(p.problem_id) or ""))
+    if level is not None and levels.total() > levels[level]:
+        others = ", ".join(f"{k} {v}" for k, v in levels.most_common() if k != level)
+        result.notes.append(
+            f"{levels[level]} of {levels.total()} rows are {level}; not shown: {others} "
+            "(-o difficulty=all shows every level)"
+        )
+    if ids is None and size and selection["pool"] > size:
+        result.notes.append(
+            f"a seeded subset of {size} of the {selection['pool']} problems (-o subset=0 shows all)"
+        )
     return result
 
 

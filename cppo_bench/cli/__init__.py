@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "runs": "cppo_bench.cli.run:runs",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
+    "model": "cppo_bench.cli.model:model",
 }
 
 
@@ -34,13 +35,29 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
+        # a listed command whose module or attribute is missing is a broken install, not an
+        # unknown command: say so instead of "No such command"
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # the command is not built yet
-                return None
-            raise
-        return getattr(module, attr)
+            if exc.name != module_name:
+                raise
+            raise click.ClickException(
+                f"command {cmd_name!r} is listed but its module {module_name} is missing "
+                "(a broken install? reinstall cppo-bench)"
+            ) from None
+        command = getattr(module, attr, None)
+        if not isinstance(command, click.Command):
+            raise click.ClickException(f"command {cmd_name!r}: {target} is not a click command")
+        return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # the shell convention for SIGINT (128 + 2), so scripts can tell it from a failure
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=LazyGroup)

@@ -9,27 +9,10 @@ from typing import Any
 
 import click
 
+from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
 
 MAX_ERRORS_SHOWN = 20
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`KEY=VALUE` loader options; a VALUE that parses as JSON (200, true, null) is that
-    value, anything else (release_v6, 2025-02-01) stays text."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE", param_hint="-o/--option")
-        if key in options:
-            raise click.BadParameter(f"{key} given twice", param_hint="-o/--option")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key] = raw
-    return options
 
 
 @click.group("data")
@@ -56,26 +39,10 @@ def list_benchmarks() -> None:
 
 
 @data.command("show")
-@click.option("--bench", required=True, help="Benchmark name (see `cppo-bench data list`).")
-@click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True),
-    help="Local copy: JSONL / JSON / parquet / save_to_disk folder / APPS release folder. "
-    "Default: the benchmark's Hugging Face dataset.",
-)
-@click.option("--limit", type=click.IntRange(min=0), help="Show only the first N problems.")
+@bench_options
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N problems.")
 @click.option("--json", "as_json", is_flag=True, help="Print one Problem JSON object per line.")
 @click.option("--strict", is_flag=True, help="Stop at the first malformed record.")
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0, "
-    "-o release_version=v6 -o start_date=2025-02-01).",
-)
 def show(
     bench: str,
     data_path: str | None,
@@ -88,15 +55,16 @@ def show(
     lines of Problem records with --json."""
     from rich.console import Console
 
-    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
 
-    options = parse_options(option_pairs)
+    options = parse_kv(option_pairs)
     err = Console(stderr=True)
     try:
         with err.status(f"loading {bench} from {data_path or 'the hub'}"):
             result = load_benchmark(bench, data_path, limit=limit, strict=strict, **options)
+        require_problems(result, bench)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -104,6 +72,8 @@ def show(
             click.echo(json.dumps(problem.to_dict(), ensure_ascii=False))
         for error in result.errors:
             click.echo(f"skipped: {error}", err=True)
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
         return
     Console().print(*summary_renderables(bench, result))
 
@@ -124,12 +94,14 @@ def summary_rows(problems: list[Problem]) -> list[tuple[str, str]]:
     modes = Counter("+".join(sorted(p.modes)) or "none" for p in problems)
     kinds = Counter(t.kind for p in problems for t in p.tests)
     limits = [p.time_limit_s for p in problems if p.time_limit_s]
+    fn_names = {p.fn_name for p in problems if p.fn_name}
     rows = [
         ("problems", str(len(problems))),
         ("tests per problem (min / median / max)", _spread(n_tests)),
         ("tests", f"{sum(n_tests)} ({_counts(kinds)})"),
-        ("modes (problems)", _counts(modes)),
-        ("call-based functions", str(len({p.fn_name for p in problems if p.fn_name}))),
+        ("problems by test mode", _counts(modes)),
+        # fewer than the call problems when several problems share a function name
+        ("distinct function names (call mode)", str(len(fn_names))),
         ("checkers", _counts(Counter(p.checker for p in problems))),
         ("tasks", _counts(Counter(p.task for p in problems))),
         ("difficulty", _counts(Counter(p.difficulty or "-" for p in problems))),
@@ -152,6 +124,8 @@ def summary_renderables(bench: str, result: LoadResult) -> list[Any]:
     for label, value in summary_rows(result.problems):
         table.add_row(label, escape(value))
     table.add_row("skipped records", str(len(result.errors)))
+    for note in result.notes:
+        table.add_row("note", escape(note))
     out: list[Any] = [table]
     if result.errors:
         skipped = Table("source", "record", "reason", title="skipped records")

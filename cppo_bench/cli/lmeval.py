@@ -34,6 +34,36 @@ def lm_eval_argv(args: Sequence[str], path: str | None = None) -> list[str]:
     return [sys.executable, "-m", "lm_eval", *args, INCLUDE_FLAG, path or include_path()]
 
 
+def _value(args: Sequence[str], *flags: str) -> str | None:
+    """The value of the last of `flags` in `args` (`--flag V` or `--flag=V`), else None."""
+    found = None
+    for i, arg in enumerate(args):
+        for flag in flags:
+            if arg == flag and i + 1 < len(args):
+                found = args[i + 1]
+            elif arg.startswith(flag + "="):
+                found = arg.split("=", 1)[1]
+    return found
+
+
+def needs_default_model(args: Sequence[str]) -> bool:
+    """Whether `args` is an evaluation that names no model weights: lm-eval would default
+    to `--model hf` without `pretrained=` and fail deep inside; we give it the embedded model."""
+    if not args or any(a in ("-h", "--help") for a in args):
+        return False
+    if args[0] != "run" and not args[0].startswith("-"):  # ls, validate: no model involved
+        return False
+    if _value(args, "--model_args", "-a") is not None:
+        return False
+    return _value(args, "--model", "-M") in (None, "hf", "vllm")
+
+
+def with_default_model(args: Sequence[str], model_dir: str) -> list[str]:
+    """`args` with the embedded model's Hugging Face folder as the model to evaluate."""
+    extra = [] if _value(args, "--model", "-M") else ["--model", "hf"]
+    return [*args, *extra, "--model_args", f"pretrained={model_dir}"]
+
+
 @click.command(
     "lm-eval",
     context_settings={
@@ -57,6 +87,9 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
           --apply_chat_template --confirm_run_unsafe_code
       lm_eval --include_path "$(cppo-bench lm-eval --path)" --tasks cppo_demo ...
 
+    Without --model / --model_args a run evaluates the embedded model (its folder:
+    `cppo-bench model path`).
+
     Local data: CPPO_BENCH_DATA_APPS / _CODECONTESTS / _LCB / _DEMO=PATH, or
     --metadata apps_data=PATH; otherwise the tasks read the hub datasets.
     """
@@ -70,6 +103,16 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
         return
     if importlib.util.find_spec("lm_eval") is None:
         raise click.ClickException("lm-eval is not installed: pip install 'cppo-bench[lmeval]'")
+    if needs_default_model(args):
+        from cppo_bench.backends.default_model import ensure_default_model
+        from cppo_bench.problem import DataError
+
+        try:
+            model_dir = str(ensure_default_model())
+        except DataError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"lm-eval: no model named; evaluating the embedded model {model_dir}", err=True)
+        args = tuple(with_default_model(args, model_dir))
     try:
         code = subprocess.call(lm_eval_argv(args))
     except KeyboardInterrupt:  # the child got the same SIGINT and reports it itself

@@ -6,7 +6,9 @@ runs, matplotlib (Agg) only when figures are drawn, an encoder or judge only whe
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,13 +22,14 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
-def _judge(backend: str | None, model: str | None):
-    """The D_alg judge: a registered backend name or `package.module:factory`."""
+def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any]:
+    """The D_alg judge (a registered backend name or `package.module:factory`), closed when
+    the report is done; None without --judge-backend."""
     if backend is None:
-        return None
-    from cppo_bench.cli.run import backend_factory
+        return nullcontext(None)
+    from cppo_bench.cli.options import open_backend
 
-    return backend_factory(backend)(model)  # factory(model: str | None, **options)
+    return open_backend(backend, model, {})
 
 
 @click.command("report")
@@ -121,8 +124,10 @@ def report(
                 enc = load_encoder(encoder)
             except EncoderUnavailable as exc:
                 raise click.ClickException(str(exc)) from None
-        judge = _judge(judge_backend, judge_model)
-        with console.status("computing tables") as status:
+        with (
+            _judge(judge_backend, judge_model) as judge,
+            console.status("computing tables") as status,
+        ):
 
             def progress(msg: str) -> None:
                 status.update(msg)

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from cppo_bench.cli.options import (
+    backend_factory,
+    bench_options,
+    default_model_label,
+    open_backend,
+    parse_kv,
+)
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
 # flag -> method option it sets (only the methods that have the option accept it)
 METHOD_FLAGS = ("inference", "select", "strategies", "fill")
-
-
-def parse_kv(pairs: tuple[str, ...], what: str) -> dict[str, Any]:
-    """KEY=VAL pairs; VAL is read as JSON when it parses (numbers, booleans, lists)."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{pair!r} is not KEY=VAL", param_hint=what)
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -39,27 +30,6 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds or len(set(seeds)) != len(seeds):
         raise click.BadParameter(f"{text!r}: give distinct seeds, e.g. 0,1,2")
     return seeds
-
-
-def backend_factory(name: str) -> Callable[..., Any]:
-    """A registered backend name, or `package.module:factory` for one of your own."""
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise click.ClickException(f"backend {name!r}: cannot import ({exc})") from None
-    from cppo_bench.backends import BACKENDS
-
-    return BACKENDS.get(name)
-
-
-def default_model_label(name: str, factory: Callable[..., Any]) -> str:
-    """What a run without --model is called: the backend's declared default model."""
-    declared = getattr(factory, "default_model", None) or getattr(
-        importlib.import_module(factory.__module__), "DEFAULT_MODEL", None
-    )
-    return str(declared) if declared else f"{name}-default"
 
 
 def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
@@ -78,8 +48,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
-@click.option("--bench", required=True, help="Benchmark name (demo, apps, codecontests, lcb, ...).")
-@click.option("--data", default=None, help="Local path of the benchmark data (else its hub set).")
+@bench_options
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
 @click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
 @click.option(
@@ -139,7 +108,6 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     metavar="KEY=VAL",
     help="Backend option, e.g. -b device=cpu -b dtype=float32.",
 )
-@click.option("-o", "--loader-option", multiple=True, metavar="KEY=VAL", help="Loader options.")
 @click.option(
     "--chunk-size",
     default=16,
@@ -154,17 +122,14 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--base-model", default=None, help="Model the checkpoint was trained from.")
 @click.option("--train-seed", type=int, default=None, help="Training seed of the checkpoint.")
-@click.pass_context
-def run(ctx: click.Context, **opts: Any) -> None:
+def run(**opts: Any) -> None:
     """Generate K attempts per problem with METHOD, verify them, store a resumable run.
 
     Run the same command again to resume: finished problems are skipped and finished
     generations are served from the run's generation cache.
     """
-    from cppo_bench.backends.base import SamplingParams
-    from cppo_bench.backends.default_model import ModelLoadError
+    from cppo_bench.backends.base import ModelLoadError, SamplingParams
     from cppo_bench.cli.run_view import RichReporter, print_seed_table, print_summary
-    from cppo_bench.gencache import LazyBackend
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
     from cppo_bench.runstore import parse_shard
@@ -175,30 +140,31 @@ def run(ctx: click.Context, **opts: Any) -> None:
         shard = None if opts["shard"] is None else parse_shard(opts["shard"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
+    try:  # before any progress output: an unknown method is a one-line error, nothing else
+        from cppo_bench.methods import METHODS
+
+        METHODS.get(opts["method"])
+    except UnknownNameError as exc:
+        raise click.ClickException(str(exc)) from None
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
-    method_options.update(parse_kv(opts["method_option"], "--method-option"))
-    backend_options = parse_kv(opts["backend_option"], "--backend-option")
+    method_options.update(parse_kv(opts["method_option"], "-m/--method-option"))
+    backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
-    injected = (ctx.obj or {}).get("backend")  # tests and notebooks pass a live backend
     try:
         # the whole dataset: it identifies the run; --limit and --shard select from it
         loaded = load_problems(
-            opts["bench"], opts["data"], None, parse_kv(opts["loader_option"], "-o")
+            opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
         )
-        if injected is not None:
-            backend, label = injected, opts["model"] or injected.model_id
-        else:
-            factory = backend_factory(opts["backend"])
-            label = opts["model"] or default_model_label(opts["backend"], factory)
-            model = opts["model"]
-            backend = LazyBackend(lambda: factory(model, **backend_options), opts["backend"])
+        label = opts["model"] or default_model_label(
+            opts["backend"], backend_factory(opts["backend"])
+        )
         sampling = SamplingParams(
             temperature=opts["temperature"], top_p=opts["top_p"], max_tokens=opts["max_tokens"]
         )
         results = []
-        try:
+        with open_backend(opts["backend"], opts["model"], backend_options) as backend:
             for seed in seeds:
                 spec = RunSpec(
                     method=opts["method"],
@@ -229,9 +195,6 @@ def run(ctx: click.Context, **opts: Any) -> None:
                     )
                 print_summary(result, skipped=len(loaded.errors))
                 results.append(result)
-        finally:
-            if injected is None:
-                backend.close()
     except (DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from None
     except TypeError as exc:  # a backend factory refusing an option

@@ -171,6 +171,8 @@ def print_runs(rows: list[dict], out: Path) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # piped or logged: no width to fit, so never fold a cell
+        console = Console(width=100_000)
     if not rows:
         console.print(f"no runs under {out}")
         return

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from cppo_bench.cli.options import bench_options, parse_kv
+
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
 
@@ -43,6 +45,41 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
             continue
         records.append(dict(record, problem_id=pid))
     return records, errors
+
+
+def named_problems(path: Path) -> list[str]:
+    """The problem ids a programs file names (lines that are not such records are left to
+    `read_programs` to report)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    ids: set[str] = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("problem_id"), (str, int)):
+            ids.add(str(record["problem_id"]))
+    return sorted(ids)
+
+
+def selection_for(bench: str, options: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """Loader options that load the problems the programs name: a loader that selects by id
+    gets those ids (and every difficulty), instead of its default slice, unless the user
+    chose a selection of their own."""
+    import inspect
+
+    from cppo_bench.benchmarks import BENCHMARKS
+
+    params = inspect.signature(BENCHMARKS.get(bench).load).parameters
+    if not ids or "ids" not in params or "ids" in options:
+        return options
+    chosen = dict(options, ids=ids)
+    if "difficulty" in params:
+        chosen.setdefault("difficulty", "all")
+    return chosen
 
 
 def reference_records(problems: dict[str, Any]) -> list[dict]:
@@ -96,21 +133,7 @@ def failure_table(rows: list[dict], limit: int = 25):
 
 
 @click.command("verify")
-@click.option("--bench", required=True, help="Benchmark name (see `cppo-bench data list`).")
-@click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True),
-    help="Local copy of the benchmark (default: its Hugging Face dataset).",
-)
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0).",
-)
+@bench_options
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -154,8 +177,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
 
     from rich.console import Console
 
-    from cppo_bench.benchmarks import load_benchmark
-    from cppo_bench.cli.data import parse_options
+    from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
@@ -163,8 +185,11 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
+    options = parse_kv(option_pairs)
     try:
-        loaded = load_benchmark(bench, data_path, **parse_options(option_pairs))
+        if programs is not None:
+            options = selection_for(bench, options, named_problems(programs))
+        loaded = require_problems(load_benchmark(bench, data_path, **options), bench)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
@@ -176,6 +201,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         records, errors = read_programs(programs, problems)
     for e in errors:
         click.echo(f"error: {e}", err=True)
+    if not records:
+        # nothing to verify is an input error, not an empty success
+        what = f"{programs}: no programs to verify" if programs else "no reference solutions"
+        raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
     limits = Limits()
     overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
     limits = replace(limits, **{k: v for k, v in overrides.items() if v is not None})

@@ -11,13 +11,10 @@ from pathlib import Path
 
 from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
 from cppo_bench.decontam.overlap import Role, Source
-from cppo_bench.problem import DataError, LoadResult, RecordError
+from cppo_bench.problem import DataError, LoadResult, RecordError, load_problem_jsonl
 
 
 def _load_jsonl(path: Path, strict: bool) -> LoadResult:
-    # the Problem-dict JSONL reader lives with the demo benchmark, whose format it is
-    from cppo_bench.benchmarks.demo import load_problem_jsonl
-
     return load_problem_jsonl(path, strict=strict)
 
 

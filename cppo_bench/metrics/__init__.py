@@ -18,6 +18,7 @@ from cppo_bench.metrics.passk import (
     pass_at_k_unbiased,
     selection_mask,
 )
+from cppo_bench.metrics.roc import roc_auc, roc_points
 from cppo_bench.metrics.seeds import (
     MeanStd,
     SeedCI,
@@ -54,6 +55,8 @@ __all__ = [
     "pass_at_k_first",
     "pass_at_k_unbiased",
     "pass_per_10k_tokens",
+    "roc_auc",
+    "roc_points",
     "seed_difference_ci",
     "selection_mask",
     "summarise_tokens",

@@ -157,6 +157,12 @@ def build_report(
         judge=judge,
         progress=progress,
     )
+    if not computed.index.runs and not read_gate_logs(runs):
+        # an all-empty report looks like a finished one; say what is wrong instead
+        raise DataError(
+            f"{runs}: no runs found (make them with `cppo-bench run`; "
+            f"`cppo-bench report --runs {runs} --check` lists the ones the tables need)"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _clean(out)

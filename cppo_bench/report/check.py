@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.report.model import CellRequest, Table
 from cppo_bench.report.store import RunIndex
 from cppo_bench.runstore import RunManifest
@@ -63,7 +64,9 @@ def run_commands(req: CellRequest, runs_dir: str, template: RunManifest | None =
         f"--out {shlex.quote(runs_dir)}",
     ]
     if row.trained is None:
-        model = [f"--model {shlex.quote(req.model)}"] if req.model else []
+        # the embedded model's label is not a loadable --model: its runs are made without one
+        named = req.model and req.model != DEFAULT_MODEL
+        model = [f"--model {shlex.quote(req.model)}"] if named else []
         seeds = ",".join(map(str, req.missing_seeds))
         return [" ".join(base + model + [f"--k {k}", f"--seeds {seeds}"] + tail)]
     out = []
@@ -117,7 +120,9 @@ def format_check(missing: list[MissingRun], n_cells: int) -> str:
         "",
     ]
     for m in missing:
-        lines.append(m.command)
+        # a trained row's command needs a checkpoint path in place of its placeholder, so it
+        # is shown commented out, as in fill_missing.sh: every uncommented line runs as is
+        lines.append(m.command if m.trained is None else f"# (needs the checkpoint) {m.command}")
         shown = m.cells[:6]
         lines += [f"    fills {c}" for c in shown]
         if len(m.cells) > len(shown):

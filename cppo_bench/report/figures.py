@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cppo_bench.metrics.roc import roc_auc, roc_points
 from cppo_bench.registry import Registry
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.model import Table
@@ -59,6 +60,16 @@ def _save(fig: Any, out_dir: Path, name: str) -> tuple[Path, Path]:
     fig.savefig(pdf, bbox_inches="tight")
     _plt().close(fig)
     return png, pdf
+
+
+def _from_zero(ax: Any) -> None:
+    """Rates and counts start at 0; all-zero data would otherwise get matplotlib's
+    symmetric -0.04..0.04 axis, which reads like noise around zero rather than zero."""
+    top = ax.dataLim.y1
+    if np.isfinite(top) and top > 1e-9:
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylim(0, 1.0)
 
 
 def _grid_values(table: Table, metric: str, k: int | None = None) -> dict[tuple, Any]:
@@ -107,6 +118,7 @@ def grouped_bars(
         ax.set_title(model_label(spec, model))
         ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(axis="y", alpha=0.3)
+        _from_zero(ax)
     fig.tight_layout()
     caption = (
         f"{table.title}: bars per benchmark; error bars are the std over training "
@@ -162,6 +174,7 @@ def pass_at_k_curves(
             )
             ax.set_xlabel("K (solver attempts)")
             ax.set_ylabel("pass@K")
+            _from_zero(ax)
             ax.set_title(f"{model_label(spec, model)} · {bench_label(bench)}", fontsize=9)
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
@@ -242,15 +255,6 @@ def diversity_gain(
     return fig, f"{table.name}_vs_gain", caption
 
 
-def _roc_points(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(FPR, TPR) at every distinct threshold, highest first, from (0, 0) to (1, 1)."""
-    order = np.argsort(-scores, kind="mergesort")
-    s, y = scores[order], labels[order]
-    last = np.r_[np.nonzero(np.diff(s))[0], s.size - 1]  # last index of each distinct score
-    tps, fps = np.cumsum(y)[last], np.cumsum(1 - y)[last]
-    return np.r_[0.0, fps / max(fps[-1], 1)], np.r_[0.0, tps / max(tps[-1], 1)]
-
-
 def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     """ROC with AUC (labelled records) and the validity x outcome heat map (records with
     `passed`): the gate's decision J = 1{p >= tau} against whether the tuple passed."""
@@ -267,10 +271,8 @@ def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     fig, axes = plt.subplots(1, int(has_roc) + int(bool(heat)), figsize=(10, 4.2), squeeze=False)
     panels = iter(axes[0])
     if has_roc:
-        from trainers.core.gate_metrics import roc_auc
-
         scores = np.array([r.gate_prob for r in roc])
-        fpr, tpr = _roc_points(scores, labels)
+        fpr, tpr = roc_points(scores, labels)
         ax = next(panels)
         ax.plot(fpr, tpr, lw=1.5, label=f"AUC = {roc_auc(scores.tolist(), labels.tolist()):.3f}")
         ax.plot([0, 1], [0, 1], ls="--", color="gray", lw=0.8)

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
 from torch import Tensor
+
+from cppo_bench.metrics.roc import roc_auc as metrics_roc_auc
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,8 @@ def _arrays(scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]):
 
 
 def roc_auc(scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]) -> float:
-    # Mann-Whitney Eq. AUC: P(score_pos > score_neg) + 0.5 P(tie), from average ranks
-    s, y = _arrays(scores, labels)
-    ranks = rankdata(s)
-    n_pos, n_neg = int(y.sum()), int((1 - y).sum())
-    return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    # Mann-Whitney Eq. AUC; the formula lives in the harness, which the report shares
+    return metrics_roc_auc(*_arrays(scores, labels))
 
 
 def gate_metrics(
