@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import run_scripted
 from click.testing import CliRunner
 from run_scripted import ScriptedBackend
 
@@ -17,12 +18,13 @@ from cppo_bench.report.store import RunIndex
 from cppo_bench.runindex import scan
 from cppo_bench.runstore import iter_runs, read_manifest, read_records, write_manifest
 
-pytest.importorskip("cppo_bench.verifier")
-
 
 def invoke(args, backend=None):
-    obj = {"backend": backend} if backend is not None else None
-    return CliRunner().invoke(main, args, obj=obj, catch_exceptions=False)
+    """`cppo-bench ARGS`; with `backend`, the run generates with that live backend."""
+    if backend is not None:
+        run_scripted.LIVE[:] = [backend]
+        args = [*args, "--backend", "run_scripted:live"]
+    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import run_scripted
 from click.testing import CliRunner
 from run_scripted import ScriptedBackend
 
@@ -21,14 +22,16 @@ from cppo_bench.gencache import GEN_CACHE
 from cppo_bench.runindex import scan
 from cppo_bench.runstore import iter_runs, read_manifest, read_records, shard_of
 
-pytest.importorskip("cppo_bench.verifier")
 TESTS = Path(__file__).resolve().parent
 ENV = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
 def invoke(args, backend=None):
-    obj = {"backend": backend} if backend is not None else None
-    return CliRunner().invoke(main, args, obj=obj, catch_exceptions=False)
+    """`cppo-bench ARGS`; with `backend`, the run generates with that live backend."""
+    if backend is not None:
+        run_scripted.LIVE[:] = [backend]
+        args = [*args, "--backend", "run_scripted:live"]
+    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
