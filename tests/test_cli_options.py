@@ -32,7 +32,7 @@ def test_run_data_show_and_verify_share_the_benchmark_options():
 
     assert flags(run) == flags(show) == flags(verify)
     assert flags(run) == {
-        "bench": ("--bench",), "data_path": ("--data",), "option_pairs": ("-o", "--option")
+        "bench": ("--bench",), "data_path": ("--data",), "option_pairs": ("-o", "--option", "--loader-option"),
     }  # fmt: skip
 
 

@@ -23,7 +23,7 @@ def test_commands_for_the_embedded_model_run_without_its_label(tmp_path):
     assert commands
     # a trained row's command needs its checkpoint first: shown, but commented out
     placeholders = [line for line in result.output.splitlines() if "checkpoint, training" in line]
-    assert placeholders and all(line.startswith("# ") for line in placeholders)
+    assert placeholders and all(line.lstrip().startswith("# ") for line in placeholders)
     for command in commands:
         argv = shlex.split(command)[2:]
         ctx = run.make_context("run", argv)  # parses: every flag exists, every value fits

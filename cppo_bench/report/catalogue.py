@@ -34,7 +34,12 @@ SHOWN = 3  # commands listed per table here; the full list follows
 
 def _commands(computed: Any, table_name: str) -> list[str]:
     prefix = f"{table_name}: "
-    return [m.command for m in computed.missing if any(c.startswith(prefix) for c in m.cells)]
+    # a trained row's command needs its checkpoint first: commented out, as in --check's list
+    return [
+        f"fill: {m.command}" if m.trained is None else f"# fill (needs the checkpoint): {m.command}"
+        for m in computed.missing
+        if any(c.startswith(prefix) for c in m.cells)
+    ]
 
 
 def format_catalogue(computed: Any) -> str:
@@ -49,7 +54,7 @@ def format_catalogue(computed: Any) -> str:
         )
         lines += [f'    also the study\'s "{n}"' for n in names[1:]]
         cmds = _commands(computed, table.name)
-        lines += [f"    fill: {c}" for c in cmds[:SHOWN]]
+        lines += [f"    {c}" for c in cmds[:SHOWN]]
         if len(cmds) > SHOWN:
             lines.append(f"    ... and {len(cmds) - SHOWN} more commands (listed below)")
         if not cmds and empty and spec.fill:
