@@ -144,7 +144,7 @@ def run(out: Path, model_dir: Path, *, algo: str = "pkpo", steps: int = 2, seed:
     if kill_after:
         from trainers.engine.rewards import REWARDS
 
-        inner = REWARDS.get("pass")(1)
+        inner = spec.reward or REWARDS.get("pass")(1)
 
         def reward(rollouts: Any) -> Any:
             if os.environ.get("TOY_KILL_NEXT"):
