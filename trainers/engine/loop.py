@@ -267,6 +267,7 @@ def _step_metrics(step: int, cfg: TrainConfig, n_problems: int, scheduler: Any, 
         "time_verify": t.get("verify", 0.0),
         "time_advantage": t.get("advantage", 0.0),
         "time_update": t.get("update", 0.0),
+        "time_reference": result.reference_s,  # part of time_update
         "tokens_per_s": counts[0] / max(t.get("rollout", 0.0), 1e-9),
         "update_tokens_per_s": counts[1] / max(t.get("update", 0.0), 1e-9),
     }

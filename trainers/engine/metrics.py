@@ -12,7 +12,8 @@
     reward_mean / _var                    verifier reward of every rollout
     kl, clip_fraction, entropy, ratio_mean, loss               from the policy loss
     response_len                          mean completion tokens per rollout
-    time_rollout, time_verify, time_update, time_step   seconds
+    time_rollout, time_verify, time_advantage, time_update, time_step   seconds
+    time_reference                        the reference's log-probs (part of time_update)
     tokens_per_s                          completion tokens generated per rollout second
     update_tokens_per_s                   trained-on (prompt + completion) tokens per update second
 

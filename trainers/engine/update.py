@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ class UpdateResult:
     grad_norm: float
     loss: dict[str, float]  # LossDiagnostics averaged over the global batch's trained tokens
     tokens: int  # tokens (prompt + completion) forwarded, this process
+    reference_s: float = 0.0  # seconds spent on the frozen reference's log-probs
 
 
 def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBatch]:
@@ -78,8 +80,10 @@ def policy_update(
 ) -> UpdateResult:
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
+    started = time.perf_counter()
     if reference is not None and loss_config.beta != 0:
         batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b)) for b in batches]
+    reference_s = time.perf_counter() - started
     if old_logprobs is not None:
         batches = [b.replace(old_logprobs=o.to(device)) for b, o in zip(batches, old_logprobs,
                                                                        strict=True)]
@@ -114,7 +118,7 @@ def policy_update(
     w = max(float(reduced[-1]), 1.0)
     loss_stats = {k: float(v) / (1.0 if k == "loss" else w)
                   for k, v in zip(keys, reduced[:-1].tolist(), strict=True)}
-    return UpdateResult(float(norm), loss_stats, tokens)
+    return UpdateResult(float(norm), loss_stats, tokens, reference_s)
 
 
 @torch.no_grad()
