@@ -83,14 +83,31 @@ def main() -> None:
             captured.extend(out.rows)
             return out
 
-    engine, algo = build_configs(PKPOConfig, [{
-        "n": args.n, "k_opt": min(4, args.n), "max_steps": 1, "prompts_per_step": args.prompts,
-        "max_tokens": args.max_tokens, "micro_batch_rows": args.micro,
-        "reference_dtype": args.reference_dtype, "state_every": 1, "save_every": 1000}])
+    engine, algo = build_configs(
+        PKPOConfig,
+        [
+            {
+                "n": args.n,
+                "k_opt": min(4, args.n),
+                "max_steps": 1,
+                "prompts_per_step": args.prompts,
+                "max_tokens": args.max_tokens,
+                "micro_batch_rows": args.micro,
+                "reference_dtype": args.reference_dtype,
+                "state_every": 1,
+                "save_every": 1000,
+            }
+        ],
+    )
     problems, source = load_training("demo_train", None)
-    spec = RunSpec(algorithm=Capturing(algo), config=engine,
-                   training=decontaminated(problems, source, ["demo"], False),
-                   out_dir=tmp / "run", model=model_dir, progress=False)
+    spec = RunSpec(
+        algorithm=Capturing(algo),
+        config=engine,
+        training=decontaminated(problems, source, ["demo"], False),
+        out_dir=tmp / "run",
+        model=model_dir,
+        progress=False,
+    )
     m = train(spec).last_metrics
     from transformers import AutoTokenizer
 
@@ -100,10 +117,13 @@ def main() -> None:
     policy_part = m["time_update"] - m["time_reference"]
     report = {
         "rows": len(captured),
-        "time_rollout_s": m["time_rollout"], "time_verify_s": m["time_verify"],
-        "time_advantage_s": m["time_advantage"], "time_update_s": m["time_update"],
+        "time_rollout_s": m["time_rollout"],
+        "time_verify_s": m["time_verify"],
+        "time_advantage_s": m["time_advantage"],
+        "time_update_s": m["time_update"],
         "time_reference_s": m["time_reference"],
-        "generate_tokens_per_s": m["tokens_per_s"], "update_tokens_per_s": m["update_tokens_per_s"],
+        "generate_tokens_per_s": m["tokens_per_s"],
+        "update_tokens_per_s": m["update_tokens_per_s"],
         "bare_forward_backward_step_s": bare,
         "update_over_bare": m["time_update"] / bare,
         "policy_update_over_bare": policy_part / bare,

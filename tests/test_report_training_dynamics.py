@@ -13,14 +13,17 @@ from cppo_bench.report.training_dynamics import curves, read_training_runs, trai
 def _plant(root: Path, name: str, algo: str, model: str, seed: int, metrics: list[dict]) -> None:
     run = root / "train" / name
     run.mkdir(parents=True)
-    (run / "manifest.json").write_text(json.dumps(
-        {"algorithm": algo, "base_model": model, "seed": seed}))
+    (run / "manifest.json").write_text(
+        json.dumps({"algorithm": algo, "base_model": model, "seed": seed})
+    )
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
 
 
 def _steps(n: int, scale: float, keys: list[str]) -> list[dict]:
-    return [{"step": s + 1, "epoch": (s + 1) / 4, **{k: scale / (s + 1) for k in keys}}
-            for s in range(n)]
+    return [
+        {"step": s + 1, "epoch": (s + 1) / 4, **{k: scale / (s + 1) for k in keys}}
+        for s in range(n)
+    ]
 
 
 def test_dynamics_figures_one_curve_per_base_model(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests_paths import REPO, toy_env
 
 torch = pytest.importorskip("torch")
@@ -22,8 +21,7 @@ def _weights(run: Path) -> dict:
 
 
 def _train(cmd: list[str], out: Path) -> None:
-    proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (out / "checkpoints" / "final" / "model.safetensors").is_file()
 
@@ -34,12 +32,32 @@ def test_two_processes_match_one_process(tmp_path: Path, toy_model: Path) -> Non
     # 4 prompts per step: one process rolls out all 4, each of two processes 2 of them;
     # micro-batches of 3 rows also split each process's rows unevenly. The parity reward
     # (not the verifier: a random policy almost never passes) gives every group contrast.
-    common = ["--model", str(toy_model), "--steps", "2", "--set", "micro_batch_rows=3",
-              "--set", "max_tokens=3", "--parity-reward"]
+    common = [
+        "--model",
+        str(toy_model),
+        "--steps",
+        "2",
+        "--set",
+        "micro_batch_rows=3",
+        "--set",
+        "max_tokens=3",
+        "--parity-reward",
+    ]
     one, two = tmp_path / "one", tmp_path / "two"
     _train([sys.executable, script, str(one), *common], one)
-    _train(["torchrun", "--nproc_per_node", "2", "--master_port", str(29500 + os.getpid() % 400),
-            script, str(two), *common], two)
+    _train(
+        [
+            "torchrun",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            str(29500 + os.getpid() % 400),
+            script,
+            str(two),
+            *common,
+        ],
+        two,
+    )
     a, b = _weights(one), _weights(two)
     assert a.keys() == b.keys()
     moved = 0.0

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests_paths import REPO
 
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as ProblemTest
-from tests_paths import REPO
 
 torch = pytest.importorskip("torch")
 
@@ -22,8 +21,16 @@ from trainers.pkpo import PKPOConfig  # noqa: E402
 
 
 def test_config_layers_and_one_line_errors() -> None:
-    engine, algo = build_configs(PKPOConfig, [{"n": 16, "lr": 5e-7}, parse_sets(["n=8", "lr=1e-6"])])
-    assert (algo.n, engine.lr, algo.k_opt, engine.kl_beta, engine.clip_eps) == (8, 1e-6, 4, 0.01, 0.2)
+    engine, algo = build_configs(
+        PKPOConfig, [{"n": 16, "lr": 5e-7}, parse_sets(["n=8", "lr=1e-6"])]
+    )
+    assert (algo.n, engine.lr, algo.k_opt, engine.kl_beta, engine.clip_eps) == (
+        8,
+        1e-6,
+        4,
+        0.01,
+        0.2,
+    )
     with pytest.raises(ConfigError, match="unknown config key 'bogus'"):
         build_configs(PKPOConfig, [{"bogus": 1}])
     with pytest.raises(ConfigError, match="config n: expected int"):
@@ -41,11 +48,23 @@ def test_study_defaults_in_the_shipped_yaml() -> None:
     from trainers.upskill import UpSkillConfig
 
     engine, pk = build_configs(PKPOConfig, resolve_layers("pkpo", None, (), "study"))
-    assert (engine.lr, engine.clip_eps, engine.kl_beta, engine.temperature, engine.max_tokens,
-            engine.epochs, engine.reference_dtype) == (5e-7, 0.2, 0.01, 0.7, 2048, 30, "bfloat16")
+    assert (
+        engine.lr,
+        engine.clip_eps,
+        engine.kl_beta,
+        engine.temperature,
+        engine.max_tokens,
+        engine.epochs,
+        engine.reference_dtype,
+    ) == (5e-7, 0.2, 0.01, 0.7, 2048, 30, "bfloat16")
     assert (pk.n, pk.k_opt, pk.estimator) == (16, 4, "sloo_minus_one")
     _, up = build_configs(UpSkillConfig, resolve_layers("upskill", None, (), "study"))
-    assert (up.n_skills, up.completions_per_skill, up.alpha_mi, up.mi_level) == (4, 1, 5.0, "sequence")
+    assert (up.n_skills, up.completions_per_skill, up.alpha_mi, up.mi_level) == (
+        4,
+        1,
+        5.0,
+        "sequence",
+    )
 
 
 def test_cli_bad_key_is_one_line() -> None:
@@ -109,17 +128,27 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
     def completion_logprobs(pairs):  # the skill is the prompt's last id
         return [torch.full((len(c),), logp[prompt[-1]]) for prompt, c in pairs]
 
-    ctx = StepContext(step=0, seed=0, prompt=lambda q: ({"role": "system", "content": "s"},
-                                                         {"role": "user", "content": q.statement}),
-                      stop=(), generate=None, score=None,
-                      completion_logprobs=completion_logprobs,
-                      encode=lambda req: [7, int(req.meta["skill"])])
+    ctx = StepContext(
+        step=0,
+        seed=0,
+        prompt=lambda q: (
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": q.statement},
+        ),
+        stop=(),
+        generate=None,
+        score=None,
+        completion_logprobs=completion_logprobs,
+        encode=lambda req: [7, int(req.meta["skill"])],
+    )
     reqs = algo.requests(p, ctx)
     assert [r.meta["skill"] for r in reqs] == [0, 1, 2, 3]
     assert reqs[2].messages[0]["content"].startswith("Skill 3 of 4.")
     assert len({r.seed for r in reqs}) == 4
-    scored = [Scored(Rollout(r, (7, z), (5, 6), "x", "stop"), float(z == 0), z == 0, "")
-              for z, r in enumerate(reqs)]
+    scored = [
+        Scored(Rollout(r, (7, z), (5, 6), "x", "stop"), float(z == 0), z == 0, "")
+        for z, r in enumerate(reqs)
+    ]
     rows = algo.rows(scored, ctx)
     seq = [2 * logp[z] for z in range(4)]  # two completion tokens
     lme = math.log(sum(math.exp(s) for s in seq) / 4)
@@ -130,7 +159,9 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
 
 
 def test_harness_does_not_import_trainers() -> None:
-    code = ("import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"
-            "from cppo_bench.cli import COMMANDS; assert COMMANDS['train'].startswith('trainers');"
-            "assert not [m for m in sys.modules if m.startswith('trainers')], 'imported'")
+    code = (
+        "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"
+        "from cppo_bench.cli import COMMANDS; assert COMMANDS['train'].startswith('trainers');"
+        "assert not [m for m in sys.modules if m.startswith('trainers')], 'imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

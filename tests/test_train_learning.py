@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from toy_task import heldout_reward, run, toy_problems
 
 pytest.importorskip("torch")
@@ -25,8 +24,15 @@ def test_pkpo_raises_heldout_reward(tmp_path: Path, toy_model: Path) -> None:
     held = toy_problems(20, 0, "heldout")
     assert not {p.statement for p in held} & {p.statement for p in toy_problems(40, 0, "train")}
     base = [heldout_reward(toy_model, held, 8, seed=s) for s in (1, 2)]
-    result = run(tmp_path / "run", toy_model, steps=60, problems=40, prompts_per_step=8,
-                 lr=3e-3, kl_beta=0.001)
+    result = run(
+        tmp_path / "run",
+        toy_model,
+        steps=60,
+        problems=40,
+        prompts_per_step=8,
+        lr=3e-3,
+        kl_beta=0.001,
+    )
     trained = heldout_reward(result.checkpoint, held, 8, seed=1)
     n = len(held) * 8
     noise = math.sqrt(max(max(base), 1 / n) * (1 - max(base)) / n)  # binomial std of the base

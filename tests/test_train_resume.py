@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests_paths import REPO, toy_env
 
 torch = pytest.importorskip("torch")
@@ -17,10 +16,22 @@ SCRIPT = str(REPO / "tests" / "toy_task.py")
 
 
 def _run(out: Path, model: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, SCRIPT, str(out), "--model", str(model), "--steps", "4",
-           "--set", "max_tokens=3", "--set", "micro_batch_rows=5", "--parity-reward", *extra]
-    return subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True,
-                          timeout=600)
+    cmd = [
+        sys.executable,
+        SCRIPT,
+        str(out),
+        "--model",
+        str(model),
+        "--steps",
+        "4",
+        "--set",
+        "max_tokens=3",
+        "--set",
+        "micro_batch_rows=5",
+        "--parity-reward",
+        *extra,
+    ]
+    return subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=600)
 
 
 def _weights(run: Path) -> dict:
@@ -53,10 +64,38 @@ def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path: Path, toy_model: 
 def test_a_second_run_into_the_same_folder_needs_resume(tmp_path: Path, toy_model: Path) -> None:
     out = tmp_path / "run"
     first = subprocess.run(
-        [sys.executable, SCRIPT, str(out), "--model", str(toy_model), "--steps", "1",
-         "--parity-reward"], cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            SCRIPT,
+            str(out),
+            "--model",
+            str(toy_model),
+            "--steps",
+            "1",
+            "--parity-reward",
+        ],
+        cwd=REPO,
+        env=toy_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     again = subprocess.run(
-        [sys.executable, SCRIPT, str(out), "--model", str(toy_model), "--steps", "1",
-         "--parity-reward"], cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            SCRIPT,
+            str(out),
+            "--model",
+            str(toy_model),
+            "--steps",
+            "1",
+            "--parity-reward",
+        ],
+        cwd=REPO,
+        env=toy_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert again.returncode != 0 and "--resume" in again.stderr

@@ -38,8 +38,9 @@ def toy_tokenizer() -> Any:
     vocab = {w: i for i, w in enumerate([*SPECIAL, *FILLER, *DIGITS, *PROGRAMS])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
-                                   unk_token="<unk>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
 
 
 def toy_model_dir(dest: Path, seed: int = 0) -> Path:
@@ -50,10 +51,18 @@ def toy_model_dir(dest: Path, seed: int = 0) -> Path:
         return dest
     tok = toy_tokenizer()
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                      max_position_embeddings=64, eos_token_id=tok.eos_token_id,
-                      pad_token_id=tok.pad_token_id, bos_token_id=tok.eos_token_id)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.eos_token_id,
+    )
     LlamaForCausalLM(cfg).save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)
     return dest
@@ -70,9 +79,16 @@ def toy_problems(n: int, seed: int, split: str) -> list[Problem]:
         if statement in seen:
             continue
         seen.add(statement)
-        out.append(Problem(benchmark="toy", problem_id=f"{split}-{len(out)}", statement=statement,
-                           tests=(Test(input="", output=f"{d}\n"),), checker="lcb",
-                           time_limit_s=2.0))
+        out.append(
+            Problem(
+                benchmark="toy",
+                problem_id=f"{split}-{len(out)}",
+                statement=statement,
+                tests=(Test(input="", output=f"{d}\n"),),
+                checker="lcb",
+                time_limit_s=2.0,
+            )
+        )
     return out
 
 
@@ -80,8 +96,13 @@ def toy_prompt(problem: Problem) -> tuple[dict[str, str], ...]:
     return ({"role": "user", "content": problem.statement},)
 
 
-def heldout_reward(model_dir: Path, problems: list[Problem], samples: int, seed: int = 123,
-                   temperature: float = 1.0) -> float:
+def heldout_reward(
+    model_dir: Path,
+    problems: list[Problem],
+    samples: int,
+    seed: int = 123,
+    temperature: float = 1.0,
+) -> float:
     """Mean verifier reward of ``samples`` sampled programs per held-out prompt."""
     import torch
 
@@ -94,13 +115,15 @@ def heldout_reward(model_dir: Path, problems: list[Problem], samples: int, seed:
     reqs, owners = [], []
     for p in problems:
         for i in range(samples):
-            params = SamplingParams(temperature=temperature, top_p=1.0, max_tokens=1,
-                                    seed=seed * 100003 + i)
+            params = SamplingParams(
+                temperature=temperature, top_p=1.0, max_tokens=1, seed=seed * 100003 + i
+            )
             reqs.append(GenRequest(params=params, messages=toy_prompt(p)))
             owners.append(p)
     results = backend.generate(reqs)
-    verdicts = verify_batch([VerifyJob(p, r.text) for p, r in zip(owners, results, strict=True)],
-                            workers=2)
+    verdicts = verify_batch(
+        [VerifyJob(p, r.text) for p, r in zip(owners, results, strict=True)], workers=2
+    )
     return sum(v.passed for v in verdicts) / len(verdicts)
 
 
@@ -108,13 +131,25 @@ def _parity_reward(rollouts: Any) -> Any:
     """A deterministic stand-in reward (even first token = 1) that gives every group contrast."""
     from trainers.engine.rewards import Scored
 
-    return [Scored(r, float(r.completion_ids[0] % 2 == 0), r.completion_ids[0] % 2 == 0, "")
-            for r in rollouts]
+    return [
+        Scored(r, float(r.completion_ids[0] % 2 == 0), r.completion_ids[0] % 2 == 0, "")
+        for r in rollouts
+    ]
 
 
-def run(out: Path, model_dir: Path, *, algo: str = "pkpo", steps: int = 2, seed: int = 0,
-        resume: bool = False, kill_after: int = 0, problems: int = 16,
-        parity_reward: bool = False, **overrides: Any) -> Any:
+def run(
+    out: Path,
+    model_dir: Path,
+    *,
+    algo: str = "pkpo",
+    steps: int = 2,
+    seed: int = 0,
+    resume: bool = False,
+    kill_after: int = 0,
+    problems: int = 16,
+    parity_reward: bool = False,
+    **overrides: Any,
+) -> Any:
     """Train on the toy task through the real engine (rollouts, verifier, update)."""
     from trainers.engine.algorithm import ALGORITHMS
     from trainers.engine.config import build_configs
@@ -122,9 +157,19 @@ def run(out: Path, model_dir: Path, *, algo: str = "pkpo", steps: int = 2, seed:
     from trainers.engine.loop import RunSpec, train
 
     cls = ALGORITHMS.get(algo)
-    layer = {"max_steps": steps, "prompts_per_step": 4, "max_tokens": 1, "temperature": 1.0,
-             "lr": 3e-3, "micro_batch_rows": 8, "rollout_batch": 64, "verify_workers": 1,
-             "reference_dtype": "float32", "save_every": steps, "state_every": 1}
+    layer = {
+        "max_steps": steps,
+        "prompts_per_step": 4,
+        "max_tokens": 1,
+        "temperature": 1.0,
+        "lr": 3e-3,
+        "micro_batch_rows": 8,
+        "rollout_batch": 64,
+        "verify_workers": 1,
+        "reference_dtype": "float32",
+        "save_every": steps,
+        "state_every": 1,
+    }
     if algo in ("pkpo", "passk_rl"):
         layer["n"] = 8
     layer.update(overrides)
@@ -136,9 +181,19 @@ def run(out: Path, model_dir: Path, *, algo: str = "pkpo", steps: int = 2, seed:
             # the next step starts and is killed while in flight (during its rollouts)
             os.environ["TOY_KILL_NEXT"] = "1"
 
-    spec = RunSpec(algorithm=cls(algo_cfg), config=engine_cfg, training=training, out_dir=out,
-                   model=str(model_dir), seed=seed, resume=resume, progress=False,
-                   prompt=toy_prompt, stop=(), on_step=on_step)
+    spec = RunSpec(
+        algorithm=cls(algo_cfg),
+        config=engine_cfg,
+        training=training,
+        out_dir=out,
+        model=str(model_dir),
+        seed=seed,
+        resume=resume,
+        progress=False,
+        prompt=toy_prompt,
+        stop=(),
+        on_step=on_step,
+    )
     if parity_reward:
         spec.reward = _parity_reward
     if kill_after:
@@ -169,8 +224,16 @@ def main() -> None:
     import yaml
 
     extra = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in args.set)}
-    run(args.out, args.model, algo=args.algo, steps=args.steps, resume=args.resume,
-        kill_after=args.kill_after, parity_reward=args.parity_reward, **extra)
+    run(
+        args.out,
+        args.model,
+        algo=args.algo,
+        steps=args.steps,
+        resume=args.resume,
+        kill_after=args.kill_after,
+        parity_reward=args.parity_reward,
+        **extra,
+    )
 
 
 if __name__ == "__main__":

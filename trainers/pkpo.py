@@ -42,8 +42,14 @@ def sample_requests(problem: Problem, ctx: StepContext, n: int, kind: str) -> li
     """n independent samples of the direct-solve prompt, one group per problem."""
     messages = ctx.prompt(problem)
     return [
-        RolloutRequest(problem, ctx.seed_for(problem, kind, i), messages=messages, kind=kind,
-                       group=problem.uid, stop=ctx.stop)
+        RolloutRequest(
+            problem,
+            ctx.seed_for(problem, kind, i),
+            messages=messages,
+            kind=kind,
+            group=problem.uid,
+            stop=ctx.stop,
+        )
         for i in range(n)
     ]
 

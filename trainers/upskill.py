@@ -67,15 +67,22 @@ class UpSkill(Algorithm):
         cfg = self.config
         prefix = cfg.skill_prefix.format(z=z + 1, n=cfg.n_skills)
         return RolloutRequest(
-            problem, ctx.seed_for(problem, f"skill{z}", i),
-            messages=skill_messages(ctx.prompt(problem), prefix), kind="skill",
-            group=problem.uid, meta={"skill": z}, stop=ctx.stop,
+            problem,
+            ctx.seed_for(problem, f"skill{z}", i),
+            messages=skill_messages(ctx.prompt(problem), prefix),
+            kind="skill",
+            group=problem.uid,
+            meta={"skill": z},
+            stop=ctx.stop,
         )
 
     def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
         cfg = self.config
-        return [self._skill_request(problem, ctx, z, i)
-                for i in range(cfg.completions_per_skill) for z in range(cfg.n_skills)]
+        return [
+            self._skill_request(problem, ctx, z, i)
+            for i in range(cfg.completions_per_skill)
+            for z in range(cfg.n_skills)
+        ]
 
     def mi(self, scored: Sequence[Scored], ctx: StepContext) -> torch.Tensor:
         """r_MI of every rollout: its completion scored under every skill's prompt."""

@@ -23,7 +23,9 @@ def packaged_path() -> Path:
     return Path(str(resources.files("cppo_bench.benchmarks").joinpath(PACKAGED_FILE)))
 
 
-def load_demo_train(data: str | Path | None = None, *, strict: bool = False, **options: Any) -> LoadResult:
+def load_demo_train(
+    data: str | Path | None = None, *, strict: bool = False, **options: Any
+) -> LoadResult:
     """The packaged problems (`data=None`) or a JSONL of Problem dicts."""
     options.pop("split", None)  # one split only: training
     if options:

@@ -25,14 +25,24 @@ from cppo_bench.problem import DataError
 
 TRAIN_DIR = "train"
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {
-    "pkpo": (("grad_norm", "gradient L2 norm"), ("param_step_norm", "parameter-step norm"),
-             ("adv_nonzero_rate", "advantage non-zero rate"),
-             ("transformed_reward_var", "transformed-reward variance")),
-    "passk_rl": (("grad_norm", "gradient L2 norm"), ("param_step_norm", "parameter-step norm"),
-                 ("adv_nonzero_rate", "advantage non-zero rate"),
-                 ("transformed_reward_var", "advantage variance")),
-    "upskill": (("grad_norm", "gradient L2 norm"), ("r_correct_mean", "r_correct"),
-                ("r_mi_mean", "r_mi"), ("combined_reward_var", "combined-reward variance")),
+    "pkpo": (
+        ("grad_norm", "gradient L2 norm"),
+        ("param_step_norm", "parameter-step norm"),
+        ("adv_nonzero_rate", "advantage non-zero rate"),
+        ("transformed_reward_var", "transformed-reward variance"),
+    ),
+    "passk_rl": (
+        ("grad_norm", "gradient L2 norm"),
+        ("param_step_norm", "parameter-step norm"),
+        ("adv_nonzero_rate", "advantage non-zero rate"),
+        ("transformed_reward_var", "advantage variance"),
+    ),
+    "upskill": (
+        ("grad_norm", "gradient L2 norm"),
+        ("r_correct_mean", "r_correct"),
+        ("r_mi_mean", "r_mi"),
+        ("combined_reward_var", "combined-reward variance"),
+    ),
 }
 COLOURS = {"pkpo": "Reds", "passk_rl": "Blues", "upskill": "Purples"}
 TITLES = {"pkpo": "PKPO", "passk_rl": "pass@k-RL", "upskill": "UpSkill"}
@@ -68,26 +78,38 @@ def read_training_runs(runs_root: Path) -> list[TrainingRun]:
                 except json.JSONDecodeError as exc:
                     raise DataError(f"{metrics}:{lineno}: not JSON ({exc.msg})") from None
         if records and meta.get("algorithm"):
-            runs.append(TrainingRun(manifest.parent.name, manifest.parent, meta["algorithm"],
-                                    str(meta.get("base_model", "?")), int(meta.get("seed", 0)),
-                                    records))
+            runs.append(
+                TrainingRun(
+                    manifest.parent.name,
+                    manifest.parent,
+                    meta["algorithm"],
+                    str(meta.get("base_model", "?")),
+                    int(meta.get("seed", 0)),
+                    records,
+                )
+            )
     return runs
 
 
 def curves(runs: list[TrainingRun], metric: str) -> dict[str, tuple[list[float], list[float]]]:
     """base model -> (epochs, values): the metric per step, averaged over the model's seeds."""
-    by_model: dict[str, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    by_model: dict[str, dict[int, list[tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for run in runs:
         for rec in run.records:
             value = rec.get(metric)
             if isinstance(value, int | float) and "step" in rec:
                 by_model[run.base_model][int(rec["step"])].append(
-                    (float(rec.get("epoch", rec["step"])), float(value)))
+                    (float(rec.get("epoch", rec["step"])), float(value))
+                )
     out = {}
     for model, steps in by_model.items():
         order = sorted(steps)
-        out[model] = ([sum(e for e, _ in steps[s]) / len(steps[s]) for s in order],
-                      [sum(v for _, v in steps[s]) / len(steps[s]) for s in order])
+        out[model] = (
+            [sum(e for e, _ in steps[s]) / len(steps[s]) for s in order],
+            [sum(v for _, v in steps[s]) / len(steps[s]) for s in order],
+        )
     return out
 
 
@@ -126,8 +148,10 @@ def dynamics_figure(runs: list[TrainingRun], algorithm: str, out_dir: Path) -> A
         raise Skipped(f"{algorithm} training runs log none of the panel's metrics")
     name = f"training_dynamics_{algorithm}"
     png, pdf = _save(fig, out_dir, name)
-    caption = (f"{title} training dynamics over epochs, one curve per base model (seeds "
-               f"averaged): {', '.join(label for _, label in panels)}.")
+    caption = (
+        f"{title} training dynamics over epochs, one curve per base model (seeds "
+        f"averaged): {', '.join(label for _, label in panels)}."
+    )
     return Figure(name, f"{title} training dynamics", caption, png, pdf)
 
 

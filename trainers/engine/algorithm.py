@@ -87,10 +87,14 @@ ALGORITHMS: Registry[type[Algorithm]] = Registry(
 def group_tensors(scored: Sequence[Scored]) -> tuple[torch.Tensor, torch.Tensor]:
     """(rewards, group ids) of scored rollouts, groups numbered in order of appearance."""
     ids: dict[str, int] = {}
-    gid = [ids.setdefault(s.rollout.request.group or s.rollout.request.problem.uid, len(ids))
-           for s in scored]
-    return (torch.tensor([s.reward for s in scored], dtype=torch.float64),
-            torch.tensor(gid, dtype=torch.long))
+    gid = [
+        ids.setdefault(s.rollout.request.group or s.rollout.request.problem.uid, len(ids))
+        for s in scored
+    ]
+    return (
+        torch.tensor([s.reward for s in scored], dtype=torch.float64),
+        torch.tensor(gid, dtype=torch.long),
+    )
 
 
 def response_rows(scored: Sequence[Scored], advantages: Sequence[float]) -> list[Row]:

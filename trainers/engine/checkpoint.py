@@ -77,8 +77,9 @@ def load_state(accelerator: Any, folder: Path) -> dict[str, Any]:
     return json.loads((folder / TRAINER_STATE).read_text())
 
 
-def save_hf(accelerator: Any, model: Any, tokenizer: Any, out_dir: Path, step: int,
-            keep: int = 0) -> Path | None:
+def save_hf(
+    accelerator: Any, model: Any, tokenizer: Any, out_dir: Path, step: int, keep: int = 0
+) -> Path | None:
     """Write an HF folder of the current policy (gathered from every shard); main process."""
     state = accelerator.get_state_dict(model)  # full state dict even under FSDP / ZeRO-3
     root = Path(out_dir) / HF_DIR

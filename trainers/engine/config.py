@@ -68,8 +68,16 @@ class TrainConfig:
     log_param_step_norm: bool = True
 
     def __post_init__(self) -> None:
-        positive = ("prompts_per_step", "micro_batch_rows", "max_tokens", "epochs",
-                    "updates_per_rollout", "rollout_batch", "save_every", "state_every")
+        positive = (
+            "prompts_per_step",
+            "micro_batch_rows",
+            "max_tokens",
+            "epochs",
+            "updates_per_rollout",
+            "rollout_batch",
+            "save_every",
+            "state_every",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"config {name}: must be >= 1, got {getattr(self, name)}")
@@ -150,9 +158,7 @@ def parse_sets(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
-def build_configs(
-    algo_config_cls: type, layers: list[dict[str, Any]]
-) -> tuple[TrainConfig, Any]:
+def build_configs(algo_config_cls: type, layers: list[dict[str, Any]]) -> tuple[TrainConfig, Any]:
     """(engine config, algorithm config) from the layered key/value mappings."""
     engine_hints, algo_hints = _hints(TrainConfig), _hints(algo_config_cls)
     merged: dict[str, Any] = {}

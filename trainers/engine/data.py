@@ -42,7 +42,9 @@ class TrainingSet:
         return hashlib.sha256("\n".join(sorted(p.uid for p in self.problems)).encode()).hexdigest()
 
 
-def load_training(bench: str, data: str | None, split: str | None = None) -> tuple[list[Problem], str]:
+def load_training(
+    bench: str, data: str | None, split: str | None = None
+) -> tuple[list[Problem], str]:
     if bench not in BENCHMARKS:
         raise DataError(f"unknown benchmark {bench!r}; known: {', '.join(BENCHMARKS.names())}")
     # a benchmark with splits trains on its "train" split unless told otherwise

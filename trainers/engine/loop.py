@@ -121,8 +121,11 @@ def train(spec: RunSpec) -> TrainResult:
     if cfg.kl_beta:
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2),
-        eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+        model.parameters(),
+        lr=cfg.lr,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps,
+        weight_decay=cfg.weight_decay,
     )
     warm = cfg.warmup_steps
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -130,8 +133,11 @@ def train(spec: RunSpec) -> TrainResult:
     )
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     policy = accelerator.unwrap_model(model)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
-        tokenizer.eos_token_id or 0)
+    pad_id = (
+        tokenizer.pad_token_id
+        if tokenizer.pad_token_id is not None
+        else (tokenizer.eos_token_id or 0)
+    )
 
     start = 0
     if existing is not None:
@@ -145,8 +151,11 @@ def train(spec: RunSpec) -> TrainResult:
     if cfg.report_to != "none":
         accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
 
-    engine_opts = {"batch_size": cfg.rollout_batch, "model_path": model_path,
-                   "gpu_memory_utilization": cfg.vllm_gpu_memory_utilization}
+    engine_opts = {
+        "batch_size": cfg.rollout_batch,
+        "model_path": model_path,
+        "gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+    }
     rollout = ROLLOUT_ENGINES.get(cfg.rollout_engine)(policy, tokenizer, engine_opts)
     reward_fn = spec.reward or REWARDS.get(cfg.reward)(cfg.verify_workers or None)
     version = cfg.prompt_version or DEFAULT_VERSION
@@ -154,10 +163,15 @@ def train(spec: RunSpec) -> TrainResult:
     stop = spec.stop if spec.stop is not None else stop_strings(version)
     from cppo_bench.backends.base import SamplingParams
 
-    sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
-                              max_tokens=cfg.max_tokens)
-    loss_cfg = LossConfig(clip_eps=cfg.clip_eps, beta=cfg.kl_beta, aggregation=cfg.aggregation,
-                          max_tokens=cfg.max_tokens)
+    sampling = SamplingParams(
+        temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens
+    )
+    loss_cfg = LossConfig(
+        clip_eps=cfg.clip_eps,
+        beta=cfg.kl_beta,
+        aggregation=cfg.aggregation,
+        max_tokens=cfg.max_tokens,
+    )
     params = [p for p in model.parameters() if p.requires_grad]
     sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
     share = cfg.prompts_per_step // world
@@ -169,8 +183,21 @@ def train(spec: RunSpec) -> TrainResult:
             timer = Timer()
             batch = data.step_problems(problems, step, cfg.prompts_per_step, spec.seed)
             local = batch[rank * share : (rank + 1) * share]
-            ctx = _context(step, spec, prompt_fn, stop, rollout, sampling, reward_fn, timer,
-                           policy, tokenizer, pad_id, cfg.micro_batch_rows, spec.chat)
+            ctx = _context(
+                step,
+                spec,
+                prompt_fn,
+                stop,
+                rollout,
+                sampling,
+                reward_fn,
+                timer,
+                policy,
+                tokenizer,
+                pad_id,
+                cfg.micro_batch_rows,
+                spec.chat,
+            )
             scored = algo.collect(local, ctx)
             with timer.phase("advantage"):
                 step_rows = algo.rows(scored, ctx)
@@ -186,19 +213,39 @@ def train(spec: RunSpec) -> TrainResult:
 
                 old = None
                 if cfg.updates_per_rollout > 1:
-                    old = old_policy_logprobs(model, step_rows.rows, cfg.micro_batch_rows,
-                                              pad_id, accelerator.device)
+                    old = old_policy_logprobs(
+                        model, step_rows.rows, cfg.micro_batch_rows, pad_id, accelerator.device
+                    )
                 for _ in range(cfg.updates_per_rollout):
                     result = policy_update(
-                        accelerator, model, reference, optimizer, step_rows.rows,
-                        loss_config=loss_cfg, micro_rows=cfg.micro_batch_rows, pad_id=pad_id,
-                        max_grad_norm=cfg.max_grad_norm, all_reduce_sum=reduce_sum,
-                        on_before_step=before_step, old_logprobs=old,
+                        accelerator,
+                        model,
+                        reference,
+                        optimizer,
+                        step_rows.rows,
+                        loss_config=loss_cfg,
+                        micro_rows=cfg.micro_batch_rows,
+                        pad_id=pad_id,
+                        max_grad_norm=cfg.max_grad_norm,
+                        all_reduce_sum=reduce_sum,
+                        on_before_step=before_step,
+                        old_logprobs=old,
                     )
                 scheduler.step()
                 rollout.sync(policy)
-            metrics = _step_metrics(step, cfg, len(problems), scheduler, result, snap, sharded,
-                                    reduce_sum, step_rows.values, scored, timer)
+            metrics = _step_metrics(
+                step,
+                cfg,
+                len(problems),
+                scheduler,
+                result,
+                snap,
+                sharded,
+                reduce_sum,
+                step_rows.values,
+                scored,
+                timer,
+            )
             log.write(metrics)
             if cfg.report_to != "none":
                 accelerator.log(metrics, step=step + 1)
@@ -206,8 +253,10 @@ def train(spec: RunSpec) -> TrainResult:
             if done % cfg.state_every == 0 or done == total:
                 checkpoint.save_state(accelerator, out, done, {"cursor": done, "seed": spec.seed})
             if done % cfg.save_every == 0 or done == total:
-                saved = checkpoint.save_hf(accelerator, model, tokenizer, out, done,
-                                           cfg.keep_folders) or saved
+                saved = (
+                    checkpoint.save_hf(accelerator, model, tokenizer, out, done, cfg.keep_folders)
+                    or saved
+                )
             if spec.on_step is not None:
                 spec.on_step(done, metrics)
             bar.advance(metrics)
@@ -222,16 +271,29 @@ def train(spec: RunSpec) -> TrainResult:
     return TrainResult(out, total, saved, metrics)
 
 
-def _context(step: int, spec: RunSpec, prompt_fn: Any, stop: tuple[str, ...], rollout: Any,
-             sampling: Any, reward_fn: RewardFn, timer: Timer, policy: Any, tokenizer: Any,
-             pad_id: int, micro: int, chat: str) -> StepContext:
+def _context(
+    step: int,
+    spec: RunSpec,
+    prompt_fn: Any,
+    stop: tuple[str, ...],
+    rollout: Any,
+    sampling: Any,
+    reward_fn: RewardFn,
+    timer: Timer,
+    policy: Any,
+    tokenizer: Any,
+    pad_id: int,
+    micro: int,
+    chat: str,
+) -> StepContext:
     from trainers.engine.update import completion_logprobs
 
     def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
         with timer.phase("rollout"):
             out = rollout.generate(reqs, sampling)
         timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
-            len(r.completion_ids) for r in out)
+            len(r.completion_ids) for r in out
+        )
         return out
 
     def score(rollouts: Sequence[Rollout]) -> list[Any]:
@@ -239,21 +301,39 @@ def _context(step: int, spec: RunSpec, prompt_fn: Any, stop: tuple[str, ...], ro
             return reward_fn(rollouts)
 
     return StepContext(
-        step=step, seed=spec.seed, prompt=prompt_fn, stop=stop, generate=generate, score=score,
+        step=step,
+        seed=spec.seed,
+        prompt=prompt_fn,
+        stop=stop,
+        generate=generate,
+        score=score,
         completion_logprobs=lambda pairs: completion_logprobs(policy, pairs, pad_id, micro),
         encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), chat),
     )
 
 
-def _step_metrics(step: int, cfg: TrainConfig, n_problems: int, scheduler: Any, result: Any,
-                  snap: ParamSnapshot | None, sharded: bool, reduce_sum: Any,
-                  values: dict[str, list[float]], scored: Sequence[Any], timer: Timer
-                  ) -> dict[str, Any]:
+def _step_metrics(
+    step: int,
+    cfg: TrainConfig,
+    n_problems: int,
+    scheduler: Any,
+    result: Any,
+    snap: ParamSnapshot | None,
+    sharded: bool,
+    reduce_sum: Any,
+    values: dict[str, list[float]],
+    scored: Sequence[Any],
+    timer: Timer,
+) -> dict[str, Any]:
     import torch
 
     lens = [float(len(s.rollout.completion_ids)) for s in scored]
-    counts = reduce_sum(torch.tensor([timer.spent.get("gen_tokens", 0.0), result.tokens,
-                                      sum(lens), len(lens)], dtype=torch.float64)).tolist()
+    counts = reduce_sum(
+        torch.tensor(
+            [timer.spent.get("gen_tokens", 0.0), result.tokens, sum(lens), len(lens)],
+            dtype=torch.float64,
+        )
+    ).tolist()
     t = timer.spent
     m: dict[str, Any] = {
         "step": step + 1,
@@ -274,8 +354,7 @@ def _step_metrics(step: int, cfg: TrainConfig, n_problems: int, scheduler: Any, 
     m["time_step"] = sum(t.get(k, 0.0) for k in ("rollout", "verify", "advantage", "update"))
     if snap is not None:
         m["param_step_norm"] = snap.step_norm(reduce_sum if sharded else None)
-    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-            for k, v in m.items()}
+    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in m.items()}
 
 
 class _Bar:
@@ -284,9 +363,13 @@ class _Bar:
         if enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.progress = Progress(TextColumn("train"), BarColumn(),
-                                     TextColumn("{task.completed}/{task.total}"),
-                                     TextColumn("{task.fields[info]}"), TimeRemainingColumn())
+            self.progress = Progress(
+                TextColumn("train"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TextColumn("{task.fields[info]}"),
+                TimeRemainingColumn(),
+            )
             self.progress.start()
             self.task = self.progress.add_task("train", total=total, completed=start, info="")
 

@@ -23,10 +23,19 @@ MANIFEST = "manifest.json"
 def _git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True)
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", "."],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -55,8 +64,16 @@ def flat_config(spec: Any) -> dict[str, Any]:
     return {**dataclasses.asdict(spec.config), **dataclasses.asdict(spec.algorithm.config)}
 
 
-def write(out: Path, spec: Any, cfg: Any, base_label: str, model_path: str, accelerator: Any,
-          total_steps: int, start_step: int) -> Path:
+def write(
+    out: Path,
+    spec: Any,
+    cfg: Any,
+    base_label: str,
+    model_path: str,
+    accelerator: Any,
+    total_steps: int,
+    start_step: int,
+) -> Path:
     path = Path(out) / MANIFEST
     previous = json.loads(path.read_text()) if path.is_file() else {}
     ts = spec.training
@@ -83,8 +100,10 @@ def write(out: Path, spec: Any, cfg: Any, base_label: str, model_path: str, acce
         "git_commit": _git_commit(),
         "topology": topology(accelerator),
         "started_at": previous.get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "resumed_at_steps": [*previous.get("resumed_at_steps", []),
-                             *([start_step] if start_step else [])],
+        "resumed_at_steps": [
+            *previous.get("resumed_at_steps", []),
+            *([start_step] if start_step else []),
+        ],
         **{k: v for k, v in spec.extra_manifest.items() if k != "allow_overlap"},
     }
     path.parent.mkdir(parents=True, exist_ok=True)

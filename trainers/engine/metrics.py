@@ -49,17 +49,17 @@ class Timer:
             self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - start
 
 
-def reduce_values(
-    values: Mapping[str, Sequence[float]], all_reduce_sum: Any
-) -> dict[str, float]:
+def reduce_values(values: Mapping[str, Sequence[float]], all_reduce_sum: Any) -> dict[str, float]:
     """Global mean (and variance for ``VARIANCE_OF``) of per-row values over every process.
     ``all_reduce_sum(tensor) -> tensor`` sums over processes (identity on one process)."""
     keys = sorted(values)
     if not keys:
         return {}
     stats = torch.tensor(
-        [[float(sum(values[k])), float(sum(v * v for v in values[k])), float(len(values[k]))]
-         for k in keys],
+        [
+            [float(sum(values[k])), float(sum(v * v for v in values[k])), float(len(values[k]))]
+            for k in keys
+        ],
         dtype=torch.float64,
     )
     stats = all_reduce_sum(stats)
@@ -106,7 +106,8 @@ class MetricsLog:
         if not self.enabled or not self.path.is_file():
             return
         kept = [
-            line for line in self.path.read_text(encoding="utf-8").splitlines()
+            line
+            for line in self.path.read_text(encoding="utf-8").splitlines()
             if line.strip() and json.loads(line).get("step", 0) <= step
         ]
         tmp = self.path.with_suffix(".tmp")

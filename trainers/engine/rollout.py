@@ -106,8 +106,13 @@ class HFRollout:
     ) -> list[Rollout]:
         results = self.backend.generate([r.gen_request(sampling) for r in requests])
         return [
-            _finish(req, res.extra["prompt_ids"], res.extra["completion_ids"], res.text,
-                    res.finish_reason)
+            _finish(
+                req,
+                res.extra["prompt_ids"],
+                res.extra["completion_ids"],
+                res.text,
+                res.finish_reason,
+            )
             for req, res in zip(requests, results, strict=True)
         ]
 

@@ -34,12 +34,14 @@ class VLLMRollout:
         vllm = import_vllm()
         self._vllm = vllm
         self.tokenizer = tokenizer
+        extra = {k: options[k] for k in ("enforce_eager", "max_model_len") if k in options}
         self.llm = vllm.LLM(
             model=model_path,
             gpu_memory_utilization=float(options.get("gpu_memory_utilization", 0.3)),
             enable_prefix_caching=True,
             seed=0,
             dtype=str(options.get("dtype", "auto")),
+            **extra,
         )
 
     def generate(
@@ -60,8 +62,13 @@ class VLLMRollout:
             )
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         return [
-            _finish(req, out.prompt_token_ids, out.outputs[0].token_ids, out.outputs[0].text,
-                    out.outputs[0].finish_reason or "length")
+            _finish(
+                req,
+                out.prompt_token_ids,
+                out.outputs[0].token_ids,
+                out.outputs[0].text,
+                out.outputs[0].finish_reason or "length",
+            )
             for req, out in zip(requests, outs, strict=True)
         ]
 

@@ -40,10 +40,12 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
 
 
 def _to(batch: PolicyBatch, device: Any) -> PolicyBatch:
-    return batch.replace(**{
-        k: getattr(batch, k).to(device)
-        for k in ("input_ids", "attention_mask", "region", "advantages")
-    })
+    return batch.replace(
+        **{
+            k: getattr(batch, k).to(device)
+            for k in ("input_ids", "attention_mask", "region", "advantages")
+        }
+    )
 
 
 @torch.no_grad()
@@ -85,8 +87,9 @@ def policy_update(
         batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b)) for b in batches]
     reference_s = time.perf_counter() - started
     if old_logprobs is not None:
-        batches = [b.replace(old_logprobs=o.to(device)) for b, o in zip(batches, old_logprobs,
-                                                                       strict=True)]
+        batches = [
+            b.replace(old_logprobs=o.to(device)) for b, o in zip(batches, old_logprobs, strict=True)
+        ]
     local = sum(aggregation_count(b.loss_mask, loss_config.aggregation) for b in batches)
     total = float(all_reduce_sum(torch.tensor([local], dtype=torch.float64))[0])
     scale = float(accelerator.num_processes)
@@ -105,7 +108,9 @@ def policy_update(
         for k, v in diag.as_dict().items():
             if not k.startswith("tokens/") and k not in ("loss", "policy_loss"):
                 sums[k] = sums.get(k, 0.0) + v * n
-        sums["loss"] = sums.get("loss", 0.0) + float(loss.detach())  # already a share of the global loss
+        sums["loss"] = sums.get("loss", 0.0) + float(
+            loss.detach()
+        )  # already a share of the global loss
     norm = accelerator.clip_grad_norm_(
         model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
     )
@@ -116,14 +121,16 @@ def policy_update(
     keys = sorted(sums)
     reduced = all_reduce_sum(torch.tensor([*(sums[k] for k in keys), weight], dtype=torch.float64))
     w = max(float(reduced[-1]), 1.0)
-    loss_stats = {k: float(v) / (1.0 if k == "loss" else w)
-                  for k, v in zip(keys, reduced[:-1].tolist(), strict=True)}
+    loss_stats = {
+        k: float(v) / (1.0 if k == "loss" else w)
+        for k, v in zip(keys, reduced[:-1].tolist(), strict=True)
+    }
     return UpdateResult(float(norm), loss_stats, tokens, reference_s)
 
 
 @torch.no_grad()
-def old_policy_logprobs(model: Any, rows: Sequence[Row], micro_rows: int, pad_id: int,
-                        device: Any) -> list[torch.Tensor]:
+def old_policy_logprobs(
+    model: Any, rows: Sequence[Row], micro_rows: int, pad_id: int, device: Any
+) -> list[torch.Tensor]:
     """Log-probs of the rollout policy, fixed before the first of several updates."""
-    return [frozen_logprobs(model, _to(b, device))
-            for b in micro_batches(rows, micro_rows, pad_id)]
+    return [frozen_logprobs(model, _to(b, device)) for b in micro_batches(rows, micro_rows, pad_id)]
