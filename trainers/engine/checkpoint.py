@@ -89,7 +89,12 @@ def save_hf(
     tmp = root / f".tmp-{_name(step)}"
     shutil.rmtree(tmp, ignore_errors=True)
     unwrapped = accelerator.unwrap_model(model)
-    unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+    was = unwrapped.config.use_cache
+    unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
+    try:
+        unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+    finally:
+        unwrapped.config.use_cache = was
     tokenizer.save_pretrained(tmp)
     if dest.exists():
         shutil.rmtree(dest)

@@ -58,10 +58,16 @@ class TrainResult:
 
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
+    import importlib.util
+
     import torch
     from accelerate import Accelerator
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
+    if log_with == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
+        raise DataError(
+            "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
+        )
     return Accelerator(
         cpu=not torch.cuda.is_available(),
         log_with=log_with,
