@@ -7,6 +7,7 @@ torch / transformers are imported only once a run starts.
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -175,6 +176,6 @@ def train(
     if result.checkpoint is not None:
         click.echo(f"trained {result.steps} steps; checkpoint {result.checkpoint}")
         click.echo(
-            f"evaluate: cppo-bench run --model {result.checkpoint} --trained {algo} "
-            f"--train-seed {seed} --bench demo"
+            f"evaluate: cppo-bench run --method direct --bench demo --model {result.checkpoint} "
+            f"--trained {algo} --base-model {shlex.quote(result.base_model)} --train-seed {seed}"
         )

@@ -55,6 +55,7 @@ class TrainResult:
     steps: int
     checkpoint: Path | None
     last_metrics: dict[str, Any]
+    base_model: str = ""
 
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
@@ -274,7 +275,7 @@ def train(spec: RunSpec) -> TrainResult:
     if saved is None and accelerator.is_main_process:
         final = out / checkpoint.HF_DIR / "final"
         saved = final if final.exists() else None
-    return TrainResult(out, total, saved, metrics)
+    return TrainResult(out, total, saved, metrics, base_label)
 
 
 def _context(
