@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
@@ -71,8 +72,21 @@ def _eval_sources(specs: list[str]) -> tuple[list[Source], list[str], list[str]]
     return sources, names, skipped
 
 
+def _hub_cached(hub_id: str | None) -> bool:
+    """Whether a hub dataset is already in the local Hugging Face cache (never downloads)."""
+    if not hub_id:
+        return False
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return False
+    return (Path(constants.HF_HUB_CACHE) / f"datasets--{hub_id.replace('/', '--')}").is_dir()
+
+
 def default_eval_specs() -> list[str]:
-    return [*DEFAULT_EVAL, *LOCAL_PROBES]
+    """demo, plus every evaluation benchmark whose hub dataset is already cached locally:
+    decontaminating a training run must not download gigabytes of evaluation data."""
+    return [*DEFAULT_EVAL, *(b for b in LOCAL_PROBES if _hub_cached(BENCHMARKS.get(b).hub_id))]
 
 
 def decontaminated(
@@ -84,7 +98,6 @@ def decontaminated(
     sources, names, skipped = _eval_sources(specs)
     if explicit and skipped:
         raise DataError(f"--eval {skipped[0]}: cannot be loaded for decontamination")
-    skipped = [s for s in skipped if not any(s.startswith(p) for p in LOCAL_PROBES)] or skipped
     train = Source("train", "train", problems, origin=source)
     result = decontaminate([train, *sources])
     removed = [
@@ -96,7 +109,7 @@ def decontaminated(
             "every training problem overlaps an evaluation set; pass --allow-overlap to train "
             "on them anyway"
         )
-    return TrainingSet(kept, source, removed, names, [s for s in skipped])
+    return TrainingSet(kept, source, removed, names, skipped)
 
 
 def step_problems(problems: list[Problem], step: int, per_step: int, seed: int) -> list[Problem]:
