@@ -13,7 +13,7 @@ from cppo_bench.report.training_dynamics import curves, read_training_runs, trai
 def _plant(root: Path, name: str, algo: str, model: str, seed: int, metrics: list[dict]) -> None:
     run = root / "train" / name
     run.mkdir(parents=True)
-    (run / "manifest.json").write_text(
+    (run / "train_manifest.json").write_text(
         json.dumps({"algorithm": algo, "base_model": model, "seed": seed})
     )
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))

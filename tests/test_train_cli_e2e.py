@@ -56,7 +56,7 @@ def test_train_evaluate_report(tmp_path: Path, algo: str) -> None:
         "reference_dtype=float32",
         *group,
     )
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "train_manifest.json").read_text())
     assert manifest["algorithm"] == algo and manifest["data"]["eval_sets_checked"][0] == "demo"
     assert manifest["topology"]["num_processes"] == 1 and manifest["git_commit"]
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
@@ -93,6 +93,6 @@ def test_train_evaluate_report(tmp_path: Path, algo: str) -> None:
         str(runs),
         "--quiet",
     )
-    assert any(runs.rglob("manifest.json"))
+    assert [p for p in runs.rglob("manifest.json") if "train" not in p.parts]  # the eval run
     made, skipped = training_figures(runs, tmp_path / "figures")
     assert [f.name for f in made] == [f"training_dynamics_{algo}"], skipped

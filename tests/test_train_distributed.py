@@ -68,7 +68,7 @@ def test_two_processes_match_one_process(tmp_path: Path, toy_model: Path) -> Non
     assert moved > 1e-4  # the steps really changed the weights
     import json
 
-    manifest = json.loads((two / "manifest.json").read_text())
+    manifest = json.loads((two / "train_manifest.json").read_text())
     assert manifest["topology"]["num_processes"] == 2
     steps = [json.loads(line) for line in (two / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in steps] == [1, 2]

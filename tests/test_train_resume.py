@@ -57,7 +57,7 @@ def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path: Path, toy_model: 
     assert [m["step"] for m in lines] == [1, 2, 3, 4]
     ref = [json.loads(x) for x in (whole / "metrics.jsonl").read_text().splitlines()]
     assert [m["reward_mean"] for m in lines] == [m["reward_mean"] for m in ref]
-    manifest = json.loads((broken / "manifest.json").read_text())
+    manifest = json.loads((broken / "train_manifest.json").read_text())
     assert manifest["resumed_at_steps"] == [2]
 
 

@@ -1,7 +1,7 @@
 """Training-dynamics figures of the trained baselines (study appendices "PKPO Training Dynamics"
 and "UpSkill Training Dynamics"), drawn from training runs' logs only.
 
-A training run is a folder ``<runs>/train/<name>/`` holding ``manifest.json`` (``algorithm``,
+A training run is a folder ``<runs>/train/<name>/`` holding ``train_manifest.json`` (``algorithm``,
 ``base_model``, ``seed``) and ``metrics.jsonl`` (one object per optimizer step with ``epoch``
 and the diagnostic panel), as `cppo-bench train` writes them. This module reads those files;
 it never imports the trainers.
@@ -62,7 +62,7 @@ def read_training_runs(runs_root: Path) -> list[TrainingRun]:
     """Every training run under ``<runs_root>/train/`` with a manifest and a metrics log."""
     folder = Path(runs_root) / TRAIN_DIR
     runs = []
-    for manifest in sorted(folder.glob("*/manifest.json")) if folder.is_dir() else []:
+    for manifest in sorted(folder.glob("*/train_manifest.json")) if folder.is_dir() else []:
         metrics = manifest.parent / "metrics.jsonl"
         if not metrics.is_file():
             continue

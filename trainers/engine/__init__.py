@@ -19,6 +19,6 @@ API, one module per concept:
 * ``update``: micro-batched ``policy_loss`` with global-batch denominators (layout-exact).
 * ``loop``: ``RunSpec`` -> ``train(spec)`` -> ``TrainResult``; ``on_step`` hook.
 * ``checkpoint``: resumable state (SIGKILL-safe) and HF folders; ``metrics``: metrics.jsonl
-  and the study's diagnostic panel; ``manifest``: manifest.json; ``data``: training set,
+  and the study's diagnostic panel; ``manifest``: train_manifest.json; ``data``: training set,
   decontamination, the seeded data stream; ``config``: TrainConfig and YAML / --set layers.
 """

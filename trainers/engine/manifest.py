@@ -1,6 +1,6 @@
 """The manifest of a training run: what was trained, on what, by which code, on which layout.
 
-``<out>/manifest.json`` (main process), rewritten on resume with the resume step appended:
+``<out>/train_manifest.json`` (main process), rewritten on resume with the resume step appended:
 algorithm, full config, base model (label and path), seed, data source, the hash of the
 training problem ids, the overlaps removed by decontamination (and the evaluation sets
 checked), package version, git commit, and the accelerate topology.
@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "manifest.json"
+MANIFEST = "train_manifest.json"
 
 
 def _git_commit() -> str | None:
