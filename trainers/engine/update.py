@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from trainers.core.batch import PolicyBatch, Row, Segment, collate
+from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.grpo import aggregation_count
-from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss, token_logprobs
+from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
 
 
 @dataclass
@@ -57,9 +57,8 @@ def completion_logprobs(
     out: list[torch.Tensor] = []
     for i in range(0, len(pairs), size):
         chunk = pairs[i : i + size]
-        rows = [Row((Segment(tuple(p)), Segment(tuple(c)))) for p, c in chunk]
-        batch = collate(rows, pad_id)
-        lp = token_logprobs(model, batch.input_ids.to(device), batch.attention_mask.to(device))
+        rows = [Row.prompt_completion(p, c, Region.RESPONSE, 0.0) for p, c in chunk]
+        lp = frozen_logprobs(model, _to(collate(rows, pad_id), device))
         for j, (p, c) in enumerate(chunk):
             out.append(lp[j, len(p) : len(p) + len(c)].float().cpu())
     return out
