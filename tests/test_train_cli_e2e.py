@@ -69,10 +69,11 @@ def test_train_evaluate_report(tmp_path: Path, algo: str) -> None:
         assert {"adv_nonzero_rate", "transformed_reward_var"} <= steps[0].keys()
     ckpt = out / "checkpoints" / "final"
     assert (ckpt / "config.json").is_file() and (ckpt / "tokenizer_config.json").is_file()
+    method = "skills" if algo == "upskill" else "direct"  # the prompts each was trained on
     _cli(
         "run",
         "--method",
-        "direct",
+        method,
         "--bench",
         "demo",
         "--limit",

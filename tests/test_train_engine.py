@@ -143,7 +143,8 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
     )
     reqs = algo.requests(p, ctx)
     assert [r.meta["skill"] for r in reqs] == [0, 1, 2, 3]
-    assert reqs[2].messages[0]["content"].startswith("Skill 3 of 4.")
+    assert reqs[2].messages[-1]["content"].startswith("<skill_2>\n")
+    assert reqs[2].messages[0]["content"] == "s"
     assert len({r.seed for r in reqs}) == 4
     scored = [
         Scored(Rollout(r, (7, z), (5, 6), "x", "stop"), float(z == 0), z == 0, "")
@@ -165,3 +166,18 @@ def test_harness_does_not_import_trainers() -> None:
         "assert not [m for m in sys.modules if m.startswith('trainers')], 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_upskill_prompts_are_the_skills_methods() -> None:
+    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.methods.direct import render_messages
+    from cppo_bench.methods.skills import SkillsOptions
+    from cppo_bench.methods.skills import skill_messages as eval_messages
+    from trainers.upskill import UpSkillConfig, skill_messages
+
+    p = load_benchmark("demo").problems[0]
+    cfg, opts = UpSkillConfig(), SkillsOptions()
+    for z in range(4):
+        prefix = cfg.prefix_format.format(i=z)
+        assert prefix == opts.prefix(z)
+        assert skill_messages(render_messages(p), prefix) == eval_messages(p, prefix)

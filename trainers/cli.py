@@ -175,7 +175,8 @@ def train(
         raise click.ClickException(str(exc)) from None
     if result.checkpoint is not None:
         click.echo(f"trained {result.steps} steps; checkpoint {result.checkpoint}")
+        method = "skills" if algo == "upskill" else "direct"  # UpSkill samples one per skill
         click.echo(
-            f"evaluate: cppo-bench run --method direct --bench demo --model {result.checkpoint} "
+            f"evaluate: cppo-bench run --method {method} --bench demo --model {result.checkpoint} "
             f"--trained {algo} --base-model {shlex.quote(result.base_model)} --train-seed {seed}"
         )

@@ -31,7 +31,8 @@ from trainers.engine.algorithm import (
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
 
-SKILL_PREFIX = "Skill {z} of {n}."  # z is 1-based in the text
+# the evaluation method's format (cppo_bench.methods.skills): {i} is the 0-based skill index
+SKILL_PREFIX = "<skill_{i}>"
 
 
 @dataclass(frozen=True)
@@ -40,22 +41,23 @@ class UpSkillConfig:
     completions_per_skill: int = 1
     alpha_mi: float = 5.0
     mi_level: str = "sequence"  # sequence (released code) | token
-    skill_prefix: str = SKILL_PREFIX
+    prefix_format: str = SKILL_PREFIX  # must match `cppo-bench run --method skills`
 
     def __post_init__(self) -> None:
         if self.n_skills < 1 or self.completions_per_skill < 1:
             raise ValueError("n_skills and completions_per_skill must be >= 1")
         if self.mi_level not in MI_LEVELS:
             raise ValueError(f"mi_level: {self.mi_level!r} is not one of {', '.join(MI_LEVELS)}")
-        if "{z}" not in self.skill_prefix:
-            raise ValueError("skill_prefix must contain {z} (the skill number)")
+        if "{i}" not in self.prefix_format:
+            raise ValueError("prefix_format must contain {i} (the 0-based skill index)")
 
 
 def skill_messages(messages: Messages, prefix: str) -> Messages:
-    """The prompt with the skill prefix in front of its first message (the system one)."""
-    first = dict(messages[0])
-    first["content"] = f"{prefix}\n{first['content']}"
-    return (first, *messages[1:])
+    """The prompt with the skill prefix in front of its last (user) message: the layout of
+    cppo_bench.methods.skills.skill_messages, so training and evaluation prompts agree."""
+    last = dict(messages[-1])
+    last["content"] = f"{prefix}\n{last['content']}"
+    return (*messages[:-1], last)
 
 
 @ALGORITHMS.register("upskill")
@@ -65,7 +67,7 @@ class UpSkill(Algorithm):
 
     def _skill_request(self, problem: Problem, ctx: StepContext, z: int, i: int) -> RolloutRequest:
         cfg = self.config
-        prefix = cfg.skill_prefix.format(z=z + 1, n=cfg.n_skills)
+        prefix = cfg.prefix_format.format(i=z)
         return RolloutRequest(
             problem,
             ctx.seed_for(problem, f"skill{z}", i),
