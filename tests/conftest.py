@@ -20,3 +20,12 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"no real benchmark samples at {SHARED_DATA} (this clone has no ../shared)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy task's tiny random policy (tests/toy_task.py), saved once per session."""
+    pytest.importorskip("transformers")
+    from toy_task import toy_model_dir
+
+    return toy_model_dir(tmp_path_factory.mktemp("toy") / "model")

@@ -187,6 +187,11 @@ def build_report(
             result.figures.append(figs.gate_diagnostics(log, out / "figures"))
         except figs.Skipped as why:
             result.skipped_figures.append(str(why))
+    from cppo_bench.report.training_dynamics import training_figures
+
+    made, skipped = training_figures(runs, out / "figures")
+    result.figures += made
+    result.skipped_figures += skipped
     report_md = out / "report.md"
     report_md.write_text("\n\n".join(to_markdown(t) for t in computed.tables), encoding="utf-8")
     (out / "missing.md").write_text(check_text(computed), encoding="utf-8")

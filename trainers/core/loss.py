@@ -33,6 +33,9 @@ class LossDiagnostics:
     clip_fraction: float  # share of trained tokens whose gradient the clip switched off
     ratio_mean: float
     adv_nonzero_rate: float  # share of trained tokens with a non-zero advantage
+    # mean -log pi(y_t) over trained tokens: a Monte-Carlo estimate of the policy's entropy
+    # on its own samples that needs no (B, T, V) entropy pass
+    entropy: float = 0.0
     tokens: dict[str, int] = field(default_factory=dict)  # trained tokens per region
 
     def as_dict(self) -> dict[str, float]:
@@ -47,38 +50,58 @@ def _logits(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tens
     return out.logits if hasattr(out, "logits") else out
 
 
-def logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
+def logprobs_from_logits(logits: Tensor, input_ids: Tensor, only: Tensor | None = None) -> Tensor:
     # Eq. token-logp: log pi(y_t | y_<t) = logit[t-1, y_t] - logsumexp(logit[t-1]); entry 0 is 0
     # Row by row: the fp32 upcast of a half-precision reference's (T, V) logits then exists for
     # one row at a time instead of the whole (B, T, V) batch (gigabytes at 150k-token vocabs).
-    rows = []
-    for lg_row, ids_row in zip(logits[:, :-1], input_ids[:, 1:], strict=True):
-        lg = lg_row.float()
-        picked = lg.gather(-1, ids_row.unsqueeze(-1)).squeeze(-1)
-        rows.append(picked - torch.logsumexp(lg, dim=-1))
-    lp = torch.stack(rows)
-    return torch.cat([lp.new_zeros(lp.shape[0], 1), lp], dim=1)
+    # ``only`` (B, T): score just these tokens (the trained ones), 0 elsewhere. The logsumexp
+    # over the vocabulary and its backward then run on the response tokens alone, not on the
+    # (much longer) prompts: what makes the update cost about a bare forward + backward.
+    b, t = input_ids.shape
+    out = logits.new_zeros((b, t), dtype=torch.float32)
+    for i in range(b):
+        ids_row = input_ids[i, 1:]
+        if only is None:
+            idx = torch.arange(t - 1, device=input_ids.device)
+        else:
+            idx = only[i, 1:].nonzero(as_tuple=True)[0]
+            if idx.numel() == 0:
+                continue
+        lg = logits[i, idx].float()  # logits at position p predict token p + 1
+        picked = lg.gather(-1, ids_row[idx].unsqueeze(-1)).squeeze(-1)
+        out = out.index_put((torch.full_like(idx, i), idx + 1), picked - torch.logsumexp(lg, -1))
+    return out
 
 
-def token_logprobs(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-    """(B, T) log-probs aligned with input_ids (entry [b, t] scores token t); differentiable."""
-    return logprobs_from_logits(_logits(model, input_ids, attention_mask), input_ids)
+def token_logprobs(
+    model: nn.Module, input_ids: Tensor, attention_mask: Tensor, only: Tensor | None = None
+) -> Tensor:
+    """(B, T) log-probs aligned with input_ids (entry [b, t] scores token t); differentiable.
+    ``only``: score just these (B, T) tokens, 0 elsewhere."""
+    return logprobs_from_logits(_logits(model, input_ids, attention_mask), input_ids, only)
 
 
 @torch.no_grad()
 def frozen_logprobs(model: nn.Module, batch: PolicyBatch) -> Tensor:
-    """Log-probs under a model without building a graph: the old policy or the reference."""
-    return token_logprobs(model, batch.input_ids, batch.attention_mask).float()
+    """Log-probs under a model without building a graph: the old policy or the reference.
+    Only the batch's trained tokens are scored (the loss reads no others)."""
+    return token_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).float()
 
 
 def policy_loss(
-    model: nn.Module, batch: PolicyBatch, config: LossConfig | None = None
+    model: nn.Module,
+    batch: PolicyBatch,
+    config: LossConfig | None = None,
+    *,
+    denominator: float | None = None,
 ) -> tuple[Tensor, LossDiagnostics]:
     # study Eq. cppo-loss (GRPO objective): agg_t[-min(rho_t A_t, clip(rho_t) A_t) + beta k3_t]
+    """``denominator``: the global batch's ``aggregation_count`` when this batch is one
+    micro-batch (or one process's share) of it; None aggregates over this batch alone."""
     cfg = config or LossConfig()
     batch.validate()
     mask = batch.loss_mask
-    logp = token_logprobs(model, batch.input_ids, batch.attention_mask)
+    logp = token_logprobs(model, batch.input_ids, batch.attention_mask, mask)
     # No stored old log-probs = one update per rollout: the ratio is 1 but still carries gradient.
     old = batch.old_logprobs if batch.old_logprobs is not None else logp.detach()
     adv = batch.advantages.to(logp.dtype)
@@ -93,7 +116,7 @@ def policy_loss(
             )
         kl = kl_k3(logp, batch.ref_logprobs.to(logp.dtype))
         per_token = surrogate + cfg.beta * kl
-    loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens)
+    loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens, denominator)
     return loss, _diagnostics(loss, surrogate, kl, was_clipped, logp, old, adv, batch, cfg)
 
 
@@ -122,5 +145,6 @@ def _diagnostics(
         clip_fraction=float((was_clipped & mask).sum() / n),
         ratio_mean=float((torch.exp(logp - old) * m).sum() / n),
         adv_nonzero_rate=float(((adv != 0) & mask).sum() / n),
+        entropy=float((-logp * m).sum() / n),
         tokens=tokens,
     )
