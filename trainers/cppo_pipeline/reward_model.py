@@ -190,7 +190,7 @@ def fit(rm: RewardModel, train: Sequence[LabelledTuple], cfg: RMConfig) -> list[
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total, n = total + float(loss) * len(idx), n + len(idx)
+            total, n = total + float(loss.detach()) * len(idx), n + len(idx)
         history.append(total / n)
     rm.module.eval()
     return history
@@ -227,10 +227,14 @@ def save(rm: RewardModel, folder: Path, metrics: GateMetrics, cfg: RMConfig) -> 
     (folder / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
-def load(folder: Path, rule: AcceptanceRule = PREREGISTERED_RULE) -> tuple[RewardModel, float]:
-    """(model, tau) from a saved folder; refuses one whose recorded metrics fail the rule."""
+def load(
+    folder: Path, rule: AcceptanceRule | None = PREREGISTERED_RULE
+) -> tuple[RewardModel, float]:
+    """(model, tau) from a saved folder; refuses one whose recorded metrics fail ``rule``
+    (None: no check, for resuming training from a checkpoint accepted when it was written)."""
     meta = json.loads((folder / META).read_text(encoding="utf-8"))
-    accept(GateMetrics(**meta["metrics"]), rule)
+    if rule is not None:
+        accept(GateMetrics(**meta["metrics"]), rule)
     cfg = RMConfig.from_dict(meta["config"])
     return RM_KINDS.get(meta["kind"]).load(folder, cfg), float(meta["tau"])
 
