@@ -35,6 +35,7 @@ BENCHMARKS: Registry[BenchmarkSpec] = Registry(
         "lcb_execution": "cppo_bench.benchmarks.lcb_execution",
         "lcb_output_prediction": "cppo_bench.benchmarks.lcb_output_prediction",
         "demo": "cppo_bench.benchmarks.demo",
+        "demo_train": "cppo_bench.benchmarks.demo_train",
     },
 )
 

@@ -36,7 +36,7 @@ from trainers.core.pkpo import (
     pkpo_sloo_minus_one,
     pkpo_transform,
 )
-from trainers.core.upskill import mi_reward, sample_skills, upskill_reward
+from trainers.core.upskill import enumerate_skills, mi_reward, sample_skills, upskill_reward
 
 __all__ = [
     "CPPOConfig",
@@ -58,6 +58,7 @@ __all__ = [
     "group_normalised_advantages",
     "kl_k3",
     "make_reference",
+    "enumerate_skills",
     "maxg_at_k",
     "mi_reward",
     "outcome_reward",

@@ -82,22 +82,42 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
 
 
 def aggregate(
-    per_token: Tensor, mask: Tensor, mode: Aggregation = "token-mean", max_tokens: int | None = None
+    per_token: Tensor,
+    mask: Tensor,
+    mode: Aggregation = "token-mean",
+    max_tokens: int | None = None,
+    denominator: float | None = None,
 ) -> Tensor:
     # GRPO / DAPO / Dr.GRPO Eq. aggregation: how per-token losses of a (B, T) batch become a scalar
+    """``denominator`` replaces this batch's own count (``aggregation_count``) by the count of
+    the whole global batch, so micro-batches and processes each contribute their exact share
+    of the global loss (summing their gradients then gives the single-batch gradient)."""
     m = mask.to(per_token.dtype)
     total = (per_token * m).sum()
+    if mode not in ("token-mean", "sequence-mean", "constant"):
+        raise ValueError(f"unknown aggregation {mode!r}: token-mean, sequence-mean or constant")
+    if mode == "constant" and (max_tokens is None or max_tokens < 1):
+        raise ValueError("aggregation 'constant' (Dr.GRPO) needs max_tokens >= 1")
+    count = denominator if denominator is not None else aggregation_count(mask, mode)
+    count = max(float(count), 1.0)
     if mode == "token-mean":  # DAPO Eq. token-mean: sum over all tokens / number of tokens
-        return total / m.sum().clamp(min=1.0)
+        return total / count
     if mode == "sequence-mean":  # GRPO Eq. seq-mean: mean over each row, then over rows
         per_row = (per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)
-        has = (m.sum(-1) > 0).to(per_token.dtype)
-        return (per_row * has).sum() / has.sum().clamp(min=1.0)
-    if mode == "constant":  # Dr.GRPO Eq. const-norm: sum / (rows * max_tokens), length-unbiased
-        if max_tokens is None or max_tokens < 1:
-            raise ValueError("aggregation 'constant' (Dr.GRPO) needs max_tokens >= 1")
-        return total / (per_token.shape[0] * max_tokens)
-    raise ValueError(f"unknown aggregation {mode!r}: token-mean, sequence-mean or constant")
+        return per_row.sum() / count
+    # Dr.GRPO Eq. const-norm: sum / (rows * max_tokens), length-unbiased
+    return total / (count * max_tokens)
+
+
+def aggregation_count(mask: Tensor, mode: Aggregation = "token-mean") -> float:
+    """What ``aggregate`` divides by: trained tokens (token-mean), rows with a trained token
+    (sequence-mean) or all rows (constant). Sum it over micro-batches and processes to get the
+    global denominator."""
+    if mode == "token-mean":
+        return float(mask.sum())
+    if mode == "sequence-mean":
+        return float((mask.sum(-1) > 0).sum())
+    return float(mask.shape[0])
 
 
 def make_reference(model: nn.Module, dtype: torch.dtype = torch.bfloat16) -> nn.Module:

@@ -33,6 +33,9 @@ class LossDiagnostics:
     clip_fraction: float  # share of trained tokens whose gradient the clip switched off
     ratio_mean: float
     adv_nonzero_rate: float  # share of trained tokens with a non-zero advantage
+    # mean -log pi(y_t) over trained tokens: a Monte-Carlo estimate of the policy's entropy
+    # on its own samples that needs no (B, T, V) entropy pass
+    entropy: float = 0.0
     tokens: dict[str, int] = field(default_factory=dict)  # trained tokens per region
 
     def as_dict(self) -> dict[str, float]:
@@ -72,9 +75,15 @@ def frozen_logprobs(model: nn.Module, batch: PolicyBatch) -> Tensor:
 
 
 def policy_loss(
-    model: nn.Module, batch: PolicyBatch, config: LossConfig | None = None
+    model: nn.Module,
+    batch: PolicyBatch,
+    config: LossConfig | None = None,
+    *,
+    denominator: float | None = None,
 ) -> tuple[Tensor, LossDiagnostics]:
     # study Eq. cppo-loss (GRPO objective): agg_t[-min(rho_t A_t, clip(rho_t) A_t) + beta k3_t]
+    """``denominator``: the global batch's ``aggregation_count`` when this batch is one
+    micro-batch (or one process's share) of it; None aggregates over this batch alone."""
     cfg = config or LossConfig()
     batch.validate()
     mask = batch.loss_mask
@@ -93,7 +102,7 @@ def policy_loss(
             )
         kl = kl_k3(logp, batch.ref_logprobs.to(logp.dtype))
         per_token = surrogate + cfg.beta * kl
-    loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens)
+    loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens, denominator)
     return loss, _diagnostics(loss, surrogate, kl, was_clipped, logp, old, adv, batch, cfg)
 
 
@@ -122,5 +131,6 @@ def _diagnostics(
         clip_fraction=float((was_clipped & mask).sum() / n),
         ratio_mean=float((torch.exp(logp - old) * m).sum() / n),
         adv_nonzero_rate=float(((adv != 0) & mask).sum() / n),
+        entropy=float((-logp * m).sum() / n),
         tokens=tokens,
     )

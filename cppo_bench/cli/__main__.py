@@ -1,0 +1,3 @@
+from cppo_bench.cli import main
+
+main()

@@ -1,0 +1,109 @@
+"""What an algorithm gives the engine: how a problem's group is sampled, how rows are formed.
+
+``Algorithm`` subclasses (one file each: trainers/pkpo.py, passk_rl.py, upskill.py, and CPPO
+next) set ``name`` and ``Config`` (a frozen dataclass of their own keys) and implement
+
+* ``requests(problem, ctx)``: the rollouts to draw for one problem (its group, with kinds);
+* ``rows(scored, ctx)``: training rows (token segments with region masks and advantages) and
+  per-row metric values, from the scored rollouts of this process's problems.
+
+``collect`` (requests -> generate -> score) is the default one-round rollout; a multi-round
+algorithm (CPPO: planner tuples, then one solver program per strategy) overrides it and uses
+``ctx.generate`` / ``ctx.score`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+from cppo_bench.methods.base import derive_seed
+from cppo_bench.problem import Problem
+from cppo_bench.registry import Registry
+from trainers.core.batch import Region, Row
+from trainers.engine.rewards import Scored
+from trainers.engine.rollout import Rollout, RolloutRequest
+
+Messages = tuple[dict[str, str], ...]
+
+
+@dataclass
+class StepContext:
+    """What the engine lends an algorithm during one step."""
+
+    step: int
+    seed: int
+    prompt: Callable[[Problem], Messages]  # the direct-solve chat messages of a problem
+    stop: tuple[str, ...]
+    generate: Callable[[Sequence[RolloutRequest]], list[Rollout]]
+    score: Callable[[Sequence[Rollout]], list[Scored]]
+    # (prompt ids, completion ids) pairs -> each completion's per-token log-probs under the
+    # current policy, no gradient (UpSkill's MI scores each response under every skill prompt)
+    completion_logprobs: Callable[
+        [Sequence[tuple[Sequence[int], Sequence[int]]]], list[torch.Tensor]
+    ]
+    encode: Callable[[RolloutRequest], list[int]]  # a request's prompt ids, as rollouts see them
+
+    def seed_for(self, problem: Problem, kind: str, index: int) -> int:
+        # per-request seeds from (run seed, step, problem, kind, index): a rollout does not
+        # depend on the process or batch that draws it, and a resumed step redraws it exactly
+        return derive_seed(self.seed, problem.uid, f"train{self.step}:{kind}", index)
+
+
+@dataclass
+class StepRows:
+    rows: list[Row]
+    # per-row values the engine averages (and takes the variance of) over the global batch
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+
+class Algorithm:
+    name: ClassVar[str] = ""
+    Config: ClassVar[type] = object
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
+        raise NotImplementedError
+
+    def collect(self, problems: Sequence[Problem], ctx: StepContext) -> list[Scored]:
+        reqs = [r for p in problems for r in self.requests(p, ctx)]
+        return ctx.score(ctx.generate(reqs))
+
+    def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
+        raise NotImplementedError
+
+
+ALGORITHMS: Registry[type[Algorithm]] = Registry(
+    "algorithm",
+    lazy={"pkpo": "trainers.pkpo", "passk_rl": "trainers.passk_rl", "upskill": "trainers.upskill"},
+)
+
+
+def group_tensors(scored: Sequence[Scored]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rewards, group ids) of scored rollouts, groups numbered in order of appearance."""
+    ids: dict[str, int] = {}
+    gid = [ids.setdefault(s.rollout.request.group or s.rollout.request.problem.uid, len(ids))
+           for s in scored]
+    return (torch.tensor([s.reward for s in scored], dtype=torch.float64),
+            torch.tensor(gid, dtype=torch.long))
+
+
+def response_rows(scored: Sequence[Scored], advantages: Sequence[float]) -> list[Row]:
+    """One row per rollout: its prompt (no loss) then its completion, trained with its
+    advantage. A rollout with no completion tokens gives no row."""
+    return [
+        Row.prompt_completion(s.rollout.prompt_ids, s.rollout.completion_ids, Region.RESPONSE, a)
+        for s, a in zip(scored, advantages, strict=True)
+        if s.rollout.completion_ids
+    ]
+
+
+def group_stats(rewards: torch.Tensor, group_ids: torch.Tensor, adv: torch.Tensor) -> list[float]:
+    """Per row: 1.0 when its group still produces gradient (some non-zero advantage)."""
+    live = {int(g) for g in group_ids[adv != 0].unique()}
+    return [1.0 if int(g) in live else 0.0 for g in group_ids]

@@ -1,0 +1,307 @@
+"""The training loop every trainer shares: rollout -> verify -> advantages -> update.
+
+``train(spec)`` runs one training run in this process; under ``accelerate launch`` / torchrun
+every process runs it and accelerate joins them (DDP, FSDP, DeepSpeed: the user's accelerate
+config decides). Each step takes ``prompts_per_step`` problems from the data stream, this
+process's contiguous share of them is rolled out (per-request seeds: the samples do not
+depend on the layout), scored by the verifier, turned into rows by the algorithm, and one
+optimizer step is taken on the global batch (``update.policy_update``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cppo_bench.backends import chat as chatmod
+from cppo_bench.methods.direct import render_messages, stop_strings
+from cppo_bench.problem import DataError, Problem
+from cppo_bench.prompts import DEFAULT_VERSION
+from trainers.engine import checkpoint, data, manifest
+from trainers.engine.algorithm import Algorithm, Messages, StepContext
+from trainers.engine.config import TrainConfig
+from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, reduce_values
+from trainers.engine.rewards import REWARDS, RewardFn
+from trainers.engine.rollout import ROLLOUT_ENGINES, Rollout, RolloutRequest
+
+
+@dataclass
+class RunSpec:
+    """Everything a run needs, resolved by the CLI (or a test, or the CPPO pipeline)."""
+
+    algorithm: Algorithm
+    config: TrainConfig
+    training: data.TrainingSet
+    out_dir: Path
+    model: str | None = None  # None: the embedded default model
+    seed: int = 0
+    resume: bool = False
+    progress: bool = True
+    prompt: Callable[[Problem], Messages] | None = None  # default: the direct-solve prompt
+    stop: tuple[str, ...] | None = None
+    reward: RewardFn | None = None  # default: REWARDS[config.reward]
+    chat: str = "auto"
+    on_step: Callable[[int, dict[str, Any]], None] | None = None  # called after each step
+    extra_manifest: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrainResult:
+    out_dir: Path
+    steps: int
+    checkpoint: Path | None
+    last_metrics: dict[str, Any]
+
+
+def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
+    import torch
+    from accelerate import Accelerator
+
+    log_with = None if cfg.report_to == "none" else cfg.report_to
+    return Accelerator(
+        cpu=not torch.cuda.is_available(),
+        log_with=log_with,
+        project_dir=str(out_dir),
+        step_scheduler_with_optimizer=False,  # one scheduler step per optimizer step
+    )
+
+
+def _all_reduce_sum(accelerator: Any) -> Callable[[Any], Any]:
+    if accelerator.num_processes == 1:
+        return lambda t: t
+
+    def reduce(t: Any) -> Any:
+        return accelerator.reduce(t.to(accelerator.device), reduction="sum").cpu()
+
+    return reduce
+
+
+def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
+    import torch
+
+    from cppo_bench.backends.default_model import DEFAULT_MODEL, ensure_default_model
+    from cppo_bench.backends.hf import load_model
+
+    with accelerator.main_process_first():  # the first process builds the embedded folder
+        path = str(ensure_default_model()) if spec.model is None else spec.model
+        model, tokenizer, model_id = load_model(path, dtype=torch.float32)
+    model.config.use_cache = False  # training forwards need no KV cache
+    label = DEFAULT_MODEL if spec.model is None else model_id
+    return model, tokenizer, label, path
+
+
+def train(spec: RunSpec) -> TrainResult:
+    import torch
+
+    from trainers.core.grpo import check_trainable_fp32, make_reference
+    from trainers.core.loss import LossConfig
+
+    cfg, algo = spec.config, spec.algorithm
+    out = Path(spec.out_dir)
+    accelerator = _accelerator(cfg, out)
+    world, rank = accelerator.num_processes, accelerator.process_index
+    if cfg.prompts_per_step % world:
+        raise DataError(
+            f"config prompts_per_step: {cfg.prompts_per_step} does not split evenly over "
+            f"{world} processes"
+        )
+    existing = checkpoint.latest_state(out)
+    if existing is not None and not spec.resume:
+        raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
+    reduce_sum = _all_reduce_sum(accelerator)
+
+    model, tokenizer, base_label, model_path = _load_policy(spec, accelerator)
+    check_trainable_fp32(model)
+    dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+    reference = None
+    if cfg.kl_beta:
+        reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+    )
+    warm = cfg.warmup_steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
+    )
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    policy = accelerator.unwrap_model(model)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
+        tokenizer.eos_token_id or 0)
+
+    start = 0
+    if existing is not None:
+        start = int(checkpoint.load_state(accelerator, existing)["step"])
+    problems = spec.training.problems
+    total = data.steps_for(len(problems), cfg.prompts_per_step, cfg.epochs, cfg.max_steps)
+    log = MetricsLog(out, accelerator.is_main_process)
+    log.truncate_after(start)
+    if accelerator.is_main_process:
+        manifest.write(out, spec, cfg, base_label, model_path, accelerator, total, start)
+    if cfg.report_to != "none":
+        accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
+
+    engine_opts = {"batch_size": cfg.rollout_batch, "model_path": model_path,
+                   "gpu_memory_utilization": cfg.vllm_gpu_memory_utilization}
+    rollout = ROLLOUT_ENGINES.get(cfg.rollout_engine)(policy, tokenizer, engine_opts)
+    reward_fn = spec.reward or REWARDS.get(cfg.reward)(cfg.verify_workers or None)
+    version = cfg.prompt_version or DEFAULT_VERSION
+    prompt_fn = spec.prompt or (lambda p: render_messages(p, version))
+    stop = spec.stop if spec.stop is not None else stop_strings(version)
+    from cppo_bench.backends.base import SamplingParams
+
+    sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
+                              max_tokens=cfg.max_tokens)
+    loss_cfg = LossConfig(clip_eps=cfg.clip_eps, beta=cfg.kl_beta, aggregation=cfg.aggregation,
+                          max_tokens=cfg.max_tokens)
+    params = [p for p in model.parameters() if p.requires_grad]
+    sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
+    share = cfg.prompts_per_step // world
+    metrics: dict[str, Any] = {}
+    saved: Path | None = None
+    bar = _progress(spec.progress and accelerator.is_main_process, total, start)
+    try:
+        for step in range(start, total):
+            timer = Timer()
+            batch = data.step_problems(problems, step, cfg.prompts_per_step, spec.seed)
+            local = batch[rank * share : (rank + 1) * share]
+            ctx = _context(step, spec, prompt_fn, stop, rollout, sampling, reward_fn, timer,
+                           policy, tokenizer, pad_id, cfg.micro_batch_rows, spec.chat)
+            scored = algo.collect(local, ctx)
+            with timer.phase("advantage"):
+                step_rows = algo.rows(scored, ctx)
+            snap = None
+
+            def before_step(params: Sequence[Any] = params) -> None:
+                nonlocal snap
+                if cfg.log_param_step_norm:
+                    snap = ParamSnapshot(params)
+
+            with timer.phase("update"):
+                from trainers.engine.update import old_policy_logprobs, policy_update
+
+                old = None
+                if cfg.updates_per_rollout > 1:
+                    old = old_policy_logprobs(model, step_rows.rows, cfg.micro_batch_rows,
+                                              pad_id, accelerator.device)
+                for _ in range(cfg.updates_per_rollout):
+                    result = policy_update(
+                        accelerator, model, reference, optimizer, step_rows.rows,
+                        loss_config=loss_cfg, micro_rows=cfg.micro_batch_rows, pad_id=pad_id,
+                        max_grad_norm=cfg.max_grad_norm, all_reduce_sum=reduce_sum,
+                        on_before_step=before_step, old_logprobs=old,
+                    )
+                scheduler.step()
+                rollout.sync(policy)
+            metrics = _step_metrics(step, cfg, len(problems), scheduler, result, snap, sharded,
+                                    reduce_sum, step_rows.values, scored, timer)
+            log.write(metrics)
+            if cfg.report_to != "none":
+                accelerator.log(metrics, step=step + 1)
+            done = step + 1
+            if done % cfg.state_every == 0 or done == total:
+                checkpoint.save_state(accelerator, out, done, {"cursor": done, "seed": spec.seed})
+            if done % cfg.save_every == 0 or done == total:
+                saved = checkpoint.save_hf(accelerator, model, tokenizer, out, done,
+                                           cfg.keep_folders) or saved
+            if spec.on_step is not None:
+                spec.on_step(done, metrics)
+            bar.advance(metrics)
+    finally:
+        bar.close()
+        rollout.close()
+        if cfg.report_to != "none":
+            accelerator.end_training()
+    if saved is None and accelerator.is_main_process:
+        final = out / checkpoint.HF_DIR / "final"
+        saved = final if final.exists() else None
+    return TrainResult(out, total, saved, metrics)
+
+
+def _context(step: int, spec: RunSpec, prompt_fn: Any, stop: tuple[str, ...], rollout: Any,
+             sampling: Any, reward_fn: RewardFn, timer: Timer, policy: Any, tokenizer: Any,
+             pad_id: int, micro: int, chat: str) -> StepContext:
+    from trainers.engine.update import completion_logprobs
+
+    def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
+        with timer.phase("rollout"):
+            out = rollout.generate(reqs, sampling)
+        timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
+            len(r.completion_ids) for r in out)
+        return out
+
+    def score(rollouts: Sequence[Rollout]) -> list[Any]:
+        with timer.phase("verify"):
+            return reward_fn(rollouts)
+
+    return StepContext(
+        step=step, seed=spec.seed, prompt=prompt_fn, stop=stop, generate=generate, score=score,
+        completion_logprobs=lambda pairs: completion_logprobs(policy, pairs, pad_id, micro),
+        encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), chat),
+    )
+
+
+def _step_metrics(step: int, cfg: TrainConfig, n_problems: int, scheduler: Any, result: Any,
+                  snap: ParamSnapshot | None, sharded: bool, reduce_sum: Any,
+                  values: dict[str, list[float]], scored: Sequence[Any], timer: Timer
+                  ) -> dict[str, Any]:
+    import torch
+
+    lens = [float(len(s.rollout.completion_ids)) for s in scored]
+    counts = reduce_sum(torch.tensor([timer.spent.get("gen_tokens", 0.0), result.tokens,
+                                      sum(lens), len(lens)], dtype=torch.float64)).tolist()
+    t = timer.spent
+    m: dict[str, Any] = {
+        "step": step + 1,
+        "epoch": data.epoch_of(step, cfg.prompts_per_step, n_problems),
+        "lr": float(scheduler.get_last_lr()[0]),
+        "grad_norm": result.grad_norm,
+        **{k: v for k, v in result.loss.items()},
+        **reduce_values(values, reduce_sum),
+        "response_len": counts[2] / max(counts[3], 1.0),
+        "time_rollout": t.get("rollout", 0.0),
+        "time_verify": t.get("verify", 0.0),
+        "time_advantage": t.get("advantage", 0.0),
+        "time_update": t.get("update", 0.0),
+        "tokens_per_s": counts[0] / max(t.get("rollout", 0.0), 1e-9),
+        "update_tokens_per_s": counts[1] / max(t.get("update", 0.0), 1e-9),
+    }
+    m["time_step"] = sum(t.get(k, 0.0) for k in ("rollout", "verify", "advantage", "update"))
+    if snap is not None:
+        m["param_step_norm"] = snap.step_norm(reduce_sum if sharded else None)
+    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+            for k, v in m.items()}
+
+
+class _Bar:
+    def __init__(self, enabled: bool, total: int, start: int) -> None:
+        self.progress = None
+        if enabled:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.progress = Progress(TextColumn("train"), BarColumn(),
+                                     TextColumn("{task.completed}/{task.total}"),
+                                     TextColumn("{task.fields[info]}"), TimeRemainingColumn())
+            self.progress.start()
+            self.task = self.progress.add_task("train", total=total, completed=start, info="")
+
+    def advance(self, metrics: dict[str, Any]) -> None:
+        if self.progress is not None:
+            info = f"reward {metrics.get('reward_mean', 0):.3f} kl {metrics.get('kl', 0):.2e}"
+            self.progress.update(self.task, advance=1, info=info)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _progress(enabled: bool, total: int, start: int) -> _Bar:
+    return _Bar(enabled, total, start)
+
+
+def replace_config(spec: RunSpec, **changes: Any) -> RunSpec:
+    return dataclasses.replace(spec, config=dataclasses.replace(spec.config, **changes))

@@ -1,0 +1,94 @@
+"""The manifest of a training run: what was trained, on what, by which code, on which layout.
+
+``<out>/manifest.json`` (main process), rewritten on resume with the resume step appended:
+algorithm, full config, base model (label and path), seed, data source, the hash of the
+training problem ids, the overlaps removed by decontamination (and the evaluation sets
+checked), package version, git commit, and the accelerate topology.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True)
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def topology(accelerator: Any) -> dict[str, Any]:
+    state = accelerator.state
+    return {
+        "distributed_type": accelerator.distributed_type.name,
+        "num_processes": accelerator.num_processes,
+        "num_machines": getattr(state, "num_machines", None)
+        or int(__import__("os").environ.get("NNODES", "1") or 1),
+        "device": str(accelerator.device),
+        "mixed_precision": str(accelerator.mixed_precision),
+    }
+
+
+def flat_config(spec: Any) -> dict[str, Any]:
+    return {**dataclasses.asdict(spec.config), **dataclasses.asdict(spec.algorithm.config)}
+
+
+def write(out: Path, spec: Any, cfg: Any, base_label: str, model_path: str, accelerator: Any,
+          total_steps: int, start_step: int) -> Path:
+    path = Path(out) / MANIFEST
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    ts = spec.training
+    record = {
+        "kind": "training",
+        "algorithm": spec.algorithm.name,
+        "config": flat_config(spec),
+        "base_model": base_label,
+        "model_path": model_path,
+        "seed": spec.seed,
+        "data": {
+            "source": ts.source,
+            "problems": len(ts.problems),
+            "problem_ids_sha256": ts.ids_hash,
+            "eval_sets_checked": ts.eval_sets,
+            "eval_sets_unavailable": ts.skipped_eval,
+            "removed_overlaps": ts.removed,
+            "allow_overlap": bool(spec.extra_manifest.get("allow_overlap", False)),
+        },
+        "total_steps": total_steps,
+        "package_version": _version("cppo-bench"),
+        "versions": {k: _version(k) for k in ("torch", "transformers", "accelerate")},
+        "python": platform.python_version(),
+        "git_commit": _git_commit(),
+        "topology": topology(accelerator),
+        "started_at": previous.get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "resumed_at_steps": [*previous.get("resumed_at_steps", []),
+                             *([start_step] if start_step else [])],
+        **{k: v for k, v in spec.extra_manifest.items() if k != "allow_overlap"},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    tmp.replace(path)
+    return path

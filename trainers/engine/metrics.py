@@ -1,0 +1,126 @@
+"""Per-step diagnostics: the study's panel, reduced over processes, one JSON line per step.
+
+``metrics.jsonl`` (main process only) has one object per optimizer step:
+
+    step, epoch, lr                       schedule
+    grad_norm                             gradient L2 norm before clipping
+    param_step_norm                       ||theta_after - theta_before||_2
+    adv_nonzero_rate                      share of rows with a non-zero advantage
+    group_live_rate                       share of rows whose problem group still has gradient
+    transformed_reward_mean / _var        PKPO / pass@k advantages (the transformed rewards)
+    r_correct_mean, r_mi_mean, combined_reward_mean / _var     UpSkill
+    reward_mean / _var                    verifier reward of every rollout
+    kl, clip_fraction, entropy, ratio_mean, loss               from the policy loss
+    response_len                          mean completion tokens per rollout
+    time_rollout, time_verify, time_update, time_step   seconds
+    tokens_per_s                          completion tokens generated per rollout second
+    update_tokens_per_s                   trained-on (prompt + completion) tokens per update second
+
+A value is a mean over the global batch (all processes); ``*_var`` the population variance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+METRICS_FILE = "metrics.jsonl"
+VARIANCE_OF = ("reward", "transformed_reward", "combined_reward", "r_mi", "r_correct")
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - start
+
+
+def reduce_values(
+    values: Mapping[str, Sequence[float]], all_reduce_sum: Any
+) -> dict[str, float]:
+    """Global mean (and variance for ``VARIANCE_OF``) of per-row values over every process.
+    ``all_reduce_sum(tensor) -> tensor`` sums over processes (identity on one process)."""
+    keys = sorted(values)
+    if not keys:
+        return {}
+    stats = torch.tensor(
+        [[float(sum(values[k])), float(sum(v * v for v in values[k])), float(len(values[k]))]
+         for k in keys],
+        dtype=torch.float64,
+    )
+    stats = all_reduce_sum(stats)
+    out: dict[str, float] = {}
+    for k, (s, sq, n) in zip(keys, stats.tolist(), strict=True):
+        if n == 0:
+            continue
+        mean = s / n
+        name = {"adv_nonzero": "adv_nonzero_rate", "group_live": "group_live_rate"}.get(k)
+        out[name or f"{k}_mean"] = mean
+        if k in VARIANCE_OF:
+            out[f"{k}_var"] = max(sq / n - mean * mean, 0.0)
+    return out
+
+
+class ParamSnapshot:
+    """The trainable parameters before a step, to measure ||delta theta|| after it.
+
+    Costs one copy of the (local shard of the) parameters; ``sharded`` sums the squared
+    norms over processes (FSDP / ZeRO-3 shards), replicated parameters (DDP) do not."""
+
+    def __init__(self, params: Sequence[torch.Tensor]) -> None:
+        self.params = list(params)
+        self.before = [p.detach().clone() for p in self.params]
+
+    def step_norm(self, all_reduce_sum: Any | None = None) -> float:
+        sq = torch.zeros((), dtype=torch.float64)
+        for p, b in zip(self.params, self.before, strict=True):
+            sq += (p.detach().double() - b.double()).pow(2).sum().cpu()
+        if all_reduce_sum is not None:
+            sq = all_reduce_sum(sq.reshape(1)).reshape(())
+        return float(sq.sqrt())
+
+
+class MetricsLog:
+    """Append-only JSON Lines, flushed and fsynced per step so a killed run keeps its lines."""
+
+    def __init__(self, out_dir: Path, enabled: bool) -> None:
+        self.path = Path(out_dir) / METRICS_FILE
+        self.enabled = enabled
+
+    def truncate_after(self, step: int) -> None:
+        """Drop lines past ``step`` (a resumed run recomputes them)."""
+        if not self.enabled or not self.path.is_file():
+            return
+        kept = [
+            line for line in self.path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step
+        ]
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        tmp.replace(self.path)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        if not self.enabled:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(record), sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,60 @@
+"""Rewards: the sandboxed verifier that scores evaluation runs, scoring training rollouts.
+
+A reward function maps rollouts to ``Scored`` rollouts; ``REWARDS`` holds them by name.
+``pass`` (the study's) is 1.0 when every test passes, else 0.0; ``tests_fraction`` is the
+share of tests passed (runs all tests). Jobs go to ``verify_batch`` in one parallel batch;
+identical programs for the same problem run once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cppo_bench.registry import Registry
+from cppo_bench.verifier import VerifyJob, verify_batch
+from trainers.engine.rollout import Rollout
+
+
+@dataclass(frozen=True)
+class Scored:
+    rollout: Rollout
+    reward: float
+    passed: bool
+    verdict: str
+
+
+RewardFn = Callable[[Sequence[Rollout]], list[Scored]]
+# name -> factory(workers) -> RewardFn
+REWARDS: Registry[Callable[[int | None], RewardFn]] = Registry("reward")
+
+
+def _verify(rollouts: Sequence[Rollout], workers: int | None, all_tests: bool) -> list:
+    if not rollouts:
+        return []
+    jobs = [VerifyJob(r.request.problem, r.text) for r in rollouts]
+    return verify_batch(jobs, workers=workers, all_tests=all_tests)
+
+
+@REWARDS.register("pass")
+def pass_reward(workers: int | None = None) -> RewardFn:
+    def score(rollouts: Sequence[Rollout]) -> list[Scored]:
+        results = _verify(rollouts, workers, all_tests=False)
+        return [
+            Scored(r, 1.0 if v.passed else 0.0, v.passed, v.verdict)
+            for r, v in zip(rollouts, results, strict=True)
+        ]
+
+    return score
+
+
+@REWARDS.register("tests_fraction")
+def tests_fraction_reward(workers: int | None = None) -> RewardFn:
+    def score(rollouts: Sequence[Rollout]) -> list[Scored]:
+        results = _verify(rollouts, workers, all_tests=True)
+        return [
+            Scored(r, v.tests_passed / max(v.tests_total, 1), v.passed, v.verdict)
+            for r, v in zip(rollouts, results, strict=True)
+        ]
+
+    return score

@@ -1,0 +1,123 @@
+"""Rollouts: generate completions for a step's requests and keep their token ids.
+
+A ``RolloutRequest`` is one sample to draw: the problem, the prompt (chat messages or a plain
+string), its own seed, and a ``kind`` (the algorithm's label for what the row is: "sample",
+"skill", and for CPPO "planner" / "solver"), a ``group`` (the advantage group it belongs to)
+and free ``meta`` (e.g. the UpSkill skill index). A ``Rollout`` adds the prompt and completion
+token ids the policy saw and wrote, so the update trains on exactly those tokens (re-tokenising
+the decoded text would not give them back).
+
+Engines (``ROLLOUT_ENGINES``, by name):
+
+* ``hf``: the policy itself generates through the harness's hf backend (per-request seeds,
+  so a rollout does not depend on which process or batch drew it); nothing to sync.
+* ``vllm``: a colocated vLLM engine (``trainers.engine.rollout_vllm``) that receives the new
+  weights in place after every optimizer step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cppo_bench.backends.base import GenRequest, SamplingParams
+from cppo_bench.backends.hf import HFBackend
+from cppo_bench.methods.base import close_fence
+from cppo_bench.problem import Problem
+from cppo_bench.registry import Registry
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    problem: Problem
+    seed: int
+    messages: tuple[dict[str, str], ...] | None = None
+    prompt: str | None = None
+    kind: str = "sample"  # what the row is, for the algorithm (CPPO: planner / solver)
+    group: str = ""  # advantage group (default: the problem uid)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    stop: tuple[str, ...] = ()
+
+    def gen_request(self, sampling: SamplingParams) -> GenRequest:
+        params = SamplingParams(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+            seed=self.seed,
+            stop=self.stop,
+        )
+        return GenRequest(params=params, messages=self.messages, prompt=self.prompt, tag=self.kind)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    request: RolloutRequest
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    text: str  # the completion as the verifier sees it (a fence cut by the stop re-closed)
+    finish_reason: str
+
+
+class RolloutEngine(Protocol):
+    def generate(
+        self, requests: Sequence[RolloutRequest], sampling: SamplingParams
+    ) -> list[Rollout]: ...
+
+    def sync(self, model: Any) -> None:
+        """Make the engine sample from ``model``'s current weights (after an optimizer step)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# name -> factory(model, tokenizer, options) -> RolloutEngine
+ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry(
+    "rollout engine", lazy={"vllm": "trainers.engine.rollout_vllm"}
+)
+
+
+def _finish(req: RolloutRequest, prompt: Sequence[int], out: Sequence[int], text: str, why: str):
+    text = close_fence(text) if req.stop and why == "stop" else text
+    return Rollout(req, tuple(int(t) for t in prompt), tuple(int(t) for t in out), text, why)
+
+
+class _TokenHF(HFBackend):
+    """The hf backend, also reporting the prompt and completion ids of every result."""
+
+    def _result(self, row: Any) -> Any:
+        result = super()._result(row)
+        result.extra["prompt_ids"] = list(row.prompt)
+        result.extra["completion_ids"] = list(row.out)  # with the EOS: it is trained on too
+        return result
+
+
+class HFRollout:
+    """The policy generates its own rollouts (CPU, or a GPU without vLLM)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 8, chat: str = "auto"):
+        device = str(next(model.parameters()).device)
+        self.backend = _TokenHF(
+            model, tokenizer, "policy", device=device, batch_size=batch_size, chat=chat
+        )
+
+    def generate(
+        self, requests: Sequence[RolloutRequest], sampling: SamplingParams
+    ) -> list[Rollout]:
+        results = self.backend.generate([r.gen_request(sampling) for r in requests])
+        return [
+            _finish(req, res.extra["prompt_ids"], res.extra["completion_ids"], res.text,
+                    res.finish_reason)
+            for req, res in zip(requests, results, strict=True)
+        ]
+
+    def sync(self, model: Any) -> None:
+        self.backend.model = model  # same module object: already up to date
+
+    def close(self) -> None:
+        self.backend.model = None
+
+
+@ROLLOUT_ENGINES.register("hf")
+def make_hf_rollout(model: Any, tokenizer: Any, options: Mapping[str, Any]) -> RolloutEngine:
+    return HFRollout(model, tokenizer, batch_size=int(options.get("batch_size", 8)))

@@ -1,0 +1,71 @@
+"""PKPO (Walder & Karkhanis 2025): n samples per problem, rewards transformed so the policy
+gradient estimates the gradient of pass@k_opt; the transformed rewards are the advantages,
+used as they are (no re-normalisation: it would bias the estimator).
+
+Study settings (trainers/configs/pkpo.yaml): n = 16, k_opt = 4, SLOO-minus-one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cppo_bench.problem import Problem
+from trainers.core.pkpo import ESTIMATORS, pkpo_transform
+from trainers.engine.algorithm import (
+    ALGORITHMS,
+    Algorithm,
+    StepContext,
+    StepRows,
+    group_stats,
+    group_tensors,
+    response_rows,
+)
+from trainers.engine.rewards import Scored
+from trainers.engine.rollout import RolloutRequest
+
+
+@dataclass(frozen=True)
+class PKPOConfig:
+    n: int = 16  # samples per problem
+    k_opt: int = 4  # the k of the pass@k whose gradient is estimated
+    estimator: str = "sloo_minus_one"  # s | sloo | sloo_minus_one
+
+    def __post_init__(self) -> None:
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator: {self.estimator!r} is not one of {sorted(ESTIMATORS)}")
+        if not 1 <= self.k_opt <= self.n:
+            raise ValueError(f"k_opt: need 1 <= k_opt <= n, got k_opt={self.k_opt}, n={self.n}")
+
+
+def sample_requests(problem: Problem, ctx: StepContext, n: int, kind: str) -> list[RolloutRequest]:
+    """n independent samples of the direct-solve prompt, one group per problem."""
+    messages = ctx.prompt(problem)
+    return [
+        RolloutRequest(problem, ctx.seed_for(problem, kind, i), messages=messages, kind=kind,
+                       group=problem.uid, stop=ctx.stop)
+        for i in range(n)
+    ]
+
+
+@ALGORITHMS.register("pkpo")
+class PKPO(Algorithm):
+    name = "pkpo"
+    Config = PKPOConfig
+
+    def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
+        return sample_requests(problem, ctx, self.config.n, "sample")
+
+    def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
+        rewards, groups = group_tensors(scored)
+        # PKPO Eq. SLOO-1 per problem group; the transformed rewards ARE the advantages
+        adv = pkpo_transform(rewards, groups, self.config.k_opt, self.config.estimator)
+        return StepRows(
+            response_rows(scored, adv.tolist()),
+            {
+                "reward": rewards.tolist(),
+                "transformed_reward": adv.tolist(),
+                "adv_nonzero": [float(a != 0) for a in adv.tolist()],
+                "group_live": group_stats(rewards, groups, adv),
+            },
+        )

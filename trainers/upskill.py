@@ -1,0 +1,115 @@
+"""UpSkill (Shah et al. 2026): one completion per latent skill per prompt, the skill given as
+a fixed prefix of the prompt; reward r = r_correct + alpha_mi * r_MI, with r_MI how much
+likelier the response is under its own skill than under the average skill (sequence level, as
+the released code computes it; ``mi_level: token`` is the token-level variant). Advantages are
+the combined rewards group-normalised within each prompt (GRPO).
+
+Study settings (trainers/configs/upskill.yaml): n_skills = 4 (the K = 4 budget), enumerated
+(one completion per skill, not random draws), alpha_mi = 5.0, full fine-tuning (no LoRA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from cppo_bench.problem import Problem
+from trainers.core.grpo import group_normalised_advantages
+from trainers.core.upskill import MI_LEVELS, mi_reward, upskill_reward
+from trainers.engine.algorithm import (
+    ALGORITHMS,
+    Algorithm,
+    Messages,
+    StepContext,
+    StepRows,
+    group_stats,
+    group_tensors,
+    response_rows,
+)
+from trainers.engine.rewards import Scored
+from trainers.engine.rollout import RolloutRequest
+
+SKILL_PREFIX = "Skill {z} of {n}."  # z is 1-based in the text
+
+
+@dataclass(frozen=True)
+class UpSkillConfig:
+    n_skills: int = 4
+    completions_per_skill: int = 1
+    alpha_mi: float = 5.0
+    mi_level: str = "sequence"  # sequence (released code) | token
+    skill_prefix: str = SKILL_PREFIX
+
+    def __post_init__(self) -> None:
+        if self.n_skills < 1 or self.completions_per_skill < 1:
+            raise ValueError("n_skills and completions_per_skill must be >= 1")
+        if self.mi_level not in MI_LEVELS:
+            raise ValueError(f"mi_level: {self.mi_level!r} is not one of {', '.join(MI_LEVELS)}")
+        if "{z}" not in self.skill_prefix:
+            raise ValueError("skill_prefix must contain {z} (the skill number)")
+
+
+def skill_messages(messages: Messages, prefix: str) -> Messages:
+    """The prompt with the skill prefix in front of its first message (the system one)."""
+    first = dict(messages[0])
+    first["content"] = f"{prefix}\n{first['content']}"
+    return (first, *messages[1:])
+
+
+@ALGORITHMS.register("upskill")
+class UpSkill(Algorithm):
+    name = "upskill"
+    Config = UpSkillConfig
+
+    def _skill_request(self, problem: Problem, ctx: StepContext, z: int, i: int) -> RolloutRequest:
+        cfg = self.config
+        prefix = cfg.skill_prefix.format(z=z + 1, n=cfg.n_skills)
+        return RolloutRequest(
+            problem, ctx.seed_for(problem, f"skill{z}", i),
+            messages=skill_messages(ctx.prompt(problem), prefix), kind="skill",
+            group=problem.uid, meta={"skill": z}, stop=ctx.stop,
+        )
+
+    def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
+        cfg = self.config
+        return [self._skill_request(problem, ctx, z, i)
+                for i in range(cfg.completions_per_skill) for z in range(cfg.n_skills)]
+
+    def mi(self, scored: Sequence[Scored], ctx: StepContext) -> torch.Tensor:
+        """r_MI of every rollout: its completion scored under every skill's prompt."""
+        cfg = self.config
+        pairs = []
+        for s in scored:
+            problem = s.rollout.request.problem
+            for z in range(cfg.n_skills):
+                prompt_ids = ctx.encode(self._skill_request(problem, ctx, z, 0))
+                pairs.append((prompt_ids, s.rollout.completion_ids))
+        per_token = ctx.completion_logprobs(pairs)
+        width = max((len(t) for t in per_token), default=0)
+        lp = torch.zeros(len(scored), cfg.n_skills, max(width, 1), dtype=torch.float64)
+        mask = torch.zeros(len(scored), max(width, 1))
+        for j, t in enumerate(per_token):
+            b, z = divmod(j, cfg.n_skills)
+            lp[b, z, : len(t)] = t.to(torch.float64)
+            mask[b, : len(t)] = 1
+        skill = torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
+        return mi_reward(lp, skill, mask, level=cfg.mi_level)
+
+    def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
+        correct, groups = group_tensors(scored)
+        r_mi = self.mi(scored, ctx) if scored else torch.zeros(0)
+        combined = upskill_reward(correct, r_mi, self.config.alpha_mi).to(torch.float64)
+        adv = group_normalised_advantages(combined, groups)
+        return StepRows(
+            response_rows(scored, adv.tolist()),
+            {
+                "reward": correct.tolist(),
+                "r_correct": correct.tolist(),
+                "r_mi": r_mi.tolist(),
+                "combined_reward": combined.tolist(),
+                "adv_nonzero": [float(a != 0) for a in adv.tolist()],
+                "group_live": group_stats(correct, groups, adv),
+            },
+        )
