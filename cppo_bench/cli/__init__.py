@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "runs": "cppo_bench.cli.run:runs",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
-    "train": "trainers.cli:train",  # trainers import the harness, never the reverse
+    "train": "trainers.train_group:train",  # trainers import the harness, never the reverse
 }
 
 
