@@ -44,9 +44,13 @@ class FunnelCounts:
     sft_size: int = 0
     judge: str = ""
     rejected_reasons: dict[str, int] = field(default_factory=dict)
+    # every candidate with its verdict: what the funnel saw, for audit and debugging
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("records")
+        return d
 
 
 def _words(text: str) -> set[str]:
@@ -81,6 +85,15 @@ def select(
     kept: list[str] = []
     for cand, v in zip(candidates, verdicts, strict=True):
         counts.candidates += 1
+        counts.records.append(
+            {
+                "problem_id": problem.problem_id,
+                "candidate": cand,
+                "admissible": v.valid,
+                "judge": v.judge,
+                "reasons": list(v.reasons),
+            }
+        )
         if not v.valid:
             for r in v.reasons:
                 key = r.split(" ")[0]

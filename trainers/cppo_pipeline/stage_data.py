@@ -161,6 +161,8 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
                 + "\n"
             )
     (ctx.folder / "funnel.json").write_text(json.dumps(counts.as_dict(), indent=2))
+    with (ctx.folder / "candidates.jsonl").open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in counts.records)
     if len(examples) < c["min_examples"]:
         raise PipelineStop(
             "sft",
