@@ -39,6 +39,7 @@ class SFTExample:
 class FunnelCounts:
     problems_in: int = 0
     candidates: int = 0
+    seed_candidates: int = 0  # of which from a seed file (demo stand-in for a capable planner)
     admissible: int = 0
     kept: int = 0  # admissible and not a duplicate
     sft_size: int = 0
@@ -78,16 +79,23 @@ def candidate_requests(
 
 
 def select(
-    problem: Problem, candidates: Sequence[str], judge: Judge, k: int, counts: FunnelCounts
+    problem: Problem,
+    candidates: Sequence[str],
+    judge: Judge,
+    k: int,
+    counts: FunnelCounts,
+    origin: Sequence[str] | None = None,
 ) -> SFTExample | None:
     """Judge each candidate alone, drop near duplicates, keep the problem with >= k left."""
     verdicts = judge([PlanItem(problem, (c,), 1) for c in candidates])
     kept: list[str] = []
-    for cand, v in zip(candidates, verdicts, strict=True):
+    origin = origin or ["model"] * len(candidates)
+    for cand, v, src in zip(candidates, verdicts, origin, strict=True):
         counts.candidates += 1
         counts.records.append(
             {
                 "problem_id": problem.problem_id,
+                "origin": src,
                 "candidate": cand,
                 "admissible": v.valid,
                 "judge": v.judge,
@@ -119,7 +127,10 @@ def run_funnel(
     n_candidates: int = 6,
     samples: int = 1,
     params: SamplingParams | None = None,
+    seeds: dict[str, list[str]] | None = None,
 ) -> tuple[list[SFTExample], FunnelCounts]:
+    """``seeds``: extra candidates per problem id, judged like the model's own (the CPU demo's
+    stand-in for a base planner able to follow the candidate prompt)."""
     params = params or SamplingParams(temperature=0.8, top_p=0.95, max_tokens=400)
     results = backend.generate(candidate_requests(problems, n_candidates, samples, params))
     counts = FunnelCounts(problems_in=len(problems), judge=judge.name)
@@ -127,7 +138,10 @@ def run_funnel(
     for i, p in enumerate(problems):
         texts = [r.text for r in results[i * samples : (i + 1) * samples]]
         cands = [c for t in texts for c in parse_plans(t).plans if c.strip()]
-        ex = select(p, cands, judge, k, counts)
+        extra = list((seeds or {}).get(p.problem_id, []))
+        counts.seed_candidates += len(extra)
+        origin = ["model"] * len(cands) + ["seed"] * len(extra)
+        ex = select(p, cands + extra, judge, k, counts, origin)
         if ex is not None:
             out.append(ex)
     counts.sft_size = len(out)

@@ -45,6 +45,7 @@ SFT_KEYS = {
     "epochs": 2,
     "batch_size": 4,
     "lr": 1e-5,
+    "seed_candidates": None,
 }
 RM_KEYS = {
     "kind": "generative",
@@ -125,6 +126,20 @@ def judge_tuples(
     ]
 
 
+def read_seeds(path: str | None) -> dict[str, list[str]] | None:
+    """Seed candidates (JSONL of problem_id, candidates); a relative path is looked up in
+    trainers/configs/ when it does not exist as given."""
+    if not path:
+        return None
+    from trainers.engine.config import CONFIG_DIR, ConfigError
+
+    file = Path(path) if Path(path).exists() else CONFIG_DIR / path
+    if not file.is_file():
+        raise ConfigError(f"config sft.seed_candidates: no such file {path!r}")
+    rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line]
+    return {r["problem_id"]: list(r["candidates"]) for r in rows}
+
+
 def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     c = take(inp.settings["sft"], SFT_KEYS, "sft")
     k = int(inp.settings["k"])
@@ -140,6 +155,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     )
     examples, counts = run_funnel(
         pool,
+        seeds=read_seeds(c["seed_candidates"]),
         backend,
         inp.judge,
         k=k,
