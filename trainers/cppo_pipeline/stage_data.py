@@ -155,13 +155,13 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     )
     examples, counts = run_funnel(
         pool,
-        seeds=read_seeds(c["seed_candidates"]),
         backend,
         inp.judge,
         k=k,
         n_candidates=c["n_candidates"],
         samples=c["samples"],
         params=params,
+        seeds=read_seeds(c["seed_candidates"]),
     )
     with (ctx.folder / SFT_SET).open("w", encoding="utf-8") as fh:
         for ex in examples:
