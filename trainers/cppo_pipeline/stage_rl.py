@@ -154,8 +154,11 @@ def stage_warmup(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
     final = _run(ctx, inp, engine_cfg, algo, str(sft_policy), on_step)
     _write_policy(ctx, final)
+    exposure = write_exposure(
+        ctx.folder, [("Planner warm-up", inp.source, inp.problems, "R_warm = J, solver frozen")]
+    )
     return StageResult(
-        (POLICY,),
+        (POLICY, exposure),
         {
             "acceptance_curve": curve,
             "stop": stopped.get("reason", "max_steps"),
@@ -246,6 +249,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             "from": str(current["dir"]),
             "fresh": len(fresh),
             "judge": inp.judge.name,
+            "problem_ids": sorted({t.prompt_id for t in fresh}),
         }
         try:
             result, _ = refresh(current["dir"], dest, pool, fresh, rm_cfg)
@@ -262,8 +266,24 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
     final = _run(ctx, inp, engine_cfg, algo, policy, on_step)
     _write_policy(ctx, final)
+    by_id = {p.problem_id: p for p in inp.problems}
+    log = ctx.folder / REFRESH_LOG
+    lines = log.read_text().splitlines() if log.is_file() else []
+    refreshed = sorted({i for line in lines for i in json.loads(line).get("problem_ids", [])})
+    exposure = write_exposure(
+        ctx.folder,
+        [
+            ("Joint CPPO rollout", inp.source, inp.problems, "M tuples x K branches"),
+            (
+                "RM refresh during CPPO",
+                "CPPO rollout pool",
+                [by_id[i] for i in refreshed],
+                "same judge",
+            ),
+        ],
+    )
     return StageResult(
-        (POLICY, f"{RUN}/metrics.jsonl"),
+        (POLICY, f"{RUN}/metrics.jsonl", exposure),
         {
             "steps": total,
             "phases": own["phases"],
