@@ -92,6 +92,8 @@ def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
     rmod.save(rm, out / "rm" / "reward_model", ok, cfg)
     write_pool(out / "rm" / "reward_model", pool)
     _complete(out, "rm", ("reward_model/rm.json",))
+    if upto == "rm":
+        return out, inputs
     if upto in ("warmup", "audit"):
         (out / "warmup").mkdir(exist_ok=True)
         (out / "warmup" / "policy.json").write_text(json.dumps({"policy": str(model)}))

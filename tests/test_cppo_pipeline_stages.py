@@ -110,3 +110,12 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
         "solver_adv_nonzero_mean",
     ):
         assert key in metrics, key
+
+
+def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> None:
+    out, inputs = prepared(tmp_path, upto="rm")
+    inputs.settings = settings(ablation="no_warmup")
+    assert run_pipeline(out, inputs, ["warmup"], echo=lambda s: None) == {"warmup": "ran"}
+    policy = json.loads((out / "warmup" / "policy.json").read_text())
+    assert policy == {"policy": str(out / "sft" / "checkpoint"), "skipped": True}
+    assert not (out / "warmup" / "run").exists()  # no engine run, no update
