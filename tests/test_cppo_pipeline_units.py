@@ -34,7 +34,8 @@ def test_ablation_rows_change_the_planner_reward_as_specified() -> None:
     assert r["gate_only"].r_plan.tolist() == [1, 0, 1, 0]  # J
     assert ablation("frozen_solver").train_solver is False
     assert ablation("no_warmup").warmup is False
-    assert [ablation(f"m{m}").m for m in (1, 2, 4, 8)] == [1, 2, 4, 8]
+    assert [ablation(f"m{m}", m=8).m for m in (1, 2, 4, 8)] == [1, 2, 4, 8]  # the row fixes M
+    assert ablation("cppo").m == 8 and ablation("no_gate", m=4).m == 4
     with pytest.raises(KeyError, match="unknown ablation 'bogus'; known: cppo"):
         ablation("bogus")
     assert "m8" in ABLATIONS.names()

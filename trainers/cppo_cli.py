@@ -122,6 +122,9 @@ def cppo(
         settings = load_settings(
             config_file, sets + ((f"rm.kind={rm_kind}",) if rm_kind else ()), preset == "demo"
         )
+        from trainers.cppo_pipeline.pipeline import validate_settings
+
+        validate_settings(settings)
         problems, source = datamod.load_training(bench, data, split)
         training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
         judge = make_judge(judge_spec, base_url)

@@ -6,8 +6,16 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
-from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
+from trainers.cppo_pipeline.settings import take
+from trainers.cppo_pipeline.stage_data import RM_KEYS, SFT_KEYS, PipelineInputs, stage_rm, stage_sft
+from trainers.cppo_pipeline.stage_rl import (
+    AUDIT_KEYS,
+    JOINT_KEYS,
+    PLATEAU_KEYS,
+    stage_audit,
+    stage_joint,
+    stage_warmup,
+)
 from trainers.cppo_pipeline.stages import STAGES, StageFn, run_stages
 
 STAGE_FNS: dict[str, Callable[..., object]] = {
@@ -18,6 +26,22 @@ STAGE_FNS: dict[str, Callable[..., object]] = {
     "joint": stage_joint,
 }
 assert tuple(STAGE_FNS) == STAGES  # pipeline order is the study's
+
+
+def validate_settings(settings: dict) -> None:
+    """Every key of every stage, checked before any stage runs (one line naming a bad one)."""
+    from trainers.cppo import CPPOAlgoConfig
+    from trainers.cppo_pipeline.rewards import ablation
+    from trainers.engine.config import build_configs
+
+    take(settings["sft"], SFT_KEYS, "sft")
+    take(settings["rm"], RM_KEYS, "rm")
+    take(settings["audit"], AUDIT_KEYS, "audit")
+    ablation(str(settings["ablation"]))
+    algo = {"k": settings["k"], "m": settings["m"], "ablation": settings["ablation"]}
+    for name, own in (("warmup", PLATEAU_KEYS), ("joint", JOINT_KEYS)):
+        rest = {k: v for k, v in settings[name].items() if k not in own}
+        build_configs(CPPOAlgoConfig, [settings["engine"], rest, algo])
 
 
 def run_pipeline(

@@ -26,7 +26,7 @@ DEFAULT_M = 8
 class Ablation:
     name: str = "cppo"
     plan_reward: PlanReward = PlanReward.GATED
-    m: int = DEFAULT_M
+    m: int | None = None  # None: the run's M setting; the M-sweep rows fix it
     train_solver: bool = True
     warmup: bool = True
 
@@ -47,9 +47,12 @@ for _ab in (
 
 
 def ablation(name: str, m: int | None = None) -> Ablation:
-    """The named row; ``m`` overrides M (the M sweep composes with any row)."""
+    """The named row with M resolved: an M-sweep row keeps its own M, any other row takes
+    ``m`` (the run's setting), else the study's M = 8."""
     row = ABLATIONS.get(name)
-    return row if m is None else dataclasses.replace(row, m=int(m))
+    if row.m is not None:
+        return row
+    return dataclasses.replace(row, m=int(m) if m is not None else DEFAULT_M)
 
 
 @dataclass(frozen=True)

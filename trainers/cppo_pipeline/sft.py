@@ -13,6 +13,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from cppo_bench.backends import GenRequest, SamplingParams
+from cppo_bench.backends import chat as chatmod
 from cppo_bench.prompts import render
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.loss import token_logprobs
@@ -20,13 +22,10 @@ from trainers.cppo_pipeline.sft_funnel import PLAN_PROMPT, SFTExample
 
 
 def encode_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> list[int]:
-    """Chat template when the tokenizer has one, else the plain concatenation."""
-    if getattr(tokenizer, "chat_template", None):
-        return list(
-            tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
-        )
-    text = "\n\n".join(m["content"] for m in messages) + "\n\n"
-    return tokenizer.encode(text, add_special_tokens=False)
+    """Prompt ids exactly as the rollouts encode them (chat template when there is one), so
+    the SFT target follows the same context the planner is later sampled from."""
+    request = GenRequest(SamplingParams(), messages=tuple(messages))
+    return chatmod.encode(tokenizer, request, "auto")
 
 
 def sft_rows(tokenizer: Any, examples: Sequence[SFTExample], k: int) -> list[Row]:

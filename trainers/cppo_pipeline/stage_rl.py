@@ -52,6 +52,7 @@ GATE_LOG = "gate_log.jsonl"
 REFRESH_LOG = "refresh.jsonl"
 PLATEAU_KEYS = {"patience": 3, "min_gain": 0.02, "target": 0.98, "max_steps": 50}
 JOINT_KEYS = {"phases": 3, "refresh_problems": 16}
+AUDIT_KEYS = {"problems": 16, "min_pass_at_k": 0.0, "min_r_plan_density": 0.0}
 
 
 class _Plateau(Exception):
@@ -72,7 +73,7 @@ def _algorithm(
     s = inp.settings
     algo_keys = {
         "k": s["k"],
-        "m": s["m"],
+        "m": ablation(str(s["ablation"]), int(s["m"])).m,  # an M-sweep row fixes M
         "tau": tau,
         "stage": stage,
         "ablation": s["ablation"],
@@ -170,7 +171,7 @@ def stage_warmup(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
 def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     s = inp.settings
-    c = take(s["audit"], {"problems": 16, "min_pass_at_k": 0.0, "min_r_plan_density": 0.0}, "audit")
+    c = take(s["audit"], AUDIT_KEYS, "audit")
     policy = _policy_path(ctx, "warmup")
     rm, tau = rmod.load(ctx.use("rm", RM_DIR))
     engine_cfg, algo = _algorithm(inp, "joint", tau, {}, ctx.folder / GATE_LOG)
@@ -239,7 +240,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             return
         fresh = judge_tuples(
             inp.judge,
-            algo.recent[: own["refresh_problems"] * int(inp.settings["m"])],
+            algo.recent[: own["refresh_problems"] * algo.config.m],
             int(inp.settings["k"]),
         )
         pool = read_pool(current["dir"], {p.problem_id: p for p in inp.problems})
