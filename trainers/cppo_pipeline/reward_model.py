@@ -140,18 +140,22 @@ class RMKind:
     load: Callable[[Path, RMConfig], RewardModel]
 
 
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _create_generative(cfg: RMConfig) -> RewardModel:
     from cppo_bench.backends.hf import load_model
 
     model, tok, _ = load_model(cfg.model, dtype=torch.float32)
-    return GenerativeVerifier(model, tok, cfg)
+    return GenerativeVerifier(model.to(_device()), tok, cfg)
 
 
 def _load_generative(folder: Path, cfg: RMConfig) -> RewardModel:
     from cppo_bench.backends.hf import load_model
 
     model, tok, _ = load_model(str(folder / "model"), dtype=torch.float32)
-    return GenerativeVerifier(model, tok, cfg)
+    return GenerativeVerifier(model.to(_device()), tok, cfg)
 
 
 def _load_ngram(folder: Path, cfg: RMConfig) -> RewardModel:

@@ -79,18 +79,10 @@ def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
 
 
 def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     model, tok, model_id = load_model(path, dtype=torch.float32)
-    return (
-        model,
-        tok,
-        HFBackend(
-            model,
-            tok,
-            model_id,
-            device="cpu" if not torch.cuda.is_available() else "cuda",
-            batch_size=8,
-        ),
-    )
+    model = model.to(device)
+    return model, tok, HFBackend(model, tok, model_id, device=device, batch_size=8)
 
 
 def sample_tuples(
