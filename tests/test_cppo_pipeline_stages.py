@@ -119,3 +119,22 @@ def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> No
     policy = json.loads((out / "warmup" / "policy.json").read_text())
     assert policy == {"policy": str(out / "sft" / "checkpoint"), "skipped": True}
     assert not (out / "warmup" / "run").exists()  # no engine run, no update
+
+
+@pytest.mark.slow
+def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
+    """`cppo-bench train cppo` with no arguments: embedded model, demo_train, CPU."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cppo_bench", "train", "cppo", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for stage in ("sft", "rm", "warmup", "audit", "joint"):
+        assert json.loads((out / stage / "manifest.json").read_text())["status"] == "complete"
+    assert "evaluate: cppo-bench run --method cppo" in proc.stdout

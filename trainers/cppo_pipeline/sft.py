@@ -70,9 +70,9 @@ def train_sft(
             loss.backward()
             grad = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
             step += 1
             if log is not None:
-                log(step, {"sft_loss": float(loss), "grad_norm": grad})
+                log(step, {"sft_loss": losses[-1], "grad_norm": grad})
     model.eval()
     return losses
