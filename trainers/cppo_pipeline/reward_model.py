@@ -2,8 +2,8 @@
 
 ``generative`` (the study's p_psi): a causal LM reads (problem, tuple) followed by a yes/no
 question; p(valid) = softmax over the next-token logits of the two answer words, i.e.
-sigmoid(logit_yes - logit_no). ``ngram``: the hashed n-gram classifier of trainers.core.gate,
-kept as a fast named alternative. Both expose ``logits(items)``, so one BCE loop (prompt x label
+sigmoid(logit_yes - logit_no). ``ngram`` (ngram_rm.py): the hashed n-gram classifier of
+trainers.core.gate plus two lexical features, a fast named alternative. Both expose ``logits(items)``, so one BCE loop (prompt x label
 balanced, Eq. gate-bce) trains both, and refreshing resumes that loop on the saved weights.
 A checkpoint is accepted only when held-out AUC, balanced accuracy and precision/recall at tau
 pass the pre-registered rule; otherwise ``RMRejected`` names the failing metrics.
@@ -21,7 +21,6 @@ import torch
 from torch import Tensor, nn
 
 from cppo_bench.registry import Registry
-from trainers.core.gate import GateClassifier, GateConfig
 from trainers.core.gate_metrics import (
     PREREGISTERED_RULE,
     AcceptanceRule,
@@ -30,6 +29,7 @@ from trainers.core.gate_metrics import (
     choose_tau,
     gate_metrics,
 )
+from trainers.cppo_pipeline import ngram_rm
 from trainers.cppo_pipeline.negatives import LabelledTuple
 
 TAU = 0.17
@@ -117,23 +117,6 @@ class GenerativeVerifier:
         self.tokenizer.save_pretrained(folder / "model")
 
 
-class NgramRM:
-    kind = "ngram"
-
-    def __init__(self, module: GateClassifier) -> None:
-        self.module = module
-
-    def logits(self, items: Sequence[LabelledTuple]) -> Tensor:
-        return self.module([it.problem.statement for it in items], [it.text for it in items])
-
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        torch.save(
-            {"config": asdict(self.module.config), "state_dict": self.module.state_dict()},
-            folder / "ngram.pt",
-        )
-
-
 @dataclass(frozen=True)
 class RMKind:
     create: Callable[[RMConfig], RewardModel]
@@ -158,17 +141,10 @@ def _load_generative(folder: Path, cfg: RMConfig) -> RewardModel:
     return GenerativeVerifier(model.to(_device()), tok, cfg)
 
 
-def _load_ngram(folder: Path, cfg: RMConfig) -> RewardModel:
-    payload = torch.load(folder / "ngram.pt", map_location="cpu", weights_only=True)
-    module = GateClassifier(GateConfig(**payload["config"]))
-    module.load_state_dict(payload["state_dict"])
-    return NgramRM(module)
-
-
 RM_KINDS: Registry[RMKind] = Registry("reward model")
 RM_KINDS.register("generative")(RMKind(_create_generative, _load_generative))
 RM_KINDS.register("ngram")(
-    RMKind(lambda cfg: NgramRM(GateClassifier(GateConfig(seed=cfg.seed))), _load_ngram)
+    RMKind(lambda cfg: ngram_rm.create(cfg.seed), lambda folder, cfg: ngram_rm.load(folder))
 )
 
 
