@@ -140,6 +140,7 @@ def build_report(
     progress: Progress | None = None,
 ) -> ReportResult:
     """Compute every table and write the report files under `out`."""
+    from cppo_bench.report import cppo_runs as cppo
     from cppo_bench.report import figures as figs
     from cppo_bench.report.html import PageInput, render_page
     from cppo_bench.report.render import RENDERERS, to_markdown
@@ -167,8 +168,11 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     _clean(out)
     result = ReportResult(computed, out)
+    pipelines = cppo.find_pipelines(runs)
+    # generated from the stage manifests, never hand-written (after the spec'd tables)
+    extra_tables = [cppo.exposure_table(p, computed.index) for p in pipelines]
     table_files: dict[str, list[str]] = {}
-    for table in computed.tables:
+    for table in [*computed.tables, *extra_tables]:
         for fmt in formats:
             path = out / "tables" / f"{table.name}.{fmt}"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +186,8 @@ def build_report(
             made, skipped = figs.table_figures(spec, table, computed.engine, out / "figures")
             result.figures += made
             result.skipped_figures += skipped
-    for log in read_gate_logs(runs):
+    pipeline_logs = [g for g in map(cppo.pipeline_gate_log, pipelines) if g is not None]
+    for log in [*read_gate_logs(runs), *pipeline_logs]:
         try:
             result.figures.append(figs.gate_diagnostics(log, out / "figures"))
         except figs.Skipped as why:
@@ -192,8 +197,14 @@ def build_report(
     made, skipped = training_figures(runs, out / "figures")
     result.figures += made
     result.skipped_figures += skipped
+    for p in pipelines:
+        try:
+            result.figures.append(cppo.draw_curves(p, out / "figures"))
+        except figs.Skipped as why:
+            result.skipped_figures.append(str(why))
     report_md = out / "report.md"
-    report_md.write_text("\n\n".join(to_markdown(t) for t in computed.tables), encoding="utf-8")
+    all_tables = [*computed.tables, *extra_tables]
+    report_md.write_text("\n\n".join(to_markdown(t) for t in all_tables), encoding="utf-8")
     (out / "missing.md").write_text(check_text(computed), encoding="utf-8")
     script = [
         "#!/usr/bin/env bash",
@@ -211,7 +222,7 @@ def build_report(
     page = PageInput(
         out=out,
         runs_root=Path(runs),
-        tables=computed.tables,
+        tables=all_tables,
         figures=result.figures,
         skipped_figures=result.skipped_figures,
         missing=computed.missing,

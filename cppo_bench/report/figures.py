@@ -262,13 +262,17 @@ def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     labels = np.array([r.label for r in roc], dtype=int)
     has_roc = labels.size > 0 and 0 < labels.sum() < labels.size
     heat = [r for r in log.records if r.passed is not None]
+    outcome = np.array([int(bool(r.passed)) for r in heat], dtype=int)
+    # the gate's score against what the solver achieved: does validity predict success?
+    has_outcome_roc = outcome.size > 0 and 0 < outcome.sum() < outcome.size
     if not has_roc and not heat:
         raise Skipped(
             f"trainer log {log.path}: no labelled records with both classes and no "
             "'passed' outcomes"
         )
     plt = _plt()
-    fig, axes = plt.subplots(1, int(has_roc) + int(bool(heat)), figsize=(10, 4.2), squeeze=False)
+    n_panels = int(has_roc) + int(has_outcome_roc) + int(bool(heat))
+    fig, axes = plt.subplots(1, n_panels, figsize=(5 * n_panels, 4.2), squeeze=False)
     panels = iter(axes[0])
     if has_roc:
         scores = np.array([r.gate_prob for r in roc])
@@ -278,7 +282,18 @@ def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
         ax.plot([0, 1], [0, 1], ls="--", color="gray", lw=0.8)
         ax.set_xlabel("false positive rate")
         ax.set_ylabel("true positive rate")
-        ax.set_title(f"gate ROC ({len(roc)} labelled tuples)", fontsize=9)
+        ax.set_title(f"gate ROC vs judge labels ({len(roc)} tuples)", fontsize=9)
+        ax.legend(loc="lower right")
+    if has_outcome_roc:
+        scores = np.array([r.gate_prob for r in heat])
+        fpr, tpr = roc_points(scores, outcome)
+        ax = next(panels)
+        auc = roc_auc(scores.tolist(), outcome.tolist())
+        ax.plot(fpr, tpr, lw=1.5, color="tab:orange", label=f"AUC = {auc:.3f}")
+        ax.plot([0, 1], [0, 1], ls="--", color="gray", lw=0.8)
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        ax.set_title(f"gate ROC vs solver outcome ({len(heat)} tuples)", fontsize=9)
         ax.legend(loc="lower right")
     if heat:
         counts = np.zeros((2, 2), dtype=int)
@@ -306,7 +321,8 @@ def gate_diagnostics(log: GateLog, out_dir: Path) -> Figure:
     name = f"gate_{log.name}"
     png, pdf = _save(fig, out_dir, name)
     caption = (
-        "Validity gate: ROC on labelled (held-out when marked) tuples with its AUC; "
+        "Validity gate: ROC on judge-labelled (held-out when marked) tuples with its AUC; "
+        "ROC of the gate score against the tuple's pass@K outcome; "
         "gate decision J = 1{p >= tau} against the tuple's pass@K outcome."
     )
     return Figure(name, f"Reward-model diagnostics ({log.name})", caption, png, pdf)

@@ -1,0 +1,115 @@
+"""A pipeline folder whose early stages are already complete, on a tiny random Llama, so the
+stage tests run the real stage code in seconds. Also runnable as a script (the SIGKILL test):
+``python -m tests.cppo_stage_fixture DIR STAGES``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from tests.cppo_tiny import METHODS, problems
+from tests.train_helpers import tiny_model_dir
+from trainers.core.gate_metrics import GateMetrics
+from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.judge import RulesJudge
+from trainers.cppo_pipeline.negatives import LabelledTuple, make_negatives
+from trainers.cppo_pipeline.refresh import write_pool
+from trainers.cppo_pipeline.stage_data import PipelineInputs
+from trainers.cppo_pipeline.stages import StageContext, StageResult, write_manifest
+
+TINY_ENGINE = {
+    "prompts_per_step": 2,
+    "max_tokens": 12,
+    "micro_batch_rows": 8,
+    "rollout_batch": 16,
+    "lr": 1e-3,
+    "save_every": 1,
+    "kl_beta": 0.0,
+    "verify_workers": 2,
+}
+
+
+def settings(**over: object) -> dict:
+    s = {
+        "k": 2,
+        "m": 2,
+        "tau": 0.17,
+        "ablation": "cppo",
+        "planner_max_tokens": 12,
+        "sft": {},
+        "rm": {"kind": "ngram", "epochs": 5, "lr": 1e-2},
+        "engine": dict(TINY_ENGINE),
+        "warmup": {"max_steps": 2},
+        "audit": {"problems": 2},
+        "joint": {"phases": 2, "max_steps": 4, "refresh_problems": 2},
+    }
+    for k, v in over.items():
+        if isinstance(v, dict):
+            s[k] = {**s[k], **v}
+        else:
+            s[k] = v
+    return s
+
+
+def _complete(out: Path, stage: str, artifacts: tuple[str, ...]) -> None:
+    ctx = StageContext(stage, out / stage, {}, {})
+    write_manifest(ctx, "complete", StageResult(artifacts, {"fixture": True}))
+
+
+def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
+    """DIR with sft, rm (and warmup, audit when asked) complete on the tiny model."""
+    model = tiny_model_dir(tmp / "tiny")
+    out = tmp / "pipe"
+    ps = problems()
+    (out / "sft").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(model, out / "sft" / "checkpoint", dirs_exist_ok=True)
+    with (out / "sft" / "sft_set.jsonl").open("w") as fh:
+        for p in ps:
+            fh.write(
+                json.dumps(
+                    {
+                        "problem_id": p.problem_id,
+                        "methods": METHODS[p.problem_id][:2],
+                        "target": "",
+                        "judge": "rules",
+                    }
+                )
+                + "\n"
+            )
+    _complete(out, "sft", ("sft_set.jsonl", "checkpoint/config.json"))
+    inputs = PipelineInputs(ps, "tiny", str(model), RulesJudge(), settings())
+    if upto == "sft":
+        return out, inputs
+    cfg = rmod.RMConfig(kind="ngram", epochs=5, lr=1e-2)
+    rm = rmod.RM_KINDS.get("ngram").create(cfg)
+    pos = [LabelledTuple(p, tuple(METHODS[p.problem_id][:2]), 1, "judge:rules") for p in ps]
+    pool = pos + make_negatives(pos)
+    rmod.fit(rm, pool, cfg)
+    # a fixture RM recorded as accepted: the stage tests are about what comes after stage 2
+    ok = GateMetrics(0.9, 0.8, 0.8, 0.8, cfg.tau, 8, 8)
+    rmod.save(rm, out / "rm" / "reward_model", ok, cfg)
+    write_pool(out / "rm" / "reward_model", pool)
+    _complete(out, "rm", ("reward_model/rm.json",))
+    if upto == "rm":
+        return out, inputs
+    if upto in ("warmup", "audit"):
+        (out / "warmup").mkdir(exist_ok=True)
+        (out / "warmup" / "policy.json").write_text(json.dumps({"policy": str(model)}))
+        _complete(out, "warmup", ("policy.json",))
+    if upto == "audit":
+        (out / "audit").mkdir(exist_ok=True)
+        (out / "audit" / "policy.json").write_text(json.dumps({"policy": str(model)}))
+        _complete(out, "audit", ("policy.json",))
+    return out, inputs
+
+
+if __name__ == "__main__":  # the SIGKILL test's child process
+    from trainers.cppo_pipeline.pipeline import run_pipeline
+
+    tmp, stages = Path(sys.argv[1]), sys.argv[2].split(",")
+    out, inputs = prepared(tmp) if not (tmp / "pipe").exists() else (tmp / "pipe", None)
+    if inputs is None:
+        inputs = PipelineInputs(problems(), "tiny", str(tmp / "tiny"), RulesJudge(), settings())
+    print(json.dumps(run_pipeline(out, inputs, stages, echo=lambda s: None)))

@@ -1,0 +1,140 @@
+"""The real stage code on a tiny random Llama: RM refusal, audit stop, joint resume after
+SIGKILL, the report built from the pipeline folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cppo_stage_fixture import prepared, settings
+from trainers.cppo_pipeline.pipeline import run_pipeline
+from trainers.cppo_pipeline.stages import PipelineStop
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_rm_stage_refuses_a_failing_model_naming_the_metric(tmp_path: Path) -> None:
+    out, inputs = prepared(tmp_path, upto="sft")
+    inputs.settings = settings(tau=0.999, rm={"problems": 4, "samples_per_problem": 2})
+    with pytest.raises(PipelineStop, match=r"stage rm: reward model rejected: .*recall 0\.000"):
+        run_pipeline(out, inputs, ["rm", "warmup"], echo=lambda s: None)
+    manifest = json.loads((out / "rm" / "manifest.json").read_text())
+    assert manifest["status"] == "stopped" and "recall" in manifest["error"]
+    metrics = json.loads((out / "rm" / "rm_metrics.json").read_text())
+    assert metrics["recall"] == 0.0 and metrics["val"] > 0  # the metrics are kept
+    assert (out / "rm" / "val_scores.jsonl").is_file()  # and the scores for the ROC
+    assert not (out / "warmup").exists()
+
+
+def test_audit_at_zero_density_stops_naming_the_stage_to_revisit(tmp_path: Path) -> None:
+    out, inputs = prepared(tmp_path, upto="warmup")
+    with pytest.raises(PipelineStop, match="stage audit: frozen-solver pass@K 0.000") as err:
+        run_pipeline(out, inputs, ["audit", "joint"], echo=lambda s: None)
+    assert err.value.revisit == "sft"
+    report = json.loads((out / "audit" / "audit.json").read_text())  # the report is kept
+    assert report["passed"] is False and report["revisit"] == "sft" and report["tuples"] == 4
+    assert json.loads((out / "audit" / "manifest.json").read_text())["revisit"] == "sft"
+    assert not (out / "joint").exists()
+
+
+def _child(tmp: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.cppo_stage_fixture", str(tmp), "sft,rm,warmup,audit,joint"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path) -> None:
+    out, _ = prepared(tmp_path)
+    before = {
+        s: (out / s / "manifest.json").stat().st_mtime_ns for s in ("sft", "rm", "warmup", "audit")
+    }
+    child = _child(tmp_path)
+    latest = out / "joint" / "run" / "state" / "LATEST"
+    deadline = time.time() + 300
+    while not latest.is_file() and child.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert child.poll() is None, child.communicate()[1][-2000:]
+    child.send_signal(signal.SIGKILL)  # mid stage 5: at least one step saved, not all four
+    child.wait()
+    total = json.loads((out / "joint" / "run" / "manifest.json").read_text())["total_steps"]
+    assert not (out / "joint" / "manifest.json").is_file()
+    rerun = _child(tmp_path)
+    stdout, stderr = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout.strip().splitlines()[-1]) == {
+        "sft": "skipped",
+        "rm": "skipped",
+        "warmup": "skipped",
+        "audit": "skipped",
+        "joint": "ran",
+    }
+    after = {s: (out / s / "manifest.json").stat().st_mtime_ns for s in before}
+    assert after == before
+    engine = json.loads((out / "joint" / "run" / "manifest.json").read_text())
+    assert engine["resumed_at_steps"] and engine["resumed_at_steps"][0] >= 1
+    steps = [
+        json.loads(x)["step"]
+        for x in (out / "joint" / "run" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert steps == list(range(1, total + 1))  # every step once, none redone
+    joint = json.loads((out / "joint" / "manifest.json").read_text())
+    assert joint["status"] == "complete" and "audit/policy.json" in joint["consumed"]
+    refresh = [json.loads(x) for x in (out / "joint" / "refresh.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in refresh] == [2]  # between the two phases, once
+    metrics = json.loads((out / "joint" / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    for key in (
+        "r_out_mean",
+        "j_accept_mean",
+        "r_plan_mean",
+        "r_plan_zero_mean",
+        "dup_tuple_mean",
+        "plan_valid_mean",
+        "solver_pass_mean",
+        "joint_valid_pass_mean",
+        "grad_norm",
+        "param_step_norm",
+        "planner_adv_nonzero_mean",
+        "solver_adv_nonzero_mean",
+    ):
+        assert key in metrics, key
+
+
+def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> None:
+    out, inputs = prepared(tmp_path, upto="rm")
+    inputs.settings = settings(ablation="no_warmup")
+    assert run_pipeline(out, inputs, ["warmup"], echo=lambda s: None) == {"warmup": "ran"}
+    policy = json.loads((out / "warmup" / "policy.json").read_text())
+    assert policy == {"policy": str(out / "sft" / "checkpoint"), "skipped": True}
+    assert not (out / "warmup" / "run").exists()  # no engine run, no update
+
+
+@pytest.mark.slow
+def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
+    """`cppo-bench train cppo` with no arguments: embedded model, demo_train, CPU."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cppo_bench", "train", "cppo", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for stage in ("sft", "rm", "warmup", "audit", "joint"):
+        assert json.loads((out / stage / "manifest.json").read_text())["status"] == "complete"
+    assert "evaluate: cppo-bench run --method cppo" in proc.stdout

@@ -1,0 +1,106 @@
+"""RM refresh between joint-CPPO phases (study "Refresh schedule").
+
+Fresh planner outputs are labelled by the same judge, appended to the RM's pool, rebalanced by
+prompt and label, and fine-tuning resumes from the latest accepted checkpoint; the refreshed
+model must pass the acceptance rule again or the pipeline stops (a phase never runs under an
+unchecked gate). The result says how far the weights moved and what the metrics are now.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
+from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.negatives import (
+    LabelledTuple,
+    balance,
+    make_negatives,
+    split_by_problem,
+)
+
+POOL = "pool.jsonl"
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    folder: str
+    tau: float
+    metrics: dict[str, float]
+    pool_size: int
+    new_labels: int
+    weight_change: float  # L2 norm of the parameter change
+    val_scores: list[float]
+    val_labels: list[int]
+
+
+def pool_records(items: Sequence[LabelledTuple]) -> list[dict[str, object]]:
+    return [
+        {"problem_id": t.prompt_id, "plans": list(t.plans), "label": t.label, "source": t.source}
+        for t in items
+    ]
+
+
+def write_pool(folder: Path, items: Sequence[LabelledTuple]) -> None:
+    with (folder / POOL).open("w", encoding="utf-8") as fh:
+        for rec in pool_records(items):
+            fh.write(json.dumps(rec) + "\n")
+
+
+def read_pool(folder: Path, problems: dict[str, object]) -> list[LabelledTuple]:
+    out = []
+    for line in (folder / POOL).read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        out.append(
+            LabelledTuple(problems[r["problem_id"]], tuple(r["plans"]), r["label"], r["source"])
+        )
+    return out
+
+
+def _flat(rm: rmod.RewardModel) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1).float().cpu() for p in rm.module.parameters()])
+
+
+def refresh(
+    previous: Path,
+    out: Path,
+    pool: Sequence[LabelledTuple],
+    fresh: Sequence[LabelledTuple],
+    cfg: rmod.RMConfig,
+    rule: AcceptanceRule = PREREGISTERED_RULE,
+    val_fraction: float = 0.25,
+) -> tuple[RefreshResult, list[LabelledTuple]]:
+    """Resume the RM at ``previous`` on pool + fresh labels (+ made negatives for the fresh
+    positives); write the accepted model to ``out``. Raises ``RMRejected`` when it fails."""
+    # the previous model passed its check when written; the refreshed one is checked below
+    rm, _ = rmod.load(previous, rule=None)
+    before = _flat(rm)
+    positives = [t for t in fresh if t.label == 1]
+    merged = [*pool, *fresh, *make_negatives(positives, seed=len(pool))]
+    data = balance(merged, seed=len(pool))
+    train, val = split_by_problem(data, val_fraction, seed=0)
+    rmod.fit(rm, train, cfg)
+    metrics, scores = rmod.evaluate(rm, val, cfg)
+    rmod.accept(metrics, rule)
+    rmod.save(rm, out, metrics, cfg)
+    write_pool(out, merged)
+    result = RefreshResult(
+        str(out),
+        metrics.tau,
+        metrics.as_dict(),
+        len(merged),
+        len(fresh),
+        float(torch.linalg.vector_norm(_flat(rm) - before)),
+        scores.tolist(),
+        [t.label for t in val],
+    )
+    return result, merged
+
+
+def result_dict(r: RefreshResult) -> dict[str, object]:
+    return asdict(r)

@@ -1,0 +1,224 @@
+"""The plan-validity reward model p_psi and its acceptance rule (study stage 2).
+
+``generative`` (the study's p_psi): a causal LM reads (problem, tuple) followed by a yes/no
+question; p(valid) = softmax over the next-token logits of the two answer words, i.e.
+sigmoid(logit_yes - logit_no). ``ngram`` (ngram_rm.py): the hashed n-gram classifier of
+trainers.core.gate plus two lexical features, a fast named alternative. Both expose ``logits(items)``, so one BCE loop (prompt x label
+balanced, Eq. gate-bce) trains both, and refreshing resumes that loop on the saved weights.
+A checkpoint is accepted only when held-out AUC, balanced accuracy and precision/recall at tau
+pass the pre-registered rule; otherwise ``RMRejected`` names the failing metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+
+from cppo_bench.registry import Registry
+from trainers.core.gate_metrics import (
+    PREREGISTERED_RULE,
+    AcceptanceRule,
+    GateMetrics,
+    balance_weights,
+    choose_tau,
+    gate_metrics,
+)
+from trainers.cppo_pipeline import ngram_rm
+from trainers.cppo_pipeline.negatives import LabelledTuple
+
+TAU = 0.17
+META = "rm.json"
+_QUESTION = "\n\nDo these methods follow every rule for this problem? Answer Yes or No.\nAnswer:"
+
+
+class RMRejected(Exception):
+    """The reward model's held-out metrics fail the acceptance rule."""
+
+    def __init__(self, metrics: GateMetrics, failed: list[str]) -> None:
+        self.metrics, self.failed = metrics, failed
+        super().__init__("reward model rejected: " + "; ".join(failed))
+
+
+@dataclass(frozen=True)
+class RMConfig:
+    kind: str = "generative"
+    model: str | None = None  # generative base model; None = the embedded SmolLM2
+    epochs: int = 2
+    batch_size: int = 8
+    lr: float = 5e-5
+    max_tokens: int = 512  # prompt tokens kept (the tail: methods and question)
+    max_statement_chars: int = 1500
+    tau: float | None = TAU  # None: choose on val for min_recall
+    min_recall: float = 0.9
+    answer_words: tuple[str, str] = ("Yes", "No")
+    seed: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RMConfig:
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(d) - known)
+        if bad:
+            raise ValueError(f"unknown rm setting(s) {bad}; known: {sorted(known)}")
+        if "answer_words" in d:
+            d = {**d, "answer_words": tuple(d["answer_words"])}
+        return cls(**d)
+
+
+class RewardModel(Protocol):
+    kind: str
+    module: nn.Module
+
+    def logits(self, items: Sequence[LabelledTuple]) -> Tensor: ...
+
+    def save(self, folder: Path) -> None: ...
+
+
+class GenerativeVerifier:
+    kind = "generative"
+
+    def __init__(self, model: nn.Module, tokenizer: Any, cfg: RMConfig) -> None:
+        self.module, self.tokenizer, self.cfg = model, tokenizer, cfg
+        ids = [tokenizer.encode(w, add_special_tokens=False) for w in cfg.answer_words]
+        if any(not i for i in ids) or ids[0][0] == ids[1][0]:
+            raise ValueError(f"answer words {cfg.answer_words} need distinct first tokens")
+        self.yes_id, self.no_id = ids[0][0], ids[1][0]
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
+
+    def prompt(self, item: LabelledTuple) -> str:
+        statement = item.problem.statement[: self.cfg.max_statement_chars]
+        return f"Problem:\n{statement}\n\nMethods:\n{item.text}{_QUESTION}"
+
+    def logits(self, items: Sequence[LabelledTuple]) -> Tensor:
+        # Eq. rm-logit: logit(valid) = z[yes] - z[no] at the next-token position
+        enc = [
+            self.tokenizer.encode(self.prompt(it), add_special_tokens=False)[-self.cfg.max_tokens :]
+            for it in items
+        ]
+        width = max(len(e) for e in enc)
+        ids = torch.full((len(enc), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, e in enumerate(enc):
+            ids[i, : len(e)] = torch.tensor(e)
+            mask[i, : len(e)] = 1
+        device = next(self.module.parameters()).device
+        out = self.module(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+        last = out[torch.arange(len(enc)), mask.sum(1).to(device) - 1].float()
+        return last[:, self.yes_id] - last[:, self.no_id]
+
+    def save(self, folder: Path) -> None:
+        self.module.save_pretrained(folder / "model")
+        self.tokenizer.save_pretrained(folder / "model")
+
+
+@dataclass(frozen=True)
+class RMKind:
+    create: Callable[[RMConfig], RewardModel]
+    load: Callable[[Path, RMConfig], RewardModel]
+
+
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _create_generative(cfg: RMConfig) -> RewardModel:
+    from cppo_bench.backends.hf import load_model
+
+    model, tok, _ = load_model(cfg.model, dtype=torch.float32)
+    return GenerativeVerifier(model.to(_device()), tok, cfg)
+
+
+def _load_generative(folder: Path, cfg: RMConfig) -> RewardModel:
+    from cppo_bench.backends.hf import load_model
+
+    model, tok, _ = load_model(str(folder / "model"), dtype=torch.float32)
+    return GenerativeVerifier(model.to(_device()), tok, cfg)
+
+
+RM_KINDS: Registry[RMKind] = Registry("reward model")
+RM_KINDS.register("generative")(RMKind(_create_generative, _load_generative))
+RM_KINDS.register("ngram")(
+    RMKind(lambda cfg: ngram_rm.create(cfg.seed), lambda folder, cfg: ngram_rm.load(folder))
+)
+
+
+def fit(rm: RewardModel, train: Sequence[LabelledTuple], cfg: RMConfig) -> list[float]:
+    """Balanced BCE on the valid/invalid label (Eq. gate-bce); returns per-epoch mean losses.
+    Called on a fresh model (stage 2) or a loaded one (refresh: fine-tuning resumes)."""
+    if not train:
+        raise ValueError("no reward-model training examples")
+    torch.manual_seed(cfg.seed)
+    labels = torch.tensor([float(t.label) for t in train])
+    weights = balance_weights([t.prompt_id for t in train], [t.label for t in train])
+    opt = torch.optim.AdamW(rm.module.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    bce = nn.BCEWithLogitsLoss(reduction="none")
+    rm.module.train()
+    history = []
+    for _ in range(cfg.epochs):
+        total, n = 0.0, 0
+        for idx in torch.randperm(len(train), generator=gen).split(cfg.batch_size):
+            z = rm.logits([train[i] for i in idx.tolist()])
+            w = weights[idx].to(z.device)
+            loss = (bce(z, labels[idx].to(z.device)) * w).sum() / w.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total, n = total + float(loss.detach()) * len(idx), n + len(idx)
+        history.append(total / n)
+    rm.module.eval()
+    return history
+
+
+@torch.no_grad()
+def probabilities(rm: RewardModel, items: Sequence[LabelledTuple], batch: int = 16) -> Tensor:
+    rm.module.eval()
+    parts = [rm.logits(items[i : i + batch]) for i in range(0, len(items), batch)]
+    return torch.sigmoid(torch.cat(parts)).cpu() if parts else torch.zeros(0)
+
+
+def evaluate(
+    rm: RewardModel, val: Sequence[LabelledTuple], cfg: RMConfig
+) -> tuple[GateMetrics, Tensor]:
+    """Held-out metrics at tau (fixed, or the largest tau with recall >= min_recall)."""
+    scores = probabilities(rm, val)
+    labels = [t.label for t in val]
+    tau = cfg.tau if cfg.tau is not None else choose_tau(scores, labels, cfg.min_recall)
+    return gate_metrics(scores, labels, tau), scores
+
+
+def accept(metrics: GateMetrics, rule: AcceptanceRule = PREREGISTERED_RULE) -> None:
+    failed = metrics.failures(rule)
+    if failed:
+        raise RMRejected(metrics, failed)
+
+
+def save(rm: RewardModel, folder: Path, metrics: GateMetrics, cfg: RMConfig) -> None:
+    """Weights + rm.json (kind, tau, the metrics it was accepted on, config)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rm.save(folder)
+    meta = {"kind": rm.kind, "tau": metrics.tau, "metrics": asdict(metrics), "config": asdict(cfg)}
+    (folder / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
+def load(
+    folder: Path, rule: AcceptanceRule | None = PREREGISTERED_RULE
+) -> tuple[RewardModel, float]:
+    """(model, tau) from a saved folder; refuses one whose recorded metrics fail ``rule``
+    (None: no check, for resuming training from a checkpoint accepted when it was written)."""
+    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    if rule is not None:
+        accept(GateMetrics(**meta["metrics"]), rule)
+    cfg = RMConfig.from_dict(meta["config"])
+    return RM_KINDS.get(meta["kind"]).load(folder, cfg), float(meta["tau"])
+
+
+def gate_verdicts(rm: RewardModel, tau: float, items: Sequence[LabelledTuple]) -> Tensor:
+    # study Eq. gate: J(x, S) = 1{p_psi(valid | x, S) >= tau}
+    return (probabilities(rm, items) >= tau).float()

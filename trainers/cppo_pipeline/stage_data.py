@@ -1,0 +1,316 @@
+"""Stages 1 (planner SFT) and 2 (reward model): the stages that build data and fit on it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cppo_bench.backends import Backend, GenRequest, SamplingParams
+from cppo_bench.backends.hf import HFBackend, load_model
+from cppo_bench.plans import plan_tuple
+from cppo_bench.problem import Problem
+from cppo_bench.prompts import load_prompt, render
+from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.exposure import write_exposure
+from trainers.cppo_pipeline.judge import Judge, PlanItem
+from trainers.cppo_pipeline.negatives import (
+    LabelledTuple,
+    balance,
+    make_negatives,
+    split_by_problem,
+)
+from trainers.cppo_pipeline.refresh import write_pool
+from trainers.cppo_pipeline.settings import take
+from trainers.cppo_pipeline.sft import sft_rows, train_sft
+from trainers.cppo_pipeline.sft_funnel import run_funnel
+from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
+
+CHECKPOINT = "checkpoint"
+SFT_SET = "sft_set.jsonl"
+RM_DIR = "reward_model"
+VAL_SCORES = "val_scores.jsonl"  # the report's trainer-log schema (gate_prob, label, tau)
+
+SFT_KEYS = {
+    "problems": 0,
+    "n_candidates": 6,
+    "samples": 1,
+    "min_examples": 1,
+    "candidate_max_tokens": 400,
+    "temperature": 0.8,
+    "epochs": 2,
+    "batch_size": 4,
+    "lr": 1e-5,
+    "seed_candidates": None,
+}
+RM_KEYS = {
+    "kind": "generative",
+    "model": None,
+    "gpu_model": None,
+    "epochs": 2,
+    "batch_size": 8,
+    "lr": 5e-5,
+    "min_recall": 0.9,
+    "problems": 0,
+    "samples_per_problem": 8,
+    "negatives_per_tuple": 1,
+    "val_fraction": 0.2,
+}
+
+
+@dataclass
+class PipelineInputs:
+    problems: list[Problem]  # the decontaminated training pool
+    source: str
+    model: str | None  # base policy (None: embedded)
+    judge: Judge
+    settings: dict[str, Any]
+    rm_model: str | None = None
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    eval_sets: list[str] = field(default_factory=list)
+
+
+def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
+    return list(problems[:n] if n else problems)
+
+
+def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, tok, model_id = load_model(path, dtype=torch.float32)
+    model = model.to(device)
+    return model, tok, HFBackend(model, tok, model_id, device=device, batch_size=8)
+
+
+def sample_tuples(
+    backend: Backend, problems: Sequence[Problem], k: int, n: int, max_tokens: int, seed: int = 0
+) -> list[tuple[Problem, tuple[str, ...]]]:
+    """``n`` planner tuples per problem under the PLAN prompt (what CPPO will sample)."""
+    stop = load_prompt("plan").render_stop(n_next=k + 1)
+    reqs = [
+        GenRequest(
+            SamplingParams(0.7, 0.95, max_tokens, seed + i, stop),
+            messages=render("plan", p, n=k, n_next=k + 1),
+            tag="planner",
+        )
+        for p in problems
+        for i in range(n)
+    ]
+    results = backend.generate(reqs)
+    out = []
+    for j, r in enumerate(results):
+        p = problems[j // n]
+        plans, _ = plan_tuple(r.text, k, problem=p)
+        out.append((p, tuple(plans)))
+    return out
+
+
+def judge_tuples(
+    judge: Judge, tuples: Sequence[tuple[Problem, tuple[str, ...]]], k: int
+) -> list[LabelledTuple]:
+    verdicts = judge([PlanItem(p, t, k) for p, t in tuples])
+    return [
+        LabelledTuple(p, t, int(v.valid), f"judge:{v.judge}")
+        for (p, t), v in zip(tuples, verdicts, strict=True)
+    ]
+
+
+def read_seeds(path: str | None) -> dict[str, list[str]] | None:
+    """Seed candidates (JSONL of problem_id, candidates); a relative path is looked up in
+    trainers/configs/ when it does not exist as given."""
+    if not path:
+        return None
+    from trainers.engine.config import CONFIG_DIR, ConfigError
+
+    file = Path(path) if Path(path).exists() else CONFIG_DIR / path
+    if not file.is_file():
+        raise ConfigError(f"config sft.seed_candidates: no such file {path!r}")
+    rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line]
+    return {r["problem_id"]: list(r["candidates"]) for r in rows}
+
+
+def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
+    c = take(inp.settings["sft"], SFT_KEYS, "sft")
+    k = int(inp.settings["k"])
+    model, tok, backend = policy_backend(inp.model)
+    params = SamplingParams(c["temperature"], 0.95, c["candidate_max_tokens"], 0)
+    pool = subset(inp.problems, c["problems"])
+    exposure = write_exposure(
+        ctx.folder,
+        [
+            ("Plan candidates (base policy)", inp.source, pool, "self-generated"),
+            (f"Plan judge ({inp.judge.name})", inp.source, pool, "candidate admission only"),
+        ],
+    )
+    examples, counts = run_funnel(
+        pool,
+        backend,
+        inp.judge,
+        k=k,
+        n_candidates=c["n_candidates"],
+        samples=c["samples"],
+        params=params,
+        seeds=read_seeds(c["seed_candidates"]),
+    )
+    with (ctx.folder / SFT_SET).open("w", encoding="utf-8") as fh:
+        for ex in examples:
+            fh.write(
+                json.dumps(
+                    {
+                        "problem_id": ex.problem.problem_id,
+                        "methods": ex.methods,
+                        "target": ex.target,
+                        "judge": inp.judge.name,
+                    }
+                )
+                + "\n"
+            )
+    (ctx.folder / "funnel.json").write_text(json.dumps(counts.as_dict(), indent=2))
+    with (ctx.folder / "candidates.jsonl").open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in counts.records)
+    if len(examples) < c["min_examples"]:
+        raise PipelineStop(
+            "sft",
+            f"SFT set has {len(examples)} problem(s) with >= {k} "
+            f"admissible candidates (< min_examples {c['min_examples']}); funnel "
+            f"{counts.as_dict()}",
+            revisit="sft",
+        )
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    losses = train_sft(
+        model,
+        sft_rows(tok, examples, k),
+        pad,
+        epochs=c["epochs"],
+        batch_size=c["batch_size"],
+        lr=c["lr"],
+        log=ctx.log,
+    )
+    model.save_pretrained(ctx.folder / CHECKPOINT)
+    tok.save_pretrained(ctx.folder / CHECKPOINT)
+    return StageResult(
+        (SFT_SET, "funnel.json", f"{CHECKPOINT}/config.json", exposure),
+        {
+            "funnel": counts.as_dict(),
+            "sft_loss_first": losses[0],
+            "sft_loss_last": losses[-1],
+            "base_model": inp.model or "embedded",
+            "judge": inp.judge.name,
+            "problems": [p.problem_id for p in subset(inp.problems, c["problems"])],
+        },
+    )
+
+
+def rm_config(inp: PipelineInputs, c: dict[str, Any]) -> rmod.RMConfig:
+    model = inp.rm_model or c["model"]
+    if model is None and torch.cuda.is_available():
+        model = c["gpu_model"]  # the study's ~0.8B-class verifier where a GPU can train it
+    return rmod.RMConfig(
+        kind=c["kind"],
+        model=model,
+        epochs=c["epochs"],
+        batch_size=c["batch_size"],
+        lr=c["lr"],
+        tau=inp.settings["tau"],
+        min_recall=c["min_recall"],
+    )
+
+
+def write_scores(
+    path: Path, scores: torch.Tensor, items: Sequence[LabelledTuple], tau: float, split: str
+) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for s, it in zip(scores.tolist(), items, strict=True):
+            fh.write(
+                json.dumps(
+                    {
+                        "gate_prob": min(max(s, 0.0), 1.0),
+                        "label": it.label,
+                        "tau": tau,
+                        "split": split,
+                        "prompt_id": it.prompt_id,
+                        "source": it.source,
+                    }
+                )
+                + "\n"
+            )
+
+
+def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
+    c = take(inp.settings["rm"], RM_KEYS, "rm")
+    k = int(inp.settings["k"])
+    policy = ctx.use("sft", CHECKPOINT)
+    sft_set = ctx.use("sft", SFT_SET)
+    _, _, backend = policy_backend(str(policy))
+    problems = subset(inp.problems, c["problems"])
+    sampled = judge_tuples(
+        inp.judge,
+        sample_tuples(
+            backend, problems, k, c["samples_per_problem"], int(inp.settings["planner_max_tokens"])
+        ),
+        k,
+    )
+    backend.close()
+    by_id = {p.problem_id: p for p in inp.problems}
+    gold = [
+        LabelledTuple(
+            by_id[r["problem_id"]], tuple(r["methods"]), 1, f"judge:{r['judge']} (sft funnel)"
+        )
+        for r in map(json.loads, sft_set.read_text().splitlines())
+    ]
+    positives = [t for t in sampled if t.label == 1] + gold
+    pool = sampled + gold + make_negatives(positives, c["negatives_per_tuple"])
+    data = balance(pool)
+    train, val = split_by_problem(data, c["val_fraction"])
+    ids = {t.prompt_id for t in train}
+    exposure = write_exposure(
+        ctx.folder,
+        [
+            (f"Plan judge labels ({inp.judge.name})", inp.source, problems, "planner samples"),
+            ("RM training labels", inp.source, [by_id[i] for i in sorted(ids)], "balanced 1:1"),
+            (
+                "RM val (threshold, acceptance)",
+                inp.source,
+                [by_id[i] for i in sorted({t.prompt_id for t in val})],
+                "disjoint from RM train",
+            ),
+        ],
+    )
+    cfg = rm_config(inp, c)
+    rm = rmod.RM_KINDS.get(cfg.kind).create(cfg)
+    history = rmod.fit(rm, train, cfg)
+    for epoch, loss in enumerate(history, 1):
+        ctx.log(epoch, {"rm_bce": loss})
+    metrics, scores = rmod.evaluate(rm, val, cfg)
+    write_scores(ctx.folder / VAL_SCORES, scores, val, metrics.tau, "heldout")
+    counts = {
+        "pool": len(pool),
+        "balanced": len(data),
+        "train": len(train),
+        "val": len(val),
+        "sampled": len(sampled),
+        "sampled_valid": sum(t.label for t in sampled),
+        "gold": len(gold),
+        "judge": inp.judge.name,
+    }
+    (ctx.folder / "rm_metrics.json").write_text(
+        json.dumps({**metrics.as_dict(), **counts}, indent=2)
+    )
+    try:
+        rmod.accept(metrics)
+    except rmod.RMRejected as err:
+        raise PipelineStop("rm", f"{err} (metrics: {metrics.as_dict()})", revisit="rm") from None
+    rmod.save(rm, ctx.folder / RM_DIR, metrics, cfg)
+    write_pool(ctx.folder / RM_DIR, pool)
+    return StageResult(
+        (f"{RM_DIR}/{rmod.META}", f"{RM_DIR}/pool.jsonl", VAL_SCORES, "rm_metrics.json", exposure),
+        {
+            "metrics": metrics.as_dict(),
+            "data": counts,
+            "kind": cfg.kind,
+            "base_model": cfg.model or "embedded",
+        },
+    )
