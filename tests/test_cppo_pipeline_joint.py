@@ -41,8 +41,8 @@ def test_joint_step_routes_each_advantage_to_its_own_region(monkeypatch) -> None
     captured = {}
     real = loss_mod.token_logprobs
 
-    def spy(model, input_ids, attention_mask):
-        out = real(model, input_ids, attention_mask)
+    def spy(model, input_ids, attention_mask, *rest):
+        out = real(model, input_ids, attention_mask, *rest)
         out.retain_grad()
         captured["logp"] = out
         return out
