@@ -25,7 +25,7 @@ def test_rm_stage_refuses_a_failing_model_naming_the_metric(tmp_path: Path) -> N
     inputs.settings = settings(tau=0.999, rm={"problems": 4, "samples_per_problem": 2})
     with pytest.raises(PipelineStop, match=r"stage rm: reward model rejected: .*recall 0\.000"):
         run_pipeline(out, inputs, ["rm", "warmup"], echo=lambda s: None)
-    manifest = json.loads((out / "rm" / "manifest.json").read_text())
+    manifest = json.loads((out / "rm" / "stage_manifest.json").read_text())
     assert manifest["status"] == "stopped" and "recall" in manifest["error"]
     metrics = json.loads((out / "rm" / "rm_metrics.json").read_text())
     assert metrics["recall"] == 0.0 and metrics["val"] > 0  # the metrics are kept
@@ -40,7 +40,7 @@ def test_audit_at_zero_density_stops_naming_the_stage_to_revisit(tmp_path: Path)
     assert err.value.revisit == "sft"
     report = json.loads((out / "audit" / "audit.json").read_text())  # the report is kept
     assert report["passed"] is False and report["revisit"] == "sft" and report["tuples"] == 4
-    assert json.loads((out / "audit" / "manifest.json").read_text())["revisit"] == "sft"
+    assert json.loads((out / "audit" / "stage_manifest.json").read_text())["revisit"] == "sft"
     assert not (out / "joint").exists()
 
 
@@ -59,7 +59,8 @@ def _child(tmp: Path) -> subprocess.Popen:
 def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path) -> None:
     out, _ = prepared(tmp_path)
     before = {
-        s: (out / s / "manifest.json").stat().st_mtime_ns for s in ("sft", "rm", "warmup", "audit")
+        s: (out / s / "stage_manifest.json").stat().st_mtime_ns
+        for s in ("sft", "rm", "warmup", "audit")
     }
     child = _child(tmp_path)
     latest = out / "joint" / "run" / "state" / "LATEST"
@@ -69,8 +70,8 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
     assert child.poll() is None, child.communicate()[1][-2000:]
     child.send_signal(signal.SIGKILL)  # mid stage 5: at least one step saved, not all four
     child.wait()
-    total = json.loads((out / "joint" / "run" / "manifest.json").read_text())["total_steps"]
-    assert not (out / "joint" / "manifest.json").is_file()
+    total = json.loads((out / "joint" / "run" / "train_manifest.json").read_text())["total_steps"]
+    assert not (out / "joint" / "stage_manifest.json").is_file()
     rerun = _child(tmp_path)
     stdout, stderr = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, stderr[-3000:]
@@ -81,16 +82,16 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
         "audit": "skipped",
         "joint": "ran",
     }
-    after = {s: (out / s / "manifest.json").stat().st_mtime_ns for s in before}
+    after = {s: (out / s / "stage_manifest.json").stat().st_mtime_ns for s in before}
     assert after == before
-    engine = json.loads((out / "joint" / "run" / "manifest.json").read_text())
+    engine = json.loads((out / "joint" / "run" / "train_manifest.json").read_text())
     assert engine["resumed_at_steps"] and engine["resumed_at_steps"][0] >= 1
     steps = [
         json.loads(x)["step"]
         for x in (out / "joint" / "run" / "metrics.jsonl").read_text().splitlines()
     ]
     assert steps == list(range(1, total + 1))  # every step once, none redone
-    joint = json.loads((out / "joint" / "manifest.json").read_text())
+    joint = json.loads((out / "joint" / "stage_manifest.json").read_text())
     assert joint["status"] == "complete" and "audit/policy.json" in joint["consumed"]
     refresh = [json.loads(x) for x in (out / "joint" / "refresh.jsonl").read_text().splitlines()]
     assert [r["step"] for r in refresh] == [2]  # between the two phases, once
@@ -136,5 +137,5 @@ def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for stage in ("sft", "rm", "warmup", "audit", "joint"):
-        assert json.loads((out / stage / "manifest.json").read_text())["status"] == "complete"
+        assert json.loads((out / stage / "stage_manifest.json").read_text())["status"] == "complete"
     assert "evaluate: cppo-bench run --method cppo" in proc.stdout

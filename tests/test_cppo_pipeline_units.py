@@ -152,14 +152,14 @@ def test_stage_runner_skips_complete_stages_and_records_inputs(tmp_path: Path) -
     stages = {"a": first, "b": second}
     with pytest.raises(PipelineStop, match="stage b: not yet"):
         run_stages(tmp_path, stages, ["a", "b"], {}, echo=lambda s: None)
-    stopped = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    stopped = json.loads((tmp_path / "b" / "stage_manifest.json").read_text())
     assert stopped["status"] == "stopped" and stopped["revisit"] == "a"
     assert run_stages(tmp_path, stages, ["a", "b"], {}, echo=lambda s: None) == {
         "a": "skipped",
         "b": "ran",
     }
     assert calls == ["a", "b", "b"] and is_complete(tmp_path / "b")
-    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "b" / "stage_manifest.json").read_text())
     assert list(manifest["consumed"]) == ["a/data.json"]
     assert manifest["consumed"]["a/data.json"]["manifest_sha256"]
     (tmp_path / "b" / "out.txt").unlink()  # an artifact gone: the stage is incomplete again

@@ -75,7 +75,7 @@ def test_exposure_audit_shows_a_leak_as_a_failure(tmp_path: Path) -> None:
     pipe = tmp_path / "train" / "cppo-x"
     for stage in ("sft", "joint"):
         (pipe / stage).mkdir(parents=True)
-        (pipe / stage / "manifest.json").write_text(json.dumps({"stage": stage}))
+        (pipe / stage / "stage_manifest.json").write_text(json.dumps({"stage": stage}))
     write_exposure(pipe / "sft", [("Plan candidates (base policy)", "demo_train", demo[5:7], "")])
     write_exposure(pipe / "joint", [("Joint CPPO rollout", "demo_train", demo[:2], "")])
     _eval_run(tmp_path, [p.problem_id for p in demo[:3]])

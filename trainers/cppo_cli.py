@@ -1,6 +1,6 @@
 """`cppo-bench train cppo`: the five-stage CPPO pipeline (see README "Training CPPO").
 
-Each stage writes DIR/<stage>/ (manifest.json naming what it consumed, metrics.jsonl, its
+Each stage writes DIR/<stage>/ (stage_manifest.json naming what it consumed, metrics.jsonl, its
 artifacts and checkpoint); a complete stage is skipped on re-run, so the pipeline resumes. A
 stage that refuses to go on (RM rejected, audit failed) exits non-zero naming what to revisit.
 """

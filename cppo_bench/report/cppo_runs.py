@@ -1,6 +1,6 @@
 """What the report reads from `cppo-bench train cppo` pipeline folders (JSON artifacts only).
 
-A pipeline folder holds one sub-folder per stage with a ``manifest.json`` whose ``stage`` names
+A pipeline folder holds one sub-folder per stage with a ``stage_manifest.json`` whose ``stage`` names
 it (sft, rm, warmup, audit, joint). From these the report takes:
 
 * the reward-model diagnostics: ``rm/val_scores.jsonl`` (held-out judge labels) and
@@ -36,11 +36,11 @@ class Pipeline:
 
 def find_pipelines(runs_root: Path) -> list[Pipeline]:
     out = []
-    for sft in sorted(Path(runs_root).rglob("sft/manifest.json")):
+    for sft in sorted(Path(runs_root).rglob("sft/stage_manifest.json")):
         root = sft.parent.parent
         manifests = {}
         for stage in STAGES:
-            path = root / stage / "manifest.json"
+            path = root / stage / "stage_manifest.json"
             if path.is_file():
                 try:
                     m = json.loads(path.read_text(encoding="utf-8"))

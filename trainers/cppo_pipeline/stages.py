@@ -1,6 +1,6 @@
 """The stage runner: one folder per stage, skip what is complete, manifests name their inputs.
 
-A stage writes ``DIR/<stage>/`` with its artifacts and ``manifest.json``. The manifest is
+A stage writes ``DIR/<stage>/`` with its artifacts and ``stage_manifest.json``. The manifest is
 written last and lists the artifacts the stage produced and those it consumed (path + sha256
 of the producing stage's manifest), so a stage is complete exactly when its manifest says
 ``status: complete`` and every listed artifact exists; a complete stage is skipped on re-run,
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "manifest.json"
+MANIFEST = "stage_manifest.json"
 METRICS = "metrics.jsonl"
 STAGES = ("sft", "rm", "warmup", "audit", "joint")
 
