@@ -29,3 +29,13 @@ def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from toy_task import toy_model_dir
 
     return toy_model_dir(tmp_path_factory.mktemp("toy") / "model")
+
+
+# Tests too long for CI (tens of minutes on a 2-core CPU): run them with CPPO_RUN_MANUAL=1.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("CPPO_RUN_MANUAL") == "1":
+        return
+    skip = pytest.mark.skip(reason="manual: tens of minutes on a CPU; set CPPO_RUN_MANUAL=1")
+    for item in items:
+        if item.get_closest_marker("manual"):
+            item.add_marker(skip)

@@ -123,6 +123,7 @@ def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.manual  # ~35 min of CPU: the whole five-stage demo
 def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     """`cppo-bench train cppo` with no arguments: embedded model, demo_train, CPU."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
