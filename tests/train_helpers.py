@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def tiny_model_dir(dest: Path, seed: int = 0) -> Path:
-    """A 2-layer, 32-wide random Llama (fp32) saved with SmolLM2's tokenizer and chat template."""
+def tiny_model_dir(dest: Path, seed: int = 0, head_dim: int = 8) -> Path:
+    """A 2-layer random Llama (fp32, 4 heads of `head_dim`) saved with SmolLM2's tokenizer and
+    chat template. vLLM's CPU attention needs head_dim >= 32."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -18,8 +19,8 @@ def tiny_model_dir(dest: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=4 * head_dim,
+        intermediate_size=8 * head_dim,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,

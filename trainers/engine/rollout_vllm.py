@@ -11,6 +11,7 @@ ids, so both engines sample the same prompts; each request keeps its own seed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,9 @@ def _engine_model_loader(llm: Any) -> Any:
 
 class VLLMRollout:
     def __init__(self, model_path: str, tokenizer: Any, options: Mapping[str, Any]) -> None:
+        # Colocated: the engine core runs in this process (as TRL's colocate mode does), so
+        # load_weights reads the policy's tensors directly: no pickling, no second process.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         vllm = import_vllm()
         self._vllm = vllm
         self.tokenizer = tokenizer
