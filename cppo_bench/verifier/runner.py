@@ -12,7 +12,7 @@ from cppo_bench.problem import Problem, Test
 from cppo_bench.verifier.compare import Checker, get_checker
 from cppo_bench.verifier.records import Limits, VerifyResult
 from cppo_bench.verifier.sandbox import Sandbox, SandboxError, TestRun
-from cppo_bench.verifier.wire import decode_value
+from cppo_bench.verifier.decode import decode_value, parse_status, short_repr
 
 SETUP_FAILED = 120  # child.SETUP_FAILED: the test child could not isolate itself
 
@@ -88,7 +88,7 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
         return "TLE", f"CPU time limit of {limits.time_s:g}s exceeded"
     if run.truncated:
         return "WA", f"output exceeded {limits.output_mb} MiB and was cut off"
-    status = _status(run.status)
+    status = parse_status(run.status)
     if status.get("exc") == "MemoryError":
         return "MLE", f"MemoryError (address space limit {limits.memory_mb} MiB)"
     if run.exit_code == SETUP_FAILED and not run.status and not run.stderr:
@@ -112,15 +112,7 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     value = decode_value(status["value"])
     if checker.call(value, json.loads(test.output)):
         return "AC", ""
-    return "WA", f"expected {_short(test.output)}, got {_short(repr(value))}"
-
-
-def _status(raw: bytes) -> dict:
-    try:
-        status = json.loads(raw) if raw else {}
-    except (ValueError, RecursionError):
-        return {"exc": "CorruptStatus"}  # the program wrote on the status fd itself
-    return status if isinstance(status, dict) else {"exc": "CorruptStatus"}
+    return "WA", f"expected {_short(test.output)}, got {_short(short_repr(value))}"
 
 
 def _signal_name(num: int) -> str:
@@ -136,5 +128,5 @@ def _last_line(text: str) -> str:
 
 
 def _short(text: str, width: int = 60) -> str:
-    text = text.strip()
+    text = text[: 4 * width].strip()  # never copy a huge output to show its start
     return repr(text if len(text) <= width else text[: width - 3] + "...")

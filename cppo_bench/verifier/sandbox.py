@@ -158,7 +158,14 @@ class Sandbox:
     def run_test(self, data: bytes, timeout: float) -> TestRun:
         self._send({"op": "test"}, data)
         head, payload = self._recv(timeout=timeout)
-        stdout, status = wire.split_parts(head, payload)
+        try:
+            stdout, status = wire.split_parts(head, payload)
+            return self._test_run(head, stdout, status)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise SandboxError(f"malformed test result from the sandbox: {exc}") from None
+
+    @staticmethod
+    def _test_run(head: dict, stdout: bytes, status: bytes) -> TestRun:
         return TestRun(
             exit_code=int(head["exit"]), cpu_s=float(head["cpu_s"]), wall_s=float(head["wall_s"]),
             maxrss_kb=int(head["maxrss_kb"]), timed_out=bool(head["timed_out"]),
@@ -243,7 +250,12 @@ class Sandbox:
                     continue
                 frame = bytes(self._buf[:need])
                 del self._buf[:need]
-                head = json.loads(frame[wire.HEAD.size : wire.HEAD.size + sizes[0]])
+                try:
+                    head = json.loads(frame[wire.HEAD.size : wire.HEAD.size + sizes[0]])
+                except (ValueError, RecursionError):
+                    head = None
+                if not isinstance(head, dict):
+                    raise SandboxError("malformed reply from the sandbox")
                 return head, frame[wire.HEAD.size + sizes[0] :]
             fd = self.proc.stdout.fileno() if self.proc else -1
             left = deadline - time.monotonic()
