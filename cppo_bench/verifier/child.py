@@ -178,7 +178,10 @@ def _setup_failed(err_fd: int, exc: BaseException) -> None:
         import traceback
 
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        os.write(err_fd, f"sandbox set-up failed: {type(exc).__name__}: {exc} (line {where.lineno})\n".encode())
+        os.write(
+            err_fd,
+            f"sandbox set-up failed: {type(exc).__name__}: {exc} (line {where.lineno})\n".encode(),
+        )
     finally:
         os._exit(SETUP_FAILED)
 
@@ -286,8 +289,9 @@ def _private_mounts(iso: dict, size: int) -> None:
         except OSError:
             pass
     path = iso["scratch"]
+    kept = nsutil.open_paths(nsutil.under(iso["keep"], path))
     nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
-    nsutil.bind_back([tuple(k) for k in iso["keep"]], path)
+    nsutil.bind_back(kept)
     os.chmod(path, 0o700)
     for other in ("/dev/shm", "/var/tmp"):  # other writable places: empty and read-only
         if os.path.isdir(other) and os.path.realpath(other) != os.path.realpath(path):
@@ -307,7 +311,9 @@ def _readonly_mounts(keep: str) -> None:
         points = [line.split()[4] for line in f]
     for raw in points:
         point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), raw)
-        if point.decode(errors="replace") in (keep, "/dev/shm", "/var/tmp"):
+        # /proc stays writable: the per-test user namespace's maps are written there (its
+        # sysctls still need privileges the program never has)
+        if point.decode(errors="replace") in (keep, "/dev/shm", "/var/tmp", "/proc"):
             continue
         try:
             flags = os.statvfs(point).f_flag | MS_RDONLY | MS_REMOUNT | MS_BIND

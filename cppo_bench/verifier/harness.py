@@ -86,14 +86,13 @@ class Server:
         builtins.exit = builtins.quit = _exit  # `site` normally adds these; -S skips it
         sys.set_int_max_str_digits(0)
         scratch = self.init["scratch"]
-        keep = [p for p in self.init.get("keep", []) if (p + "/").startswith(scratch + "/")]
         self.iso = {
             "private": mapped,
             # per-test user namespaces (own keyrings); the kernel lets a process map only its
             # own uid into a new one, and never uid 0 without CAP_SETFCAP outside it
             "userns": mapped and os.geteuid() != 0,
             "scratch": scratch,
-            "keep": [list(k) for k in nsutil.open_paths(keep)],
+            "keep": nsutil.under(self.init.get("keep", []), scratch),
             "readonly_host": self.init.get("readonly_host", False),
         }
         self._start_zygote()

@@ -83,12 +83,24 @@ def open_paths(paths: list[str]) -> list[tuple[str, int]]:
     return out
 
 
-def bind_back(kept: list[tuple[str, int]], under: str) -> None:
-    """Re-mount, read-only at their own paths, the kept paths that lie under the fresh tmpfs
-    `under` (e.g. a Python environment in /tmp, which a private /tmp would hide)."""
+def outermost(paths: list[str]) -> list[str]:
+    """`paths` without those inside another one of them (binding the outer one covers it)."""
+    out: list[str] = []
+    for p in sorted(set(paths), key=len):
+        if not any((p + "/").startswith(o + "/") for o in out):
+            out.append(p)
+    return out
+
+
+def under(paths: list[str], top: str) -> list[str]:
+    return [p for p in outermost(paths) if (p + "/").startswith(top.rstrip("/") + "/")]
+
+
+def bind_back(kept: list[tuple[str, int]]) -> None:
+    """Re-mount, read-only at their own paths, kept paths that a fresh tmpfs now hides (e.g.
+    a Python environment in /tmp under a private /tmp). The O_PATH fds must have been opened
+    in this mount namespace, before the tmpfs was mounted."""
     for path, fd in kept:
-        if not (path + "/").startswith(under.rstrip("/") + "/"):
-            continue
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(path, exist_ok=True)
         else:
@@ -132,10 +144,9 @@ def reveal(paths: list[str], uid: int) -> list[str]:
                 covered.append(anc)
                 break
     for top in covered:
-        inside = [p for p in paths if (p + "/").startswith(top + "/")]
-        kept = open_paths(inside)
+        kept = open_paths(under(paths, top))
         mount(b"tmpfs", top, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0755")
-        bind_back(kept, top)
+        bind_back(kept)
         for _, fd in kept:
             os.close(fd)
     return covered
