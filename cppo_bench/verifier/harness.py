@@ -66,15 +66,17 @@ class Server:
                 dropped = True
             except OSError as exc:
                 notes.append(f"could not drop to uid {uid}: {exc}")
-        # The uid change cleared the parent-death signal (bwrap --die-with-parent): set it
-        # again, so that a killed verifier never leaves this server behind.
-        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1 and os.getpid() != 1:
-            os._exit(0)  # the parent already died
         host_uid = os.geteuid()
         mapped = False
         if self.init.get("userns"):
             mapped = self._enter_userns(notes)
+        # The uid drop and the new user namespace cleared the parent-death signal (bwrap's
+        # --die-with-parent): set it again. (Where the parent may not signal us, e.g. a root
+        # bwrap without CAP_KILL, the verifier's end of our control pipe closing ends us.)
+        parent = os.getppid()
+        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if parent == 0 and os.getpid() != 1 or parent == 1 and os.getpid() != 1:
+            os._exit(0)  # the parent already died
         nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
         nproc = self.init.get("nproc")
         if nproc and (self.userns or os.geteuid() != 0):
