@@ -66,7 +66,7 @@ def hostile_programs(tmp: Path, port: int) -> dict[str, tuple[str, set[str]]]:
     outside = tmp / "outside" / "written.txt"
     return {
         "fork_bomb": ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
-                      "        pass", {"TLE"}),
+                      "        pass", {"TLE", "MLE"}),
         "memory_bomb": ("x = ' ' * (10 ** 10)", {"MLE"}),
         "memory_growth": ("chunks = []\nwhile True:\n    chunks.append(' ' * 10 ** 6)", {"MLE"}),
         "infinite_loop": ("while True:\n    pass", {"TLE"}),

@@ -4,6 +4,7 @@ sandboxed verifier and summarise the verdicts."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -168,10 +169,17 @@ def failure_table(rows: list[dict], limit: int = 25):
     help="Default address-space limit for problems without their own [256].",
 )
 @click.option("--output-mb", type=click.IntRange(min=1), help="Output cap per test [64].")
+@click.option(
+    "--unsafe-no-sandbox",
+    is_flag=True,
+    help="Run programs even where no sandbox mode can make them unprivileged (as root, "
+    "unisolated). Only for trusted code.",
+)
 def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            programs: Path | None, out: Path | None, workers: int | None, all_tests: bool,
            reference: bool, cache_dir: Path | None, time_limit: float | None,
-           memory_mb: int | None, output_mb: int | None) -> None:  # fmt: skip
+           memory_mb: int | None, output_mb: int | None,
+           unsafe_no_sandbox: bool = False) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox."""
     from dataclasses import replace
 
@@ -182,6 +190,8 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
 
+    if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
+        os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import ctypes
 import io
 import json
 import os
@@ -18,16 +17,16 @@ import re
 import resource
 import signal
 import sys
+import warnings
 
+import nsutil
 from wire import encode_value
 
-LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-CLONE_NEWNS, CLONE_NEWIPC = 0x20000, 0x8000000
+LIBC = nsutil.LIBC
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 
 SETUP_FAILED = 120  # exit code of a child whose sandbox set-up failed (a harness fault)
+READY = b"R"  # first byte on the status fd, written just before the program runs
 WRAPPED = "_cppo_wrapped_main"
 MEMORY_ERROR = b'{"exc": "MemoryError"}'  # built up front: no allocation needed after OOM
 
@@ -100,29 +99,49 @@ def compile_program(source: str, mode: str):
         return None, error
 
 
-def run_child(prog: dict, preludes: dict, in_fd: int, writers: list, private: dict | None) -> None:
-    """Set up the forked test child, run the program, report on fd 3 and `_exit`. Never
-    returns. `private`: {"path", "size"} of the scratch tmpfs to mount, None when the server
-    has no user namespace (the scratch dir was then made by the server)."""
+def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) -> None:
+    """The forked test child (pid 1 of its own pid namespace where the kernel allows): isolate,
+    then fork the program's process, which compiles the program read from its memfd, runs
+    it, reports on fd 3 and `_exit`s. Never returns. `iso`: what to set up (see
+    harness.Server.setup). The program does not run as pid 1, which the kernel shields from
+    its own signals: it gets a normal process's semantics, and pid 1 reports its exit."""
     try:
         os.setpgid(0, 0)
-        LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if private is not None:
-            _private_scratch(private["path"], private["size"], private["readonly_host"])
-        os.chdir(prog["scratch"])
+        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if iso["private"]:
+            _private_mounts(iso, spec["scratch_bytes"])
+        if iso["userns"]:  # own keyrings (the user keyring is per user namespace)
+            nsutil.prctl(nsutil.PR_SET_DUMPABLE, 1)  # /proc/self/*_map are root's otherwise
+            nsutil.check(nsutil.unshare(nsutil.CLONE_NEWUSER), "unshare user")
+            nsutil.map_ids(os.getuid(), os.getgid())
+        nsutil.new_session_keyring()
+        nsutil.drop_privileges()
+        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # the program may not ptrace its reporter
+        os.chdir(spec["scratch"])
+        program = os.fork()
+    except BaseException as exc:
+        _setup_failed(fds["err"], exc)
+    if program:
+        _report(program, report_fd, fds)
+    try:
+        source = _read_all(fds["code"]).decode("utf-8", "replace")
+        os.close(fds["code"])
+        in_fd, writers = fds["input"], [fds["out"], fds["err"], fds["status"]]
         raw = b""
-        if prog["mode"] == "call":
-            raw = os.read(in_fd, 1 << 30)
+        if spec["mode"] == "call":
+            raw = _read_all(in_fd)
             in_fd = os.open(os.devnull, os.O_RDWR)
             writers[0] = in_fd
         os.dup2(in_fd, 0)
         for target, fd in zip((1, 2, 3), writers, strict=True):
             os.dup2(fd, target)
         os.closerange(4, 1 << 16)
-        limit = max(1, int(-(-prog["time_s"] // 1)))
+        limit = max(1, int(-(-spec["time_s"] // 1)))
+        # SIGXCPU at the soft limit (a clear TLE); raising it to the hard one buys nothing: the
+        # judge compares the whole tree's CPU with time_s, and the server kills past it.
         resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (prog["mem_bytes"], prog["mem_bytes"]))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (prog["fsize_bytes"], prog["fsize_bytes"]))
+        resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         sys.stdin = sys.__stdin__ = open(
             0, encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False
@@ -141,9 +160,50 @@ def run_child(prog: dict, preludes: dict, in_fd: int, writers: list, private: di
         )
         sys.argv = ["solution.py"]
         sys.modules["random"].seed()  # a fresh interpreter would have a fresh seed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # compile warnings are not the program's output
+            code, wrapped = compile_program(source, spec["mode"])
+        if code is None:
+            raise SyntaxError(wrapped)
+        prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)
+        os.write(3, READY)  # from here on every exit status is the program's own
     except BaseException:
         os._exit(SETUP_FAILED)
     _run_program(prog, raw, preludes)
+
+
+def _setup_failed(err_fd: int, exc: BaseException) -> None:
+    """Say why on the stderr pipe (the verifier shows it), exit SETUP_FAILED without READY."""
+    try:
+        import traceback
+
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        os.write(
+            err_fd,
+            f"sandbox set-up failed: {type(exc).__name__}: {exc} (line {where.lineno})\n".encode(),
+        )
+    finally:
+        os._exit(SETUP_FAILED)
+
+
+def _report(program: int, report_fd: int, fds: dict) -> None:
+    """pid 1: hold no pipe, reap everything until the program exits, write its wait status
+    on `report_fd` and exit (the kernel then kills whatever the program left running)."""
+    try:
+        for fd in fds.values():
+            os.close(fd)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == program:
+                break
+        os.write(report_fd, status.to_bytes(4, "little"))
+    finally:
+        os._exit(0)
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, size, 0) if size else b""
 
 
 def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
@@ -217,21 +277,32 @@ def _call(g: dict, prog: dict, args: list):
     return fn(*args)
 
 
-def _private_scratch(path: str, size: int, readonly_host: bool) -> None:
-    """A fresh tmpfs on the scratch dir, private to this test's processes (mount ns); outside
-    bwrap also every other mount made read-only for them."""
-    if LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
-        raise OSError(ctypes.get_errno(), "unshare")
-    LIBC.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    opts = f"size={size},mode=0700".encode()
-    if LIBC.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
-        raise OSError(ctypes.get_errno(), "mount scratch")
-    for other in (b"/dev/shm", b"/var/tmp"):  # other writable places: empty and read-only
+def _private_mounts(iso: dict, size: int) -> None:
+    """A private mount and IPC namespace: fresh /proc for the test's pid namespace (where
+    allowed), fresh tmpfs scratch, kept paths (a Python environment under /tmp) bound back,
+    /dev/shm and /var/tmp empty and read-only, and outside bwrap every host mount read-only."""
+    nsutil.check(nsutil.unshare(nsutil.CLONE_NEWNS | nsutil.CLONE_NEWIPC), "unshare mount")
+    nsutil.make_private()
+    if iso["pidns"]:
+        try:  # only this test's processes in /proc (refused where /proc is partly covered)
+            nsutil.mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | nsutil.MS_NOEXEC, None)
+        except OSError:
+            pass
+    path = iso["scratch"]
+    kept = nsutil.open_paths(nsutil.under(iso["keep"], path))
+    nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
+    nsutil.bind_back(kept)
+    os.chmod(path, 0o700)
+    for other in ("/dev/shm", "/var/tmp"):  # other writable places: empty and read-only
         if os.path.isdir(other) and os.path.realpath(other) != os.path.realpath(path):
-            LIBC.mount(b"tmpfs", other, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
-    if readonly_host:
+            try:
+                nsutil.mount(
+                    b"tmpfs", other, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"
+                )
+            except OSError:
+                pass
+    if iso["readonly_host"]:
         _readonly_mounts(keep=os.path.realpath(path))
-    _drop_caps()
 
 
 def _readonly_mounts(keep: str) -> None:
@@ -240,17 +311,12 @@ def _readonly_mounts(keep: str) -> None:
         points = [line.split()[4] for line in f]
     for raw in points:
         point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), raw)
-        if point.decode(errors="replace") in (keep, "/dev/shm", "/var/tmp"):
+        # /proc stays writable: the per-test user namespace's maps are written there (its
+        # sysctls still need privileges the program never has)
+        if point.decode(errors="replace") in (keep, "/dev/shm", "/var/tmp", "/proc"):
             continue
         try:
             flags = os.statvfs(point).f_flag | MS_RDONLY | MS_REMOUNT | MS_BIND
         except OSError:
             continue
         LIBC.mount(None, point, None, flags, None)
-
-
-def _drop_caps() -> None:
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    data = (ctypes.c_uint32 * 6)()
-    if LIBC.capset(header, data) != 0:
-        raise OSError(ctypes.get_errno(), "capset")

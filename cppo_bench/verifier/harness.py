@@ -1,33 +1,37 @@
 """The verifier's server INSIDE the sandbox, run as `python -I -S harness.py` (stdlib only).
 
 One server serves one worker thread for its whole batch. It receives one program at a time
-(compiled here, never run here) and, per test, forks a fresh child: the child gets a private
-scratch tmpfs, rlimits, the test input on a real fd 0, runs the program and reports on a pipe.
-The server sends the raw facts back; the verifier outside holds the expected outputs and
-judges. The server only ever holds the current test's input, and wipes it after use.
+(compiled here only to report CE, never run here) and, per test, asks the zygote (zygote.py,
+forked before any program arrived) to fork a fresh child: the child gets its own pid, mount,
+IPC and user namespaces, a private scratch tmpfs, no capabilities, rlimits, the test input on
+a real fd 0, runs the program and reports on a pipe. The server sums CPU and memory over the
+child's whole process tree while it runs, sends the raw facts back, and the verifier outside
+holds the expected outputs and judges.
 """
 
 from __future__ import annotations
 
 import builtins
-import ctypes
+import json
 import os
 import resource
 import select
-import shutil
 import signal
+import socket
 import sys
 import time
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from child import _LCB_MODULES, PRELUDES, SETUP_FAILED, compile_program, run_child  # noqa: E402
-from wire import read_frame, write_frame  # noqa: E402  (sibling files, stdlib only)
+import nsutil  # noqa: E402  (sibling files, stdlib only)
+from child import _LCB_MODULES, PRELUDES, compile_program  # noqa: E402
+from procs import Stream, Tree, descendants, kill, wipe  # noqa: E402
+from wire import read_frame, write_frame  # noqa: E402
+from zygote import zygote_main  # noqa: E402
 
 del sys.path[0]  # programs must not import the verifier's own modules
 
-LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
-CLONE_NEWUSER, CLONE_NEWUTS, CLONE_NEWNET = 0x10000000, 0x4000000, 0x40000000
+POLL_S = 0.05  # how often a running test's process tree is measured
 
 
 def _exit(code=None):
@@ -38,90 +42,166 @@ class Server:
     def __init__(self, ctrl_in: int, ctrl_out: int, init: dict) -> None:
         self.ctrl_in, self.ctrl_out = ctrl_in, ctrl_out
         self.init = init
-        self.is_init = os.getpid() == 1  # pid-namespace init: kill(-1) reaches every process
         self.userns = False
         self.prog: dict | None = None
         self.preludes = {k: compile(v, "<prelude>", "exec") for k, v in PRELUDES.items()}
+        self.zygote = -1
+        self.zsock: socket.socket | None = None
+        self.iso: dict = {}
 
     # ---- set-up -------------------------------------------------------------------------
     def setup(self) -> dict:
-        notes = []
+        notes: list[str] = []
+        for name in _LCB_MODULES + ["fractions", "typing", "time", "traceback", "warnings"]:
+            __import__(name)  # while we can surely read the install (before any uid drop)
         uid = self.init.get("drop_uid")
+        if self.init.get("fix_mounts") and os.geteuid() == 0:
+            self._fix_mounts(uid if uid is not None else os.geteuid(), notes)
+        dropped = False
         if uid is not None and os.geteuid() == 0:
             try:
                 os.setgroups([])
                 os.setresgid(uid, uid, uid)
                 os.setresuid(uid, uid, uid)
+                dropped = True
             except OSError as exc:
                 notes.append(f"could not drop to uid {uid}: {exc}")
-        entered = False
+        host_uid = os.geteuid()
+        mapped = False
         if self.init.get("userns"):
-            entered, self.userns = self._enter_userns(notes)
-        if not self.is_init:
-            LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            mapped = self._enter_userns(notes)
+        # The uid drop and the new user namespace cleared the parent-death signal (bwrap's
+        # --die-with-parent): set it again. (Where the parent may not signal us, e.g. a root
+        # bwrap without CAP_KILL, the verifier's end of our control pipe closing ends us.)
+        parent = os.getppid()
+        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if parent == 0 and os.getpid() != 1 or parent == 1 and os.getpid() != 1:
+            os._exit(0)  # the parent already died
+        nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
         nproc = self.init.get("nproc")
-        if nproc and (entered or os.geteuid() != 0):
+        if nproc and (self.userns or os.geteuid() != 0):
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # same-uid programs may not ptrace us
+        nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1)  # inherited by everything below us
+        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # same-uid processes may not ptrace us
         if self.init.get("site"):
             sys.path.append(self.init["site"])
         builtins.exit = builtins.quit = _exit  # `site` normally adds these; -S skips it
         sys.set_int_max_str_digits(0)
-        for name in _LCB_MODULES + ["fractions", "typing", "time", "traceback"]:
-            __import__(name)
+        scratch = self.init["scratch"]
+        self.iso = {
+            "private": mapped,
+            # per-test user namespaces (own keyrings); the kernel lets a process map only its
+            # own uid into a new one, and never uid 0 without CAP_SETFCAP outside it
+            "userns": mapped and os.geteuid() != 0,
+            "scratch": scratch,
+            "keep": nsutil.under(self.init.get("keep", []), scratch),
+            "readonly_host": self.init.get("readonly_host", False),
+        }
+        self._start_zygote()
+        if not self.iso["pidns"]:
+            notes.append("no pid namespace per test: programs can see the server")
         return {
             "op": "hello",
             "uid": os.geteuid(),
-            "pid1": self.is_init,
+            "host_uid": host_uid,
+            "dropped": dropped,
+            "nnp": nsutil.prctl(nsutil.PR_GET_NO_NEW_PRIVS) == 1,
+            "pid1": os.getpid() == 1,
             "userns": self.userns,
+            "pidns": self.iso["pidns"],
             "notes": notes,
         }
 
-    def _enter_userns(self, notes: list) -> tuple[bool, bool]:
-        """(entered, mapped). A private user namespace makes RLIMIT_NPROC count this sandbox
-        only; once our uid is mapped in it, each test child can mount its own scratch tmpfs.
-        The network namespace is made here too."""
-        uid, gid = os.geteuid(), os.getegid()
-        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # /proc/self/*_map is root-owned otherwise
-        if LIBC.unshare(CLONE_NEWUSER) != 0:
-            notes.append(f"no user namespace (errno {ctypes.get_errno()})")
-            return False, False
-        mapped = True
+    def _fix_mounts(self, uid: int, notes: list) -> None:
+        """Outside bwrap, as root: in our own mount namespace, a minimal /dev, and the Python
+        install made reachable for `uid` (a tmpfs over e.g. /root, the install bound back)."""
+        if nsutil.unshare(nsutil.CLONE_NEWNS) != 0:
+            notes.append("no mount namespace: host /dev and paths stay as they are")
+            return
         try:
-            for name, text in (
-                ("setgroups", "deny"),
-                ("uid_map", f"{uid} {uid} 1"),
-                ("gid_map", f"{gid} {gid} 1"),
-            ):
-                with open(f"/proc/self/{name}", "w") as f:
-                    f.write(text)
+            nsutil.make_private()
+            nsutil.minimal_dev()
+            nsutil.reveal(self.init.get("reveal", []), uid)
+        except OSError as exc:
+            notes.append(f"mount set-up failed: {exc}")
+
+    def _enter_userns(self, notes: list) -> bool:
+        """A private user namespace makes RLIMIT_NPROC count this sandbox only; once our uid
+        is mapped in it, we hold the capabilities to give each test its own namespaces."""
+        uid, gid = os.geteuid(), os.getegid()
+        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 1)  # /proc/self/*_map is root-owned otherwise
+        if nsutil.unshare(nsutil.CLONE_NEWUSER) != 0:
+            notes.append("no user namespace")
+            return False
+        self.userns = True
+        try:
+            nsutil.map_ids(uid, gid)
         except OSError as exc:
             notes.append(f"user namespace maps failed: {exc}")
-            mapped = False
-        if LIBC.unshare(CLONE_NEWNET | CLONE_NEWUTS) != 0:
-            notes.append(f"no network namespace (errno {ctypes.get_errno()})")
-        return True, mapped
+            return False
+        if nsutil.unshare(nsutil.CLONE_NEWNET | nsutil.CLONE_NEWUTS) != 0:
+            notes.append("no network namespace")
+        return True
+
+    def _start_zygote(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The zygote is the init of a pid namespace owned by our user namespace, so that it
+        # may give each test a pid namespace of its own and step back into its own after.
+        own_pidns = bool(self.userns) and nsutil.unshare(nsutil.CLONE_NEWPID) == 0
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                for fd in (self.ctrl_in, self.ctrl_out):
+                    os.close(fd)
+                zygote_main(theirs, self.iso, self.preludes)
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.zygote, self.zsock = pid, ours
+        hello = self._zrecv(30)
+        self.iso["pidns"] = own_pidns and bool(hello.get("pidns"))
+
+    def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
+        if not select.select([self.zsock], [], [], timeout)[0]:
+            raise RuntimeError("the zygote did not answer")
+        msg, got, _, _ = socket.recv_fds(self.zsock, 1 << 16, 1)
+        if not msg:
+            raise RuntimeError("the zygote died")
+        if fds is not None:
+            fds += got
+        else:
+            for fd in got:
+                os.close(fd)
+        return json.loads(msg)
 
     # ---- programs ---------------------------------------------------------------------------
     def load(self, head: dict, code: bytes) -> dict:
         source = code.decode("utf-8", "replace")
-        obj, wrapped_or_error = compile_program(source, head["mode"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # compile warnings: nobody reads our stderr
+            obj, wrapped_or_error = compile_program(source, head["mode"])
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
-        wrapped = bool(wrapped_or_error)
+        del obj  # the child compiles its own copy: the zygote never holds program data
+        code_fd = os.memfd_create("program")
+        os.write(code_fd, source.encode("utf-8", "surrogatepass"))
         scratch = self.init["scratch"]
-        if not self.userns:  # no private tmpfs per test: a fresh dir per program, wiped after
+        if not self.iso["private"]:  # no private tmpfs per test: a fresh dir, wiped after
             scratch = os.path.join(scratch, f"p{time.monotonic_ns()}")
             os.makedirs(scratch, mode=0o700)
-        self.prog = dict(head, code=obj, wrapped=wrapped, source=source, scratch=scratch)
-        return {"op": "ready", "wrapped": wrapped}
+        spec = {k: head.get(k) for k in ("mode", "prelude", "fn_name", "int_keys", "time_s",
+                                          "mem_bytes", "fsize_bytes", "scratch_bytes")}  # fmt: skip
+        self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec=dict(spec, scratch=scratch))
+        return {"op": "ready", "wrapped": bool(wrapped_or_error)}
 
     def end(self) -> dict:
-        self.kill_all()
-        if self.prog and self.prog["scratch"] != self.init["scratch"]:
-            # Without per-test tmpfs: wipe the program's dir, and all of /tmp where it is the
-            # sandbox's own (bwrap, containers), so nothing passes to the next program.
-            _wipe(self.init["scratch"] if self.init.get("private_tmp") else self.prog["scratch"])
+        if self.prog is not None:
+            os.close(self.prog["code_fd"])
+            if self.prog["scratch"] != self.init["scratch"]:
+                # Without per-test tmpfs: wipe the program's dir, and all of /tmp where it is
+                # the sandbox's own (bwrap, containers), so nothing passes to the next program.
+                wipe(self.init["scratch"] if self.init.get("private_tmp") else self.prog["scratch"])
         self.prog = None
         return {"op": "ended"}
 
@@ -131,173 +211,99 @@ class Server:
         in_fd = os.memfd_create("stdin")
         os.write(in_fd, data)
         os.lseek(in_fd, 0, 0)
-        data[:] = bytes(len(data))  # scrub: later children must not find this input
+        data[:] = bytes(len(data))  # scrub: nothing of this input stays in our memory
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, status
+        fds = [prog["code_fd"], in_fd, *(w for _, w in pipes)]
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the test child: never returns into the server's code
-            try:
-                private = {
-                    "path": self.init["scratch"],
-                    "size": prog["scratch_bytes"],
-                    "readonly_host": self.init.get("readonly_host", False),
-                }
-                writers = [w for _, w in pipes]
-                run_child(prog, self.preludes, in_fd, writers, private if self.userns else None)
-            finally:
-                os._exit(SETUP_FAILED)
+        socket.send_fds(self.zsock, [json.dumps(prog["spec"]).encode()], fds)
         os.close(in_fd)
         for _, w in pipes:
             os.close(w)
-        out, err, st = (
-            Stream(r, cap)
-            for (r, _), cap in zip(pipes, (prog["out_bytes"], None, prog["out_bytes"]), strict=True)
-        )
+        caps = (prog["out_bytes"], None, prog["out_bytes"] + 1)  # status: + the READY byte
+        out, err, st = (Stream(r, cap) for (r, _), cap in zip(pipes, caps, strict=True))
         streams = {s.fd: s for s in (out, err, st)}
-        timed_out = truncated = False
-        waited = None
-        try:
-            pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            pidfd = None
+        got: list[int] = []
+        self._zrecv(30, got)
+        pidfd = got[0]  # the test's init (a pidfd: its pid number is the zygote's)
+        pid = _pid_of(pidfd)
+        over, tree = None, Tree(pid, prog)
         deadline = start + prog["wall_s"]
-        while waited is None and not truncated:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
+        truncated = exited = False
+        next_poll = start + POLL_S
+        while not (exited or truncated or over):
+            now = time.monotonic()
+            if now >= deadline:
+                over = "wall"
                 break
-            watch = [s.fd for s in streams.values() if s.open] + [self.ctrl_in]
-            watch += [pidfd] if pidfd is not None else []
-            ready = select.select(watch, [], [], left if pidfd is not None else min(left, 0.005))[0]
+            if now >= next_poll:
+                over = tree.measure()
+                next_poll = now + POLL_S
+                continue
+            zfd = self.zsock.fileno()
+            watch = [s.fd for s in streams.values() if s.open] + [self.ctrl_in, zfd]
+            ready = select.select(watch, [], [], min(deadline, next_poll) - now)[0]
             if self.ctrl_in in ready:  # the verifier is gone: leave nothing behind
-                self.kill_all()
+                self._kill_test(pid, pidfd)
                 os._exit(0)
             truncated = any(streams[fd].pump() for fd in ready if fd in streams)
-            res = os.wait4(pid, os.WNOHANG)
-            if res[0]:
-                waited = res
+            if zfd in ready:
+                exited = bool(self._zrecv(1).get("exited"))
         wall = time.monotonic() - start
-        if waited is None:
-            _kill(pid)
-            waited = os.wait4(pid, 0)
-        self.kill_all()
-        for s in streams.values():  # everyone is dead: drain what is buffered, then EOF
-            while s.open:
-                truncated = s.pump() or truncated
-        if pidfd is not None:
-            os.close(pidfd)
-        usage = waited[2]
+        self._kill_test(pid, pidfd)
+        os.close(pidfd)
+        if not exited:
+            self._zrecv(30)  # {"exited"}: the test's init is reaped
+        final = self._zrecv(30)
+        for s in streams.values():  # everyone is dead: take what is buffered, never wait
+            truncated = s.drain() or truncated
         head = {
             "op": "result",
-            "exit": os.waitstatus_to_exitcode(waited[1]),
-            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "exit": os.waitstatus_to_exitcode(final["status"]),
+            "cpu_s": max(float(final["cpu_s"]), tree.cpu_s),
             "wall_s": wall,
-            "maxrss_kb": usage.ru_maxrss,
-            "timed_out": timed_out,
+            "maxrss_kb": max(int(final["maxrss_kb"]), tree.peak_kb),
+            "timed_out": over == "wall",
+            "cpu_exceeded": over == "cpu",
+            "mem_exceeded": over == "mem",
             "truncated": truncated,
             "stderr": bytes(err.buf[-2000:]).decode("utf-8", "replace"),
         }
         return head, [bytes(out.buf), bytes(st.buf)]
 
-    def kill_all(self) -> None:
-        """Kill and reap every process the programs left behind (daemons included)."""
-        for _ in range(5000):
-            if self.is_init:
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            else:
-                for pid in _descendants(os.getpid()):
-                    _kill(pid)
-            try:
-                while os.waitpid(-1, os.WNOHANG)[0]:
-                    pass
-            except ChildProcessError:
-                return
-            time.sleep(0.0005)
-
-
-def _kill(pid: int) -> None:
-    for fn, target in ((os.killpg, pid), (os.kill, pid)):
+    def _kill_test(self, pid: int, pidfd: int) -> None:
+        """Kill the test's process tree: its pid namespace dies with its init; without one,
+        every process below the zygote (orphans included: the zygote is their subreaper)."""
         try:
-            fn(target, signal.SIGKILL)
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         except OSError:
             pass
+        targets = [] if self.iso["pidns"] else descendants(self.zygote)
+        for _ in range(1000):
+            for p in targets:
+                kill(p)
+            if self.iso["pidns"] or not descendants(self.zygote):
+                return
+            targets = descendants(self.zygote)
+            time.sleep(0.001)
+
+    def kill_all(self) -> None:
+        if self.zygote > 0:
+            kill(self.zygote)
 
 
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        out += kids
-        todo += kids
-    return out
-
-
-def _wipe(path: str) -> None:
-    """Remove everything under `path` (kept itself), whatever modes the program set."""
-    for root, dirs, _ in os.walk(path):  # first make every directory enterable
-        for d in dirs:
-            full = os.path.join(root, d)
-            if not os.path.islink(full):
-                try:
-                    os.chmod(full, 0o700)
-                except OSError:
-                    pass
-    for name in os.listdir(path):
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
-        else:
-            try:
-                os.unlink(full)
-            except OSError:
-                pass
-
-
-class Stream:
-    """One pipe from the test child. `cap` None = keep only the tail (stderr)."""
-
-    def __init__(self, fd: int, cap: int | None) -> None:
-        self.fd, self.cap, self.buf, self.open = fd, cap, bytearray(), True
-
-    def pump(self) -> bool:
-        """Read once; True when the cap was exceeded (the program is then stopped)."""
-        chunk = os.read(self.fd, 1 << 16)
-        if not chunk:
-            self.close()
-            return False
-        self.buf += chunk
-        if self.cap is None:
-            if len(self.buf) > 1 << 16:
-                del self.buf[: len(self.buf) - 4096]
-            return False
-        if len(self.buf) > self.cap:
-            del self.buf[self.cap :]
-            self.close()
-            return True
-        return False
-
-    def close(self) -> None:
-        if self.open:
-            os.close(self.fd)
-            self.open = False
+def _pid_of(pidfd: int) -> int:
+    """The pid, in our namespace, of the process a pidfd refers to."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as f:
+        for line in f:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise RuntimeError("no Pid in pidfd fdinfo")
 
 
 def _supervise() -> None:
     """Fallback mode as root: stay root (unkillable by the nobody-uid programs) as a subreaper
     and, when the server dies however it dies, kill and reap everything it left."""
-    LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
     server = os.fork()
     if server == 0:
         return
@@ -310,9 +316,9 @@ def _supervise() -> None:
         if pid == server:
             code = os.waitstatus_to_exitcode(status)
             break
-    while _descendants(os.getpid()):
-        for pid in _descendants(os.getpid()):
-            _kill(pid)
+    while descendants(os.getpid()):
+        for pid in descendants(os.getpid()):
+            kill(pid)
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass

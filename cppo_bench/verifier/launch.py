@@ -42,8 +42,10 @@ MODE_ENV = "CPPO_SANDBOX"
 # ... cppo-verifier-sandbox`, see sandbox_images/README.md); it speaks the same protocol.
 COMMAND_ENV = "CPPO_SANDBOX_COMMAND"
 NOBODY = 65534
+# Set by `--unsafe-no-sandbox`: run programs even where no mode can make them unprivileged.
+UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
-SANDBOX_FILES = ("harness.py", "child.py", "wire.py")
+SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py")
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
 ENV = {
     "PATH": "/usr/bin:/bin",
@@ -82,12 +84,6 @@ def _site_dirs() -> list[str]:
     return sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)})
 
 
-def _world_traversable(path: str) -> bool:
-    """Can uid nobody reach `path` (every ancestor o+x)?"""
-    p = Path(path)
-    return all(os.stat(a).st_mode & 0o001 for a in [p, *p.parents])
-
-
 def _bwrap_argv() -> list[str]:
     argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--die-with-parent", "--as-pid-1", "--new-session"]
@@ -107,6 +103,9 @@ def _bwrap_argv() -> list[str]:
                 argv.extend(["--perms", "0755", "--dir", str(parent)])
         argv.extend(["--ro-bind", src, dst])
 
+    # /tmp first: a Python environment under /tmp is bound on top of it, not hidden by it
+    argv += ["--perms", "1777", "--tmpfs", "/tmp"]
+    made.add("/tmp")
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
     bound = ["/usr"] if prefix == "/usr" else [prefix]
     for d in ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32"):
@@ -130,7 +129,7 @@ def _bwrap_argv() -> list[str]:
         ro(src, f"{INSIDE}/site/{name}")
     for name in SANDBOX_FILES:
         ro(str(HERE / name), f"{INSIDE}/{name}")
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
     return argv + ["--chdir", "/", exe, "-I", "-S", "-B", f"{INSIDE}/harness.py"]
 
 
@@ -162,17 +161,24 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
     root = os.geteuid() == 0
     init = {"op": "init", "nproc": nproc, "userns": True, "scratch": "/tmp", "drop_uid": None}
     harness = [_real_python(), "-I", "-S", "-B", str(HERE / "harness.py")]
+    exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
     if mode == "bwrap":
-        init.update(site=f"{INSIDE}/site", drop_uid=NOBODY if root else None, private_tmp=True)
+        # keep: what each test's private /tmp must not hide (bound back read-only)
+        init.update(site=f"{INSIDE}/site", drop_uid=NOBODY if root else None, private_tmp=True,
+                    keep=[prefix, exe])  # fmt: skip
         return _bwrap_argv(), init
     if mode == "command":
         argv = shlex.split(os.environ.get(COMMAND_ENV, ""))
         if not argv:
             raise ValueError(f"{MODE_ENV}=command needs {COMMAND_ENV}")
         return argv, dict(init, site=f"{INSIDE}/site")
-    # Outside bwrap, dropping to nobody only works if nobody can still import the stdlib.
-    can_drop = root and _world_traversable(os.path.realpath(sys.base_prefix))
-    init.update(site=_site_farm(), drop_uid=NOBODY if can_drop else None, readonly_host=True)
+    # Outside bwrap the server, as root, first makes its own mount namespace with a minimal
+    # /dev and these paths reachable by uid nobody (e.g. a Python under /root), then drops.
+    farm = _site_farm()
+    needed = [prefix, exe, *(src for src, _ in _numpy_dirs()), *([farm] if farm else [])]
+    init.update(site=farm, drop_uid=NOBODY if root else None, readonly_host=True,
+                fix_mounts=True, reveal=needed, keep=needed)  # fmt: skip
+    can_drop = root
     if mode == "unshare":
         ns = ["unshare", "--fork", "--pid", "--mount-proc", "--net", "--ipc", "--uts"]
         ns += ["--kill-child"] + ([] if root else ["--user", "--map-root-user"])

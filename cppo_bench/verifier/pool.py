@@ -166,6 +166,12 @@ def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, 
         except SandboxError as exc:
             failure = exc
             box.kill()
+        except Exception as exc:  # noqa: BLE001  judging this program failed: its verdict
+            box.kill()  # only, never the batch's (and the sandbox is not trusted after it)
+            tests = len(task.problem.tests)
+            detail = f"could not be judged: {type(exc).__name__}: {str(exc)[:200]}"
+            return VerifyResult("RE", False, 0, tests, 0, 0.0, None, detail, task.code,
+                                sandbox=box.label), False  # fmt: skip
     tests = len(task.problem.tests)
     result = VerifyResult("RE", False, 0, tests, 0, 0.0, None, f"sandbox failure: {failure}",
                           task.code, sandbox=box.label)  # fmt: skip

@@ -10,11 +10,11 @@ import signal
 
 from cppo_bench.problem import Problem, Test
 from cppo_bench.verifier.compare import Checker, get_checker
+from cppo_bench.verifier.decode import decode_value, parse_status, short_repr
 from cppo_bench.verifier.records import Limits, VerifyResult
 from cppo_bench.verifier.sandbox import Sandbox, SandboxError, TestRun
-from cppo_bench.verifier.wire import decode_value
 
-SETUP_FAILED = 120  # child.SETUP_FAILED: the test child could not isolate itself
+READY = b"R"  # child.READY: first byte of the status pipe once the program may run
 
 
 def program_spec(problem: Problem, checker: Checker, limits: Limits) -> dict:
@@ -81,18 +81,26 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     if run.timed_out:
         return "TLE", f"wall-clock backstop of {limits.wall_s:g}s exceeded"
     # SIGXCPU: RLIMIT_CPU's soft limit; SIGKILL near the limit: its hard limit (soft + 1 s).
-    cpu_killed = run.exit_code == -signal.SIGXCPU or (
-        run.exit_code == -signal.SIGKILL and run.cpu_s >= 0.95 * limits.time_s
+    cpu_killed = (
+        run.cpu_exceeded
+        or run.exit_code == -signal.SIGXCPU
+        or (run.exit_code == -signal.SIGKILL and run.cpu_s >= 0.95 * limits.time_s)
     )
     if run.cpu_s > limits.time_s or cpu_killed:
         return "TLE", f"CPU time limit of {limits.time_s:g}s exceeded"
+    if run.mem_exceeded:
+        return "MLE", f"the program's processes together exceeded {limits.memory_mb} MiB"
     if run.truncated:
         return "WA", f"output exceeded {limits.output_mb} MiB and was cut off"
-    status = _status(run.status)
+    if not run.status.startswith(READY):
+        # The harness writes READY just before the program runs: without it, the set-up
+        # failed (a sandbox fault), whatever the exit status says.
+        raise SandboxError(
+            f"a test child could not set up its isolation ({_last_line(run.stderr)})"
+        )
+    status = parse_status(run.status[len(READY) :])
     if status.get("exc") == "MemoryError":
         return "MLE", f"MemoryError (address space limit {limits.memory_mb} MiB)"
-    if run.exit_code == SETUP_FAILED and not run.status and not run.stderr:
-        raise SandboxError("a test child could not set up its isolation")
     if run.exit_code < 0:
         return "RE", f"killed by {_signal_name(-run.exit_code)}"
     if "exc" in status:
@@ -112,15 +120,7 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     value = decode_value(status["value"])
     if checker.call(value, json.loads(test.output)):
         return "AC", ""
-    return "WA", f"expected {_short(test.output)}, got {_short(repr(value))}"
-
-
-def _status(raw: bytes) -> dict:
-    try:
-        status = json.loads(raw) if raw else {}
-    except (ValueError, RecursionError):
-        return {"exc": "CorruptStatus"}  # the program wrote on the status fd itself
-    return status if isinstance(status, dict) else {"exc": "CorruptStatus"}
+    return "WA", f"expected {_short(test.output)}, got {_short(short_repr(value))}"
 
 
 def _signal_name(num: int) -> str:
@@ -136,5 +136,5 @@ def _last_line(text: str) -> str:
 
 
 def _short(text: str, width: int = 60) -> str:
-    text = text.strip()
+    text = text[: 4 * width].strip()  # never copy a huge output to show its start
     return repr(text if len(text) <= width else text[: width - 3] + "...")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from cppo_bench.verifier import wire
-from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, PidsCgroup, launch_spec
+from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
 log = logging.getLogger("cppo_bench.verifier")
 
@@ -38,6 +38,8 @@ class TestRun:
     stdout: bytes
     status: bytes  # the child's JSON report (empty if it died or called os._exit)
     stderr: str
+    cpu_exceeded: bool = False  # the process tree's summed CPU passed the limit: killed
+    mem_exceeded: bool = False  # the process tree's summed memory passed the limit: killed
 
 
 # ---- picking the mode -----------------------------------------------------------------------
@@ -115,6 +117,7 @@ class Sandbox:
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
         self._buf = bytearray()
+        self._err = bytearray()  # the tail of the server's stderr
         self._cgroup: PidsCgroup | None = None
 
     @property
@@ -135,7 +138,7 @@ class Sandbox:
             )  # fmt: skip
         except OSError as exc:
             raise SandboxError(f"cannot start the {self.mode} sandbox: {exc}") from None
-        for pipe in (self.proc.stdin, self.proc.stdout):
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
         self._send(init)
         self.hello = self._recv(timeout=30)[0]
@@ -148,6 +151,16 @@ class Sandbox:
                           "bombs are not contained in this mode")  # fmt: skip
         if self.hello.get("notes"):
             warn_once("verifier sandbox: " + "; ".join(self.hello["notes"]))
+        if os.geteuid() == 0 and self.mode != "command" and not self.hello.get("dropped"):
+            # Programs would run as host root (owner of root's files, whatever the caps).
+            if os.environ.get(UNSAFE_ENV) != "1":
+                notes = "; ".join(self.hello.get("notes", [])) or "no uid drop"
+                self.kill()
+                raise SandboxError(
+                    f"{self.mode}: cannot run programs unprivileged here ({notes}); refusing "
+                    "to run untrusted code as root (--unsafe-no-sandbox to run it anyway)"
+                )
+            warn_once("verifier sandbox: --unsafe-no-sandbox: programs run as root, UNISOLATED")
 
     def load(self, spec: dict, code: str) -> str | None:
         """Send a program; returns the compile error (verdict CE) or None."""
@@ -158,12 +171,20 @@ class Sandbox:
     def run_test(self, data: bytes, timeout: float) -> TestRun:
         self._send({"op": "test"}, data)
         head, payload = self._recv(timeout=timeout)
-        stdout, status = wire.split_parts(head, payload)
+        try:
+            stdout, status = wire.split_parts(head, payload)
+            return self._test_run(head, stdout, status)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise SandboxError(f"malformed test result from the sandbox: {exc}") from None
+
+    @staticmethod
+    def _test_run(head: dict, stdout: bytes, status: bytes) -> TestRun:
         return TestRun(
             exit_code=int(head["exit"]), cpu_s=float(head["cpu_s"]), wall_s=float(head["wall_s"]),
             maxrss_kb=int(head["maxrss_kb"]), timed_out=bool(head["timed_out"]),
             truncated=bool(head["truncated"]), stdout=stdout, status=status,
-            stderr=str(head.get("stderr", "")),
+            stderr=str(head.get("stderr", "")), cpu_exceeded=bool(head.get("cpu_exceeded")),
+            mem_exceeded=bool(head.get("mem_exceeded")),
         )  # fmt: skip
 
     def end(self) -> None:
@@ -243,24 +264,40 @@ class Sandbox:
                     continue
                 frame = bytes(self._buf[:need])
                 del self._buf[:need]
-                head = json.loads(frame[wire.HEAD.size : wire.HEAD.size + sizes[0]])
+                try:
+                    head = json.loads(frame[wire.HEAD.size : wire.HEAD.size + sizes[0]])
+                except (ValueError, RecursionError):
+                    head = None
+                if not isinstance(head, dict):
+                    raise SandboxError("malformed reply from the sandbox")
                 return head, frame[wire.HEAD.size + sizes[0] :]
             fd = self.proc.stdout.fileno() if self.proc else -1
             left = deadline - time.monotonic()
-            if fd < 0 or left <= 0 or not select.select([fd], [], [], left)[0]:
+            # The server's stderr is drained too (keeping a tail): a full stderr pipe would
+            # block the server and look like a hang.
+            err = self.proc.stderr.fileno() if self.proc and self.proc.stderr else -1
+            ready = select.select([fd, err] if err >= 0 else [fd], [], [], max(left, 0))[0]
+            if err in ready:
+                self._pump_stderr()
+                if fd not in ready:
+                    continue
+            if fd < 0 or left <= 0 or not ready:
                 raise SandboxError("the sandbox did not answer in time")
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 raise SandboxError(self._death_note())
             self._buf += chunk
 
+    def _pump_stderr(self) -> None:
+        try:
+            chunk = os.read(self.proc.stderr.fileno(), 1 << 16) if self.proc else b""
+        except (BlockingIOError, OSError, ValueError):
+            return
+        self._err += chunk
+        del self._err[: max(0, len(self._err) - 4000)]
+
     def _death_note(self) -> str:
-        err = b""
-        if self.proc is not None and self.proc.stderr is not None:
-            os.set_blocking(self.proc.stderr.fileno(), False)
-            try:
-                err = self.proc.stderr.read(4000) or b""
-            except OSError:
-                pass
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        self._pump_stderr()
+        tail = bytes(self._err).decode("utf-8", "replace").strip().splitlines()[-1:]
+        tail = tail or ["no message"]
         return f"the sandbox died ({tail[0][:300]})"

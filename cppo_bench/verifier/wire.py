@@ -109,29 +109,3 @@ def encode_value(v: Any, depth: int = 0) -> Any:
 
 def _printable(v: int) -> bool:
     return v.bit_length() < 13000  # below Python's default int<->str digit limit
-
-
-def decode_value(v: Any) -> Any:
-    if isinstance(v, list):
-        return [decode_value(x) for x in v]
-    if not isinstance(v, dict):
-        return v
-    if len(v) != 1:
-        return Unrepresentable("malformed")
-    ((tag, body),) = v.items()
-    try:
-        if tag == "t":
-            return tuple(decode_value(x) for x in body)
-        if tag == "s":
-            return {decode_value(x) for x in body}
-        if tag == "f":
-            return frozenset(decode_value(x) for x in body)
-        if tag == "d":
-            return {decode_value(k): decode_value(x) for k, x in body}
-        if tag == "b":
-            return body.encode("latin-1")
-        if tag == "u":
-            return Unrepresentable(str(body))
-    except (TypeError, ValueError, AttributeError):  # e.g. an unhashable set element
-        pass
-    return Unrepresentable("malformed")

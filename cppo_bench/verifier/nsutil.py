@@ -1,0 +1,166 @@
+"""Kernel isolation primitives for the code inside the sandbox (stdlib + ctypes only).
+
+Namespaces, mounts, capabilities and keyrings: what the server, the zygote and each test
+child use to put a program out of reach of everything else (see harness.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                       ctypes.c_char_p]  # fmt: skip
+LIBC.syscall.restype = ctypes.c_long
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS = 36, 38, 39
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+SYS_KEYCTL = 250  # x86_64
+KEYCTL_JOIN_SESSION_KEYRING = 1
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  # a minimal /dev
+
+
+def check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, arg: int = 0) -> int:
+    return LIBC.prctl(option, ctypes.c_ulong(arg), 0, 0, 0)
+
+
+def unshare(flags: int) -> int:
+    return LIBC.unshare(flags)
+
+
+def mount(src: bytes | None, dst: str, fstype: bytes | None, flags: int, data: bytes | None):
+    check(LIBC.mount(src, dst.encode(), fstype, flags, data), f"mount {dst}")
+
+
+def make_private() -> None:
+    """Mount events of this namespace never propagate back to the host's."""
+    check(LIBC.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+
+
+def map_ids(uid: int, gid: int) -> None:
+    """After unshare(CLONE_NEWUSER): map our own ids (the only mapping allowed unprivileged)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def drop_privileges() -> None:
+    """No capability now or after any execve: empty bounding set, no_new_privs, capset 0."""
+    for cap in range(64):
+        if prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == 22:  # EINVAL: no more
+            break
+    check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()
+    check(LIBC.capset(header, data), "capset")
+
+
+def new_session_keyring() -> None:
+    """A fresh anonymous session keyring: keys of earlier tests are not reachable by name."""
+    LIBC.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def open_paths(paths: list[str]) -> list[tuple[str, int]]:
+    """O_PATH fds of `paths`, opened now, so they can be bound back after a tmpfs hides them."""
+    out = []
+    for p in paths:
+        try:
+            out.append((p, os.open(p, os.O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            pass
+    return out
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """`paths` without those inside another one of them (binding the outer one covers it)."""
+    out: list[str] = []
+    for p in sorted(set(paths), key=len):
+        if not any((p + "/").startswith(o + "/") for o in out):
+            out.append(p)
+    return out
+
+
+def under(paths: list[str], top: str) -> list[str]:
+    return [p for p in outermost(paths) if (p + "/").startswith(top.rstrip("/") + "/")]
+
+
+def bind_back(kept: list[tuple[str, int]]) -> None:
+    """Re-mount, read-only at their own paths, kept paths that a fresh tmpfs now hides (e.g.
+    a Python environment in /tmp under a private /tmp). The O_PATH fds must have been opened
+    in this mount namespace, before the tmpfs was mounted."""
+    for path, fd in kept:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(path, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC, None)
+        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def minimal_dev() -> None:
+    """Replace /dev by a tmpfs holding only the harmless devices (no kvm, fuse, consoles,
+    disks). Needs CAP_SYS_ADMIN in the mount namespace's owner."""
+    kept = open_paths([f"/dev/{name}" for name in DEVICES])
+    mount(b"tmpfs", "/dev", b"tmpfs", MS_NOSUID | MS_NOEXEC, b"size=64k,mode=0755")
+    for path, fd in kept:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o666))
+        mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND, None)
+        os.close(fd)
+    for name in ("shm", "pts", "mqueue"):
+        os.mkdir(f"/dev/{name}", 0o755)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+        os.symlink(target, f"/dev/{name}")
+    mount(None, "/dev", None, MS_REMOUNT | MS_NOSUID | MS_NOEXEC | MS_RDONLY, None)
+
+
+def reveal(paths: list[str], uid: int) -> list[str]:
+    """Let `uid` reach `paths` (e.g. a Python installed under /root, mode 0700): a tmpfs on
+    each topmost ancestor `uid` cannot traverse, with just the needed paths bound back into
+    it, read-only. Everything else under that ancestor disappears. Returns what was covered."""
+    covered: list[str] = []
+    for path in paths:
+        for anc in reversed([path, *[str(p) for p in _parents(path)]]):
+            if any((anc + "/").startswith(c + "/") for c in covered):
+                break
+            try:
+                st = os.stat(anc)
+            except OSError:
+                break
+            if not _traversable(st, uid):
+                covered.append(anc)
+                break
+    for top in covered:
+        kept = open_paths(under(paths, top))
+        mount(b"tmpfs", top, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0755")
+        bind_back(kept)
+        for _, fd in kept:
+            os.close(fd)
+    return covered
+
+
+def _parents(path: str) -> list[str]:
+    out, p = [], os.path.dirname(path)
+    while p not in ("/", ""):
+        out.append(p)
+        p = os.path.dirname(p)
+    return out
+
+
+def _traversable(st: os.stat_result, uid: int) -> bool:
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o100)
+    return bool(st.st_mode & 0o001)

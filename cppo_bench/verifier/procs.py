@@ -1,0 +1,141 @@
+"""Processes and streams, for the server inside the sandbox (stdlib only): killing and
+measuring a test's process tree, wiping scratch, reading the child's pipes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Tree:
+    """CPU and memory summed over a test's whole process tree (rlimits are per process)."""
+
+    def __init__(self, pid: int, prog: dict) -> None:
+        self.pid, self.cpu_s, self.peak_kb = pid, 0.0, 0
+        self.time_s, self.mem_bytes = prog["time_s"], prog["mem_bytes"]
+
+    def measure(self) -> str | None:
+        cpu = mem = 0
+        for p in [self.pid, *descendants(self.pid)]:
+            try:
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                cpu += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+                mem += _pss(p, int(fields[21]) * PAGE)
+            except (OSError, ValueError, IndexError):
+                continue
+        self.cpu_s = max(self.cpu_s, cpu / CLK_TCK)
+        self.peak_kb = max(self.peak_kb, mem >> 10)
+        if self.cpu_s > self.time_s:
+            return "cpu"
+        return "mem" if mem > self.mem_bytes else None
+
+
+def _pss(pid: int, rss: int) -> int:
+    """Proportional set size (shared pages split between the processes sharing them)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss
+
+
+def kill(pid: int) -> None:
+    for fn, target in ((os.killpg, pid), (os.kill, pid)):
+        try:
+            fn(target, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def wipe(path: str) -> None:
+    """Remove everything under `path` (kept itself), whatever modes the program set."""
+    for root, dirs, _ in os.walk(path):  # first make every directory enterable
+        for d in dirs:
+            full = os.path.join(root, d)
+            if not os.path.islink(full):
+                try:
+                    os.chmod(full, 0o700)
+                except OSError:
+                    pass
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
+
+
+class Stream:
+    """One pipe from the test child. `cap` None = keep only the tail (stderr)."""
+
+    def __init__(self, fd: int, cap: int | None) -> None:
+        self.fd, self.cap, self.buf, self.open = fd, cap, bytearray(), True
+        os.set_blocking(fd, False)
+
+    def drain(self) -> bool:
+        """Read what is buffered, never waiting for an EOF that a writer parked in a unix
+        socket may never send; then close. True when the cap was exceeded."""
+        truncated = False
+        while self.open:
+            try:
+                truncated = self.pump(wait=False) or truncated
+            except BlockingIOError:
+                break
+        self.close()
+        return truncated
+
+    def pump(self, wait: bool = True) -> bool:
+        """Read once; True when the cap was exceeded (the program is then stopped)."""
+        try:
+            chunk = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            if not wait:
+                raise
+            return False
+        if not chunk:
+            self.close()
+            return False
+        self.buf += chunk
+        if self.cap is None:
+            if len(self.buf) > 1 << 16:
+                del self.buf[: len(self.buf) - 4096]
+            return False
+        if len(self.buf) > self.cap:
+            del self.buf[self.cap :]
+            self.close()
+            return True
+        return False
+
+    def close(self) -> None:
+        if self.open:
+            os.close(self.fd)
+            self.open = False

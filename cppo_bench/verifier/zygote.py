@@ -1,0 +1,84 @@
+"""The zygote, inside the sandbox (stdlib only): forks every test child.
+
+It is forked from the server right after set-up, before the server ever receives a program,
+and never reads program data itself: each request brings the program source, the test
+input and the output pipes as file descriptors (SCM_RIGHTS), which only the forked child
+reads. So a test child inherits a memory image that never held another program's code,
+input or output. Each child is the init of a fresh pid namespace (where the kernel allows):
+the server and the zygote are not in it, so a program cannot signal, prlimit or ptrace
+them, and killing the child takes down everything it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+
+import nsutil
+from child import SETUP_FAILED, run_child
+
+FDS = ("code", "input", "out", "err", "status")
+
+
+def probe_pidns(own: int) -> bool:
+    """Can we give each test its own pid namespace? (unshare, then back to our own.)"""
+    if nsutil.unshare(nsutil.CLONE_NEWPID) != 0:
+        return False
+    return nsutil.LIBC.setns(own, nsutil.CLONE_NEWPID) == 0
+
+
+def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
+    """Serve fork requests until the server closes the socket. Never returns."""
+    nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
+    nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)  # orphans stay below us, for accounting
+    own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    iso = dict(iso, pidns=probe_pidns(own))
+    sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FDS))
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != len(FDS):
+            os._exit(0)
+        spec = json.loads(msg)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        report_r, report_w = os.pipe()
+        if iso["pidns"]:
+            nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                os.close(own)
+                os.close(report_r)
+                run_child(spec, preludes, dict(zip(FDS, fds, strict=True)), iso, report_w)
+            finally:
+                os._exit(SETUP_FAILED)
+        os.close(report_w)
+        if iso["pidns"]:
+            nsutil.check(nsutil.LIBC.setns(own, nsutil.CLONE_NEWPID), "setns pid")
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)  # our pid numbers mean nothing in the server's namespace
+        socket.send_fds(sock, [b'{"started": true}'], [pidfd])
+        os.close(pidfd)
+        _, status, usage = os.wait4(pid, 0)
+        reported = os.read(report_r, 4)  # the program's own wait status, from its pid 1
+        os.close(report_r)
+        if len(reported) == 4:
+            status = int.from_bytes(reported, "little")
+        sock.send(b'{"exited": true}')
+        while True:  # without a pid namespace: orphans the server is killing
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        sock.send(
+            json.dumps({"status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}).encode()
+        )
