@@ -103,8 +103,9 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) 
     """The forked test child (pid 1 of its own pid namespace where the kernel allows): isolate,
     then fork the program's process, which loads the code object the server compiled once per
     program (from its memfd), runs it, reports on fd 3 and `_exit`s. Never returns. `iso`:
-    what to set up (see harness.Server.setup). The program does not run as pid 1, which the kernel shields from
-    its own signals: it gets a normal process's semantics, and pid 1 reports its exit."""
+    what to set up (see harness.Server.setup). The program does not run as pid 1, which the
+    kernel shields from its own signals: it gets a normal process's semantics, and pid 1
+    reports its exit."""
     try:
         os.setpgid(0, 0)
         nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
