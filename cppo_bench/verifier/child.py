@@ -216,11 +216,14 @@ def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
             if not call:
                 g["stdin"], g["stdout"], g["open"] = sys.stdin, sys.stdout, _apps_open
         args = json.loads(raw) if call else None
+        # what the prelude bound under the entry point's name (lcb's `from operator import *`
+        # binds `add`): a program that defines nothing must not be scored by calling it
+        inherited = g.get(prog["fn_name"]) if call else None
         exec(prog["code"], g)
         if prog["wrapped"]:
             g[WRAPPED]()
         if call:
-            value = _call(g, prog, args if isinstance(args, list) else [args])
+            value = _call(g, prog, args if isinstance(args, list) else [args], inherited)
             status = dumps({"value": encode_value(value)}).encode()
         else:
             status = b'{"ok": true}'
@@ -257,14 +260,14 @@ def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
     os._exit(0)
 
 
-def _call(g: dict, prog: dict, args: list):
+def _call(g: dict, prog: dict, args: list, inherited: object = None):
     name = prog["fn_name"]
     fn = None
     if "class Solution" in prog["source"] and isinstance(g.get("Solution"), type):
         fn = getattr(g["Solution"](), name, None)  # LeetCode: a method of Solution()
     if fn is None:
         fn = g.get(name)
-    if fn is None:
+    if fn is None or (inherited is not None and fn is inherited):
         raise NameError(f"the solution defines no {name!r}")
     if prog.get("int_keys") and args and isinstance(args[0], dict):
         try:  # APPS: JSON forced string keys on a dict argument; undo it where possible
