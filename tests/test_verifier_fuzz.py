@@ -180,7 +180,6 @@ def test_streaming_rules_agree_with_naive_ones(output: str, expected: str) -> No
 # ---- refusing to run untrusted code as root -----------------------------------------------
 
 
-@pytest.mark.skip(reason="KNOWN BUG: the refusal path hangs in rlimits mode (see report)")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can fail to drop root")
 def test_no_uid_drop_refuses_unless_unsafe(monkeypatch) -> None:
     from cppo_bench.problem import Problem

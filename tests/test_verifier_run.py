@@ -282,3 +282,12 @@ def test_without_user_namespaces_programs_still_get_fresh_scratch(monkeypatch) -
     results = verify_batch([VerifyJob(problem, plant), VerifyJob(problem, look)], workers=1)
     assert [r.verdict for r in results] == ["WA", "AC"]
     assert results[1].sandbox.endswith("-nouserns")
+
+
+@pytest.mark.parametrize("checker", ["lcb", "apps"])
+def test_a_name_the_prelude_binds_is_not_the_programs_solution(checker) -> None:
+    # lcb's prelude does `from operator import *`: without the check, a program defining
+    # nothing was AC on any call problem whose function is called add, mul, ...
+    problem = call_problem("add", [("[2, 3]", "5"), ("[1, 1]", "2")], checker=checker)
+    assert one(problem, "x = 1\n").verdict == "RE"
+    assert one(problem, "def add(a, b):\n    return a + b\n").verdict == "AC"

@@ -17,7 +17,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.verifier.records import Limits, VerifyResult
 
 # Bump when a change could alter a verdict (checker rules, harness semantics).
-VERIFIER_VERSION = "2"  # 2: tree-wide limits, per-test namespaces (issue #11)
+VERIFIER_VERSION = "3"  # 2: tree-wide limits, per-test namespaces (#11); 3: prelude names are no solution
 
 
 def cache_key(code: str, problem: Problem, limits: Limits, all_tests: bool) -> str:

@@ -12,12 +12,12 @@ import ast
 import builtins
 import io
 import json
+import marshal
 import os
 import re
 import resource
 import signal
 import sys
-import warnings
 
 import nsutil
 from wire import encode_value
@@ -101,10 +101,11 @@ def compile_program(source: str, mode: str):
 
 def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) -> None:
     """The forked test child (pid 1 of its own pid namespace where the kernel allows): isolate,
-    then fork the program's process, which compiles the program read from its memfd, runs
-    it, reports on fd 3 and `_exit`s. Never returns. `iso`: what to set up (see
-    harness.Server.setup). The program does not run as pid 1, which the kernel shields from
-    its own signals: it gets a normal process's semantics, and pid 1 reports its exit."""
+    then fork the program's process, which loads the code object the server compiled once per
+    program (from its memfd), runs it, reports on fd 3 and `_exit`s. Never returns. `iso`:
+    what to set up (see harness.Server.setup). The program does not run as pid 1, which the
+    kernel shields from its own signals: it gets a normal process's semantics, and pid 1
+    reports its exit."""
     try:
         os.setpgid(0, 0)
         nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -124,7 +125,8 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) 
     if program:
         _report(program, report_fd, fds)
     try:
-        source = _read_all(fds["code"]).decode("utf-8", "replace")
+        # (source, code object, wrapped), compiled once per program by the server
+        source, code, wrapped = marshal.loads(_read_all(fds["code"]))
         os.close(fds["code"])
         in_fd, writers = fds["input"], [fds["out"], fds["err"], fds["status"]]
         raw = b""
@@ -160,11 +162,6 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) 
         )
         sys.argv = ["solution.py"]
         sys.modules["random"].seed()  # a fresh interpreter would have a fresh seed
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # compile warnings are not the program's output
-            code, wrapped = compile_program(source, spec["mode"])
-        if code is None:
-            raise SyntaxError(wrapped)
         prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)
         os.write(3, READY)  # from here on every exit status is the program's own
     except BaseException:
@@ -219,11 +216,14 @@ def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
             if not call:
                 g["stdin"], g["stdout"], g["open"] = sys.stdin, sys.stdout, _apps_open
         args = json.loads(raw) if call else None
+        # what the prelude bound under the entry point's name (lcb's `from operator import *`
+        # binds `add`): a program that defines nothing must not be scored by calling it
+        inherited = g.get(prog["fn_name"]) if call else None
         exec(prog["code"], g)
         if prog["wrapped"]:
             g[WRAPPED]()
         if call:
-            value = _call(g, prog, args if isinstance(args, list) else [args])
+            value = _call(g, prog, args if isinstance(args, list) else [args], inherited)
             status = dumps({"value": encode_value(value)}).encode()
         else:
             status = b'{"ok": true}'
@@ -260,14 +260,14 @@ def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
     os._exit(0)
 
 
-def _call(g: dict, prog: dict, args: list):
+def _call(g: dict, prog: dict, args: list, inherited: object = None):
     name = prog["fn_name"]
     fn = None
     if "class Solution" in prog["source"] and isinstance(g.get("Solution"), type):
         fn = getattr(g["Solution"](), name, None)  # LeetCode: a method of Solution()
     if fn is None:
         fn = g.get(name)
-    if fn is None:
+    if fn is None or (inherited is not None and fn is inherited):
         raise NameError(f"the solution defines no {name!r}")
     if prog.get("int_keys") and args and isinstance(args[0], dict):
         try:  # APPS: JSON forced string keys on a dict argument; undo it where possible
@@ -277,12 +277,34 @@ def _call(g: dict, prog: dict, args: list):
     return fn(*args)
 
 
+def shared_mounts(iso: dict) -> bool:
+    """Once, in the zygote: its own private mount namespace holding what is the same for every
+    test (/dev/shm and /var/tmp empty and read-only, outside bwrap every host mount read-only).
+    Each test's mount namespace is a copy of this one, so it inherits them without paying for
+    them per test (remounting every host mount cost milliseconds per test). False: each test
+    sets them up itself."""
+    if not iso["private"] or nsutil.unshare(nsutil.CLONE_NEWNS) != 0:
+        return False
+    try:
+        nsutil.make_private()  # copies of private mounts are private: tests skip this step
+        for other in ("/dev/shm", "/var/tmp"):
+            _empty_readonly(other, iso["scratch"])
+        if iso["readonly_host"]:
+            _readonly_mounts(keep=os.path.realpath(iso["scratch"]))
+    except OSError:
+        return False
+    return True
+
+
 def _private_mounts(iso: dict, size: int) -> None:
     """A private mount and IPC namespace: fresh /proc for the test's pid namespace (where
     allowed), fresh tmpfs scratch, kept paths (a Python environment under /tmp) bound back,
-    /dev/shm and /var/tmp empty and read-only, and outside bwrap every host mount read-only."""
+    and (unless the zygote did it once for all tests, `premounted`) /dev/shm and /var/tmp
+    empty and read-only, and outside bwrap every host mount read-only."""
     nsutil.check(nsutil.unshare(nsutil.CLONE_NEWNS | nsutil.CLONE_NEWIPC), "unshare mount")
-    nsutil.make_private()
+    premounted = iso.get("premounted", False)
+    if not premounted:
+        nsutil.make_private()
     if iso["pidns"]:
         try:  # only this test's processes in /proc (refused where /proc is partly covered)
             nsutil.mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | nsutil.MS_NOEXEC, None)
@@ -293,16 +315,21 @@ def _private_mounts(iso: dict, size: int) -> None:
     nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
     nsutil.bind_back(kept)
     os.chmod(path, 0o700)
-    for other in ("/dev/shm", "/var/tmp"):  # other writable places: empty and read-only
-        if os.path.isdir(other) and os.path.realpath(other) != os.path.realpath(path):
-            try:
-                nsutil.mount(
-                    b"tmpfs", other, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"
-                )
-            except OSError:
-                pass
+    if premounted:
+        return
+    for other in ("/dev/shm", "/var/tmp"):
+        _empty_readonly(other, path)
     if iso["readonly_host"]:
         _readonly_mounts(keep=os.path.realpath(path))
+
+
+def _empty_readonly(other: str, scratch: str) -> None:
+    """Another writable place: an empty read-only tmpfs over it."""
+    if os.path.isdir(other) and os.path.realpath(other) != os.path.realpath(scratch):
+        try:
+            nsutil.mount(b"tmpfs", other, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
+        except OSError:
+            pass
 
 
 def _readonly_mounts(keep: str) -> None:

@@ -1,18 +1,19 @@
 """The verifier's server INSIDE the sandbox, run as `python -I -S harness.py` (stdlib only).
 
 One server serves one worker thread for its whole batch. It receives one program at a time
-(compiled here only to report CE, never run here) and, per test, asks the zygote (zygote.py,
-forked before any program arrived) to fork a fresh child: the child gets its own pid, mount,
-IPC and user namespaces, a private scratch tmpfs, no capabilities, rlimits, the test input on
-a real fd 0, runs the program and reports on a pipe. The server sums CPU and memory over the
-child's whole process tree while it runs, sends the raw facts back, and the verifier outside
-holds the expected outputs and judges.
+(compiled here once, for CE and for every test child to load; never run here) and, per
+test, asks the zygote (zygote.py, forked before any program arrived) to fork a fresh child:
+the child gets its own pid, mount, IPC and user namespaces, a private scratch tmpfs, no
+capabilities, rlimits, the test input on a real fd 0, runs the program and reports on a
+pipe. The server sums CPU and memory over the child's whole process tree while it runs,
+sends the raw facts back, and the verifier outside holds the expected outputs and judges.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import marshal
 import os
 import resource
 import select
@@ -183,9 +184,14 @@ class Server:
             obj, wrapped_or_error = compile_program(source, head["mode"])
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
-        del obj  # the child compiles its own copy: the zygote never holds program data
+        # Compiled once per program, not once per test: each test child loads the marshalled
+        # code object from this memfd (the zygote only passes the fd, never reads it).
         code_fd = os.memfd_create("program")
-        os.write(code_fd, source.encode("utf-8", "surrogatepass"))
+        blob = marshal.dumps((source, obj, bool(wrapped_or_error)))
+        del obj
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(code_fd, view) :]
         scratch = self.init["scratch"]
         if not self.iso["private"]:  # no private tmpfs per test: a fresh dir, wiped after
             scratch = os.path.join(scratch, f"p{time.monotonic_ns()}")

@@ -46,11 +46,15 @@ class TestRun:
 
 _MODE_LOCK = threading.Lock()
 _MODE: str | None = None
+# Its own lock: warn_once runs inside Sandbox.start, which sandbox_mode calls (through
+# _probe) while holding _MODE_LOCK; sharing that non-reentrant lock deadlocked the probe
+# (and left its server alive) whenever the probe had something to warn about.
+_WARN_LOCK = threading.Lock()
 _WARNED: set[str] = set()
 
 
 def warn_once(message: str) -> None:
-    with _MODE_LOCK:
+    with _WARN_LOCK:
         if message in _WARNED:
             return
         _WARNED.add(message)

@@ -18,7 +18,7 @@ import signal
 import socket
 
 import nsutil
-from child import SETUP_FAILED, run_child
+from child import SETUP_FAILED, run_child, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status")
 
@@ -36,6 +36,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)  # orphans stay below us, for accounting
     own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     iso = dict(iso, pidns=probe_pidns(own))
+    iso["premounted"] = shared_mounts(iso)
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
     while True:
         try:
