@@ -124,3 +124,15 @@ def live(model: str | None = None, **_: object):
 
 
 live.default_model = "scripted-model"  # type: ignore[attr-defined]  # the runs' model label
+
+
+def invoke(args: list[str], backend: ScriptedBackend | None = None):
+    """`cppo-bench ARGS` in process; with `backend`, the run generates with that live backend."""
+    from click.testing import CliRunner
+
+    from cppo_bench.cli import main
+
+    if backend is not None:
+        LIVE[:] = [backend]
+        args = [*args, "--backend", "run_scripted:live"]
+    return CliRunner().invoke(main, args, catch_exceptions=False)

@@ -8,23 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-import run_scripted
-from click.testing import CliRunner
-from run_scripted import ScriptedBackend
+from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.cli import main
 from cppo_bench.report.store import RunIndex
 from cppo_bench.runindex import scan
 from cppo_bench.runstore import iter_runs, read_manifest, read_records, write_manifest
-
-
-def invoke(args, backend=None):
-    """`cppo-bench ARGS`; with `backend`, the run generates with that live backend."""
-    if backend is not None:
-        run_scripted.LIVE[:] = [backend]
-        args = [*args, "--backend", "run_scripted:live"]
-    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")

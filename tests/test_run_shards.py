@@ -12,26 +12,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-import run_scripted
-from click.testing import CliRunner
-from run_scripted import ScriptedBackend
+from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.cli import main
 from cppo_bench.gencache import GEN_CACHE
 from cppo_bench.runindex import scan
 from cppo_bench.runstore import iter_runs, read_manifest, read_records, shard_of
 
 TESTS = Path(__file__).resolve().parent
 ENV = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-
-
-def invoke(args, backend=None):
-    """`cppo-bench ARGS`; with `backend`, the run generates with that live backend."""
-    if backend is not None:
-        run_scripted.LIVE[:] = [backend]
-        args = [*args, "--backend", "run_scripted:live"]
-    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
