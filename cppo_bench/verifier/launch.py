@@ -36,6 +36,9 @@ import threading
 import time
 from pathlib import Path
 
+# the sandboxed server measures test trees with the same /proc scan (stdlib-only module)
+from cppo_bench.verifier.procs import descendants
+
 MODES = ("bwrap", "unshare", "rlimits")  # probed in this order
 MODE_ENV = "CPPO_SANDBOX"
 # CPPO_SANDBOX=command: start the server with this command line instead (e.g. `docker run -i
@@ -187,24 +190,6 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
 
 
 # ---- a pids cgroup for the fallback modes --------------------------------------------------
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below `root` (a /proc scan)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        out += kids
-        todo += kids
-    return out
 
 
 class PidsCgroup:
