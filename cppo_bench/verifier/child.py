@@ -99,32 +99,46 @@ def compile_program(source: str, mode: str):
         return None, error
 
 
-def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) -> None:
-    """The forked test child (pid 1 of its own pid namespace where the kernel allows): isolate,
-    then fork the program's process, which loads the code object the server compiled once per
-    program (from its memfd), runs it, reports on fd 3 and `_exit`s. Never returns. `iso`:
-    what to set up (see harness.Server.setup). The program does not run as pid 1, which the
-    kernel shields from its own signals: it gets a normal process's semantics, and pid 1
-    reports its exit."""
+# Default-action signals the kernel would not deliver to a pid namespace's init when the
+# program sends them to itself (kill, alarm, SIGXCPU at the soft CPU limit). Hardware faults
+# (SEGV, BUS, ILL, FPE) are forced on init anyway and must keep the default action.
+_SELF_SIGNALS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGTERM", "SIGXCPU",
+                 "SIGVTALRM", "SIGPROF", "SIGIO", "SIGPWR")  # fmt: skip
+
+
+def _died_by(signum: int, frame: object) -> None:
+    """What the default action would have done: end the program, reported as that signal."""
+    try:
+        os.write(3, b'{"signal": %d}' % signum)
+    finally:
+        os._exit(0)
+
+
+def run_child(spec: dict, preludes: dict, fds: dict, iso: dict) -> None:
+    """The forked test child: isolate, then run the program in this same process. Where the
+    kernel allows it is pid 1 of its own pid namespace, so everything it starts dies with it.
+    It loads the code object the server compiled once per program (from its memfd), runs it,
+    reports on fd 3 and `_exit`s; the zygote reaps it. Never returns. `iso`: what to set up
+    (see harness.Server.setup and zygote.zygote_main)."""
     try:
         os.setpgid(0, 0)
         nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if iso["private"]:
+        if iso.get("scratch_ready"):  # the zygote's fresh scratch tmpfs (see reset_scratch)
+            if not iso.get("denied"):
+                nsutil.check(nsutil.unshare(nsutil.CLONE_NEWIPC), "unshare ipc")
+        elif iso["private"]:
             _private_mounts(iso, spec["scratch_bytes"])
-        if iso["userns"]:  # own keyrings (the user keyring is per user namespace)
-            nsutil.prctl(nsutil.PR_SET_DUMPABLE, 1)  # /proc/self/*_map are root's otherwise
-            nsutil.check(nsutil.unshare(nsutil.CLONE_NEWUSER), "unshare user")
-            nsutil.map_ids(os.getuid(), os.getgid())
-        nsutil.new_session_keyring()
-        nsutil.drop_privileges()
-        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # the program may not ptrace its reporter
+        if not iso.get("denied"):
+            if iso["userns"]:  # own keyrings (the user keyring is per user namespace)
+                nsutil.prctl(nsutil.PR_SET_DUMPABLE, 1)  # /proc/self/*_map are root's otherwise
+                nsutil.check(nsutil.unshare(nsutil.CLONE_NEWUSER), "unshare user")
+                nsutil.map_ids(os.getuid(), os.getgid())
+                nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)
+            nsutil.new_session_keyring()
+        if not iso.get("bounded"):
+            nsutil.drop_bounding_set()
+        nsutil.clear_capabilities()
         os.chdir(spec["scratch"])
-        program = os.fork()
-    except BaseException as exc:
-        _setup_failed(fds["err"], exc)
-    if program:
-        _report(program, report_fd, fds)
-    try:
         # (source, code object, wrapped), compiled once per program by the server
         source, code, wrapped = marshal.loads(_read_all(fds["code"]))
         os.close(fds["code"])
@@ -138,6 +152,9 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) 
         for target, fd in zip((1, 2, 3), writers, strict=True):
             os.dup2(fd, target)
         os.closerange(4, 1 << 16)
+    except BaseException as exc:
+        _setup_failed(fds["err"], exc)
+    try:
         limit = max(1, int(-(-spec["time_s"] // 1)))
         # SIGXCPU at the soft limit (a clear TLE); raising it to the hard one buys nothing: the
         # judge compares the whole tree's CPU with time_s, and the server kills past it.
@@ -145,6 +162,9 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict, report_fd: int) 
         resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if os.getpid() == 1:
+            for name in _SELF_SIGNALS:
+                signal.signal(getattr(signal, name), _died_by)
         sys.stdin = sys.__stdin__ = open(
             0, encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False
         )
@@ -181,21 +201,6 @@ def _setup_failed(err_fd: int, exc: BaseException) -> None:
         )
     finally:
         os._exit(SETUP_FAILED)
-
-
-def _report(program: int, report_fd: int, fds: dict) -> None:
-    """pid 1: hold no pipe, reap everything until the program exits, write its wait status
-    on `report_fd` and exit (the kernel then kills whatever the program left running)."""
-    try:
-        for fd in fds.values():
-            os.close(fd)
-        while True:
-            pid, status = os.waitpid(-1, 0)
-            if pid == program:
-                break
-        os.write(report_fd, status.to_bytes(4, "little"))
-    finally:
-        os._exit(0)
 
 
 def _read_all(fd: int) -> bytes:
@@ -293,6 +298,29 @@ def shared_mounts(iso: dict) -> bool:
             _readonly_mounts(keep=os.path.realpath(iso["scratch"]))
     except OSError:
         return False
+    return True
+
+
+def reset_scratch(iso: dict, size: int) -> bool:
+    """In the zygote, before the first test and after every test (once all of its processes
+    are dead): a new empty tmpfs of `size` bytes over the scratch path, the kept paths bound
+    back read-only. Whatever a test left there (files, modes, xattrs) is gone, without the
+    zygote ever reading it, and no test pays for a mount namespace of its own. False: not
+    possible here (each test then mounts its own, see _private_mounts)."""
+    path = iso["scratch"]
+    try:
+        if iso.get("scratch_ready"):
+            nsutil.check(nsutil.LIBC.umount2(path.encode(), 2), "umount scratch")  # MNT_DETACH
+        iso["scratch_ready"] = False
+        if "kept_fds" not in iso:  # opened once, before any tmpfs hides them
+            iso["kept_fds"] = nsutil.open_paths(nsutil.under(iso["keep"], path))
+        data = f"size={size},mode=0700".encode()
+        nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, data)
+        nsutil.bind_back(iso["kept_fds"])
+        os.chmod(path, 0o700)
+    except OSError:
+        return False
+    iso["scratch_ready"], iso["scratch_size"] = True, size
     return True
 
 

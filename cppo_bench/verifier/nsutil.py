@@ -56,20 +56,77 @@ def map_ids(uid: int, gid: int) -> None:
             f.write(text)
 
 
-def drop_privileges() -> None:
-    """No capability now or after any execve: empty bounding set, no_new_privs, capset 0."""
+def drop_bounding_set() -> bool:
+    """Empty the capability bounding set (no capability can come back at an execve). Done
+    once in the zygote: the set is inherited by every test child. False: not allowed here
+    (no CAP_SETPCAP; then there is no capability to lose either)."""
     for cap in range(64):
-        if prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == 22:  # EINVAL: no more
-            break
+        if prctl(PR_CAPBSET_DROP, cap) != 0:
+            return ctypes.get_errno() == 22 and cap > 0  # EINVAL: past the last capability
+    return True
+
+
+def clear_capabilities() -> None:
+    """No capability now or after any execve: no_new_privs, and capset 0 for this thread."""
     check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = (ctypes.c_uint32 * 6)()
     check(LIBC.capset(header, data), "capset")
 
 
+def drop_privileges() -> None:
+    """Empty bounding set, no_new_privs, capset 0."""
+    drop_bounding_set()
+    clear_capabilities()
+
+
 def new_session_keyring() -> None:
     """A fresh anonymous session keyring: keys of earlier tests are not reachable by name."""
     LIBC.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+# Seccomp, once in the zygote, inherited by every test child: the kernel keyrings (the user
+# keyring is shared by every process of a uid) and System V / POSIX message-queue IPC are
+# channels between tests, and no program needs them. Refusing their syscalls replaces a user
+# and an IPC namespace per test. Syscalls of a foreign ABI (i386 via int 0x80, x32) are
+# refused too, so the numbers below cannot be dodged.
+_ARCH = {  # machine: (AUDIT_ARCH_*, keyring syscalls, IPC syscalls)
+    "x86_64": (0xC000003E, (248, 249, 250),
+               (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, *range(240, 246))),
+    "aarch64": (0xC00000B7, (217, 218, 219), tuple(range(180, 198))),
+}  # fmt: skip
+_SECCOMP_ALLOW, _SECCOMP_ERRNO = 0x7FFF0000, 0x00050000
+_EPERM, _ENOSYS = 1, 38
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint32)]  # fmt: skip
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def deny_shared_kernel_state() -> bool:
+    """Install the seccomp filter above on this process and all it forks from now on. Needs
+    no_new_privs. False where the machine is not known or the kernel refuses."""
+    arch = _ARCH.get(os.uname().machine)
+    if arch is None:
+        return False
+    audit_arch, keys, ipc = arch
+    denied = (*keys, *ipc)
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
+    n = len(denied)
+    prog = [(ld, 0, 0, 4), (jeq, 0, n + 4, audit_arch), (ld, 0, 0, 0), (jge, n + 2, 0, 1 << 30)]
+    # the i-th test jumps to the EPERM return past the rest of the tests and the ALLOW
+    prog += [(jeq, n - i, 0, nr) for i, nr in enumerate(denied)]
+    prog += [(ret, 0, 0, _SECCOMP_ALLOW), (ret, 0, 0, _SECCOMP_ERRNO | _EPERM)]
+    prog += [(ret, 0, 0, _SECCOMP_ERRNO | _ENOSYS)]  # a foreign ABI
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    # PR_SET_SECCOMP = 22, SECCOMP_MODE_FILTER = 2
+    return LIBC.prctl(22, ctypes.c_ulong(2), ctypes.byref(fprog), 0, 0) == 0
 
 
 def open_paths(paths: list[str]) -> list[tuple[str, int]]:

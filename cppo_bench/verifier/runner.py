@@ -80,11 +80,12 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     """(verdict, reason) for one test run."""
     if run.timed_out:
         return "TLE", f"wall-clock backstop of {limits.wall_s:g}s exceeded"
+    exit_code = _exit_code(run)
     # SIGXCPU: RLIMIT_CPU's soft limit; SIGKILL near the limit: its hard limit (soft + 1 s).
     cpu_killed = (
         run.cpu_exceeded
-        or run.exit_code == -signal.SIGXCPU
-        or (run.exit_code == -signal.SIGKILL and run.cpu_s >= 0.95 * limits.time_s)
+        or exit_code == -signal.SIGXCPU
+        or (exit_code == -signal.SIGKILL and run.cpu_s >= 0.95 * limits.time_s)
     )
     if run.cpu_s > limits.time_s or cpu_killed:
         return "TLE", f"CPU time limit of {limits.time_s:g}s exceeded"
@@ -101,15 +102,15 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     status = parse_status(run.status[len(READY) :])
     if status.get("exc") == "MemoryError":
         return "MLE", f"MemoryError (address space limit {limits.memory_mb} MiB)"
-    if run.exit_code < 0:
-        return "RE", f"killed by {_signal_name(-run.exit_code)}"
+    if exit_code < 0:
+        return "RE", f"killed by {_signal_name(-exit_code)}"
     if "exc" in status:
         return "RE", _last_line(run.stderr) or str(status["exc"])
     code = status.get("sysexit", 0)
     if code and not checker.sysexit_ok:
         return "RE", f"exit code {code}"
-    if run.exit_code != 0:
-        return "RE", f"exit code {run.exit_code}"
+    if exit_code != 0:
+        return "RE", f"exit code {exit_code}"
     if test.mode == "stdin":
         output = run.stdout.decode("utf-8", "replace")
         if checker.stdin(output, test.output):
@@ -121,6 +122,16 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     if checker.call(value, json.loads(test.output)):
         return "AC", ""
     return "WA", f"expected {_short(test.output)}, got {_short(short_repr(value))}"
+
+
+def _exit_code(run: TestRun) -> int:
+    """The wait status as an exit code; negative: killed by that signal. A program that is its
+    pid namespace's init cannot die by a signal it sends itself: the child reports the
+    signal on the status fd instead (`{"signal": N}`, then exit 0)."""
+    if run.exit_code != 0 or not run.status.startswith(READY):
+        return run.exit_code
+    sig = parse_status(run.status[len(READY) :]).get("signal")
+    return -sig if type(sig) is int and 0 < sig < 65 else 0
 
 
 def _signal_name(num: int) -> str:

@@ -11,6 +11,7 @@ them, and killing the child takes down everything it started.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -18,7 +19,7 @@ import signal
 import socket
 
 import nsutil
-from child import SETUP_FAILED, run_child, shared_mounts
+from child import SETUP_FAILED, reset_scratch, run_child, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status")
 
@@ -37,6 +38,14 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     iso = dict(iso, pidns=probe_pidns(own))
     iso["premounted"] = shared_mounts(iso)
+    iso["scratch_ready"] = False
+    # Once for all tests, inherited by every child: no keyrings and no System V IPC at all
+    # (seccomp), an empty capability bounding set. Then freeze what we hold, so that a
+    # child's garbage collector does not touch (and copy) every page of it.
+    iso["denied"] = nsutil.deny_shared_kernel_state()
+    iso["bounded"] = nsutil.drop_bounding_set()
+    gc.collect()
+    gc.freeze()
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
     while True:
         try:
@@ -46,8 +55,10 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         if not msg or len(fds) != len(FDS):
             os._exit(0)
         spec = json.loads(msg)
+        size = spec["scratch_bytes"]
+        if iso["premounted"] and (size != iso.get("scratch_size") or not iso["scratch_ready"]):
+            reset_scratch(iso, size)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        report_r, report_w = os.pipe()
         if iso["pidns"]:
             nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
         pid = os.fork()
@@ -55,11 +66,9 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
             try:
                 sock.close()
                 os.close(own)
-                os.close(report_r)
-                run_child(spec, preludes, dict(zip(FDS, fds, strict=True)), iso, report_w)
+                run_child(spec, preludes, dict(zip(FDS, fds, strict=True)), iso)
             finally:
                 os._exit(SETUP_FAILED)
-        os.close(report_w)
         if iso["pidns"]:
             nsutil.check(nsutil.LIBC.setns(own, nsutil.CLONE_NEWPID), "setns pid")
         for fd in fds:
@@ -68,10 +77,6 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         socket.send_fds(sock, [b'{"started": true}'], [pidfd])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
-        reported = os.read(report_r, 4)  # the program's own wait status, from its pid 1
-        os.close(report_r)
-        if len(reported) == 4:
-            status = int.from_bytes(reported, "little")
         sock.send(b'{"exited": true}')
         while True:  # without a pid namespace: orphans the server is killing
             try:
@@ -83,3 +88,5 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         sock.send(
             json.dumps({"status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}).encode()
         )
+        if iso.get("scratch_ready"):  # every process of the test is dead: the next one's
+            reset_scratch(iso, size)  # scratch, while the server reports this one
