@@ -106,12 +106,23 @@ _SELF_SIGNALS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGTERM"
                  "SIGVTALRM", "SIGPROF", "SIGIO", "SIGPWR")  # fmt: skip
 
 
+_IN_TEST = False  # set in the test child; the zygote (which installs the handlers) is not
+
+
 def _died_by(signum: int, frame: object) -> None:
     """What the default action would have done: end the program, reported as that signal."""
+    if not _IN_TEST:
+        os._exit(128 + signum)
     try:
         os.write(3, b'{"signal": %d}' % signum)
     finally:
         os._exit(0)
+
+
+def self_signal_handlers() -> None:
+    """Once, in the zygote (every test child inherits them): see _SELF_SIGNALS."""
+    for name in _SELF_SIGNALS:
+        signal.signal(getattr(signal, name), _died_by)
 
 
 def run_child(spec: dict, preludes: dict, fds: dict, iso: dict) -> None:
@@ -162,9 +173,8 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if os.getpid() == 1:
-            for name in _SELF_SIGNALS:
-                signal.signal(getattr(signal, name), _died_by)
+        global _IN_TEST
+        _IN_TEST = True
         sys.stdin = sys.__stdin__ = open(
             0, encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False
         )

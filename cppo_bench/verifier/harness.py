@@ -198,7 +198,8 @@ class Server:
             os.makedirs(scratch, mode=0o700)
         spec = {k: head.get(k) for k in ("mode", "prelude", "fn_name", "int_keys", "time_s",
                                           "mem_bytes", "fsize_bytes", "scratch_bytes")}  # fmt: skip
-        self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec=dict(spec, scratch=scratch))
+        spec_json = json.dumps(dict(spec, scratch=scratch)).encode()
+        self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json)
         return {"op": "ready", "wrapped": bool(wrapped_or_error)}
 
     def end(self) -> dict:
@@ -221,7 +222,7 @@ class Server:
         pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, status
         fds = [prog["code_fd"], in_fd, *(w for _, w in pipes)]
         start = time.monotonic()
-        socket.send_fds(self.zsock, [json.dumps(prog["spec"]).encode()], fds)
+        socket.send_fds(self.zsock, [prog["spec_json"]], fds)
         os.close(in_fd)
         for _, w in pipes:
             os.close(w)
@@ -235,6 +236,7 @@ class Server:
         over, tree = None, Tree(pid, prog)
         deadline = start + prog["wall_s"]
         truncated = exited = False
+        final: dict = {}
         next_poll = start + POLL_S
         while not (exited or truncated or over):
             now = time.monotonic()
@@ -253,13 +255,15 @@ class Server:
                 os._exit(0)
             truncated = any(streams[fd].pump() for fd in ready if fd in streams)
             if zfd in ready:
-                exited = bool(self._zrecv(1).get("exited"))
+                final = self._zrecv(1)
+                exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         self._kill_test(pid, pidfd)
         os.close(pidfd)
         if not exited:
-            self._zrecv(30)  # {"exited"}: the test's init is reaped
-        final = self._zrecv(30)
+            final = self._zrecv(30)  # {"exited"}: the test's init is reaped
+        if "status" not in final:  # without a pid namespace it comes once orphans are gone
+            final = self._zrecv(30)
         for s in streams.values():  # everyone is dead: take what is buffered, never wait
             truncated = s.drain() or truncated
         head = {

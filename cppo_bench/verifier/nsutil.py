@@ -66,12 +66,15 @@ def drop_bounding_set() -> bool:
     return True
 
 
+_CAP_HEADER = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+_CAP_NONE = (ctypes.c_uint32 * 6)()
+
+
 def clear_capabilities() -> None:
     """No capability now or after any execve: no_new_privs, and capset 0 for this thread."""
-    check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    data = (ctypes.c_uint32 * 6)()
-    check(LIBC.capset(header, data), "capset")
+    if prctl(PR_GET_NO_NEW_PRIVS) != 1:  # (inherited from the server where it set it)
+        check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    check(LIBC.capset(_CAP_HEADER, _CAP_NONE), "capset")
 
 
 def drop_privileges() -> None:

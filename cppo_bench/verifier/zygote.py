@@ -19,7 +19,7 @@ import signal
 import socket
 
 import nsutil
-from child import SETUP_FAILED, reset_scratch, run_child, shared_mounts
+from child import SETUP_FAILED, reset_scratch, run_child, self_signal_handlers, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status")
 
@@ -44,6 +44,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     # child's garbage collector does not touch (and copy) every page of it.
     iso["denied"] = nsutil.deny_shared_kernel_state()
     iso["bounded"] = nsutil.drop_bounding_set()
+    self_signal_handlers()
     gc.collect()
     gc.freeze()
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
@@ -77,16 +78,17 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         socket.send_fds(sock, [b'{"started": true}'], [pidfd])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
-        sock.send(b'{"exited": true}')
-        while True:  # without a pid namespace: orphans the server is killing
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
+        if not iso["pidns"]:  # orphans the server kills once it hears the program is gone
+            sock.send(b'{"exited": true}')
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+        # (with a pid namespace every process of the test died with its init: one message)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        sock.send(
-            json.dumps({"status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}).encode()
-        )
+        report = {"exited": True, "status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}
+        sock.send(json.dumps(report).encode())
         if iso.get("scratch_ready"):  # every process of the test is dead: the next one's
             reset_scratch(iso, size)  # scratch, while the server reports this one
