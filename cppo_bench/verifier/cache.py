@@ -17,8 +17,9 @@ from cppo_bench.problem import Problem
 from cppo_bench.verifier.records import Limits, VerifyResult
 
 # Bump when a change could alter a verdict (checker rules, harness semantics).
-# 2: tree-wide limits, per-test namespaces (#11); 3: prelude-bound names are no solution
-VERIFIER_VERSION = "3"
+# 2: tree-wide limits, per-test namespaces (#11); 3: prelude-bound names are no solution;
+# 4: the program is its namespace's init, keyrings and SysV IPC refused (seccomp)
+VERIFIER_VERSION = "4"
 
 
 def cache_key(code: str, problem: Problem, limits: Limits, all_tests: bool) -> str:

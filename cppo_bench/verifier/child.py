@@ -1,7 +1,8 @@
 """The forked per-test child, inside the sandbox (stdlib only, imported by harness.py).
 
-It isolates itself (own process group, private scratch tmpfs and IPC namespace, no
-capabilities, rlimits), puts the test input on a real fd 0 (so `sys.stdin.buffer` works),
+It isolates itself (own process group; the scratch tmpfs the zygote remounts between tests,
+or its own mount and IPC namespaces where that is not possible; no capabilities; rlimits),
+puts the test input on a real fd 0 (so `sys.stdin.buffer` works),
 runs the program the way the benchmark's official harness does (same prelude names, the
 `Solution()` method for LeetCode rows) and reports a small JSON status on fd 3.
 """
@@ -294,10 +295,10 @@ def _call(g: dict, prog: dict, args: list, inherited: object = None):
 
 def shared_mounts(iso: dict) -> bool:
     """Once, in the zygote: its own private mount namespace holding what is the same for every
-    test (/dev/shm and /var/tmp empty and read-only, outside bwrap every host mount read-only).
-    Each test's mount namespace is a copy of this one, so it inherits them without paying for
-    them per test (remounting every host mount cost milliseconds per test). False: each test
-    sets them up itself."""
+    test (/dev/shm and /var/tmp empty and read-only, outside bwrap every host mount read-only,
+    then the scratch tmpfs of reset_scratch). Test children share it (they cannot change it:
+    no capabilities), so they inherit all of it without paying for it per test. False: each
+    test sets them up itself in a mount namespace of its own."""
     if not iso["private"] or nsutil.unshare(nsutil.CLONE_NEWNS) != 0:
         return False
     try:

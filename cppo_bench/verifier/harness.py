@@ -3,7 +3,7 @@
 One server serves one worker thread for its whole batch. It receives one program at a time
 (compiled here once, for CE and for every test child to load; never run here) and, per
 test, asks the zygote (zygote.py, forked before any program arrived) to fork a fresh child:
-the child gets its own pid, mount, IPC and user namespaces, a private scratch tmpfs, no
+the child is the init of its own pid namespace, gets a fresh scratch tmpfs, no
 capabilities, rlimits, the test input on a real fd 0, runs the program and reports on a
 pipe. The server sums CPU and memory over the child's whole process tree while it runs,
 sends the raw facts back, and the verifier outside holds the expected outputs and judges.
