@@ -44,10 +44,11 @@ def test_audit_at_zero_density_stops_naming_the_stage_to_revisit(tmp_path: Path)
     assert not (out / "joint").exists()
 
 
-def _child(tmp: Path) -> subprocess.Popen:
+def _child(tmp: Path, *flags: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    stages = "sft,rm,warmup,audit,joint"
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.cppo_stage_fixture", str(tmp), "sft,rm,warmup,audit,joint"],
+        [sys.executable, "-m", "tests.cppo_stage_fixture", str(tmp), stages, *flags],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -111,6 +112,32 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
         "solver_adv_nonzero_mean",
     ):
         assert key in metrics, key
+
+
+def test_sigkill_during_the_phase_refresh_redoes_it_on_resume(tmp_path: Path) -> None:
+    out, _ = prepared(tmp_path)
+    child = _child(tmp_path, "--kill-in-refresh")  # dies once rm/step-2 is written, unrecorded
+    _, stderr = child.communicate(timeout=600)
+    assert child.returncode == -signal.SIGKILL, stderr[-2000:]
+    joint = out / "joint"
+    assert (joint / "rm" / "step-00000002" / "rm.json").is_file()
+    assert not (joint / "refresh.jsonl").exists()  # the boundary's refresh is not done
+    assert json.loads((joint / "recent_tuples.json").read_text())["step"] == 2
+    rerun = _child(tmp_path)
+    stdout, stderr = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout.strip().splitlines()[-1])["joint"] == "ran"
+    engine = json.loads((joint / "run" / "train_manifest.json").read_text())
+    assert engine["resumed_at_steps"] == [2]  # the kill came after step 2's state was saved
+    refresh = [json.loads(x) for x in (joint / "refresh.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in refresh] == [2]  # redone on resume, once
+    assert refresh[0]["fresh"] == 4 and refresh[0]["problem_ids"]  # step 2's tuples, relabelled
+    summary = json.loads((joint / "stage_manifest.json").read_text())["summary"]
+    if refresh[0]["accepted"]:  # phase 2 ran under the redone refresh's gate
+        assert summary["final_rm"] == str(joint / "rm" / "step-00000002")
+    else:  # refused this time: the cut-short folder was neither used nor left behind
+        assert summary["final_rm"] == str(out / "rm" / "reward_model")
+        assert not (joint / "rm" / "step-00000002").exists()
 
 
 def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> None:
