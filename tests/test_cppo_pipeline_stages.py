@@ -149,21 +149,53 @@ def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> No
     assert not (out / "warmup" / "run").exists()  # no engine run, no update
 
 
-@pytest.mark.slow
-@pytest.mark.manual  # ~35 min of CPU: the whole five-stage demo
-def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
-    """`cppo-bench train cppo` with no arguments: embedded model, demo_train, CPU."""
+def _cli(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
-    out = tmp_path / "demo"
-    proc = subprocess.run(
-        [sys.executable, "-m", "cppo_bench", "train", "cppo", "--out", str(out)],
+    return subprocess.run(
+        [sys.executable, "-m", "cppo_bench", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=3600,
+        timeout=timeout,
     )
+
+
+@pytest.mark.slow
+# Still manual: the demo stops at stage 2 (the n-gram RM is refused at demo size) after ~10 min
+# of CPU, so these assertions have not yet run to the end (see trainers/configs/cppo.demo.yaml).
+@pytest.mark.manual
+def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
+    """`cppo-bench train cppo` with no arguments (embedded model, demo_train, CPU), then the
+    final checkpoint evaluated with `cppo-bench run` and the report drawn from both."""
+    runs = tmp_path / "runs"
+    out = runs / "train" / "cppo-demo"
+    proc = _cli("train", "cppo", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     for stage in ("sft", "rm", "warmup", "audit", "joint"):
-        assert json.loads((out / stage / "stage_manifest.json").read_text())["status"] == "complete"
-    assert "evaluate: cppo-bench run --method cppo" in proc.stdout
+        manifest = json.loads((out / stage / "stage_manifest.json").read_text())
+        assert manifest["status"] == "complete", stage
+    audit = json.loads((out / "audit" / "audit.json").read_text())
+    # the default thresholds (0): the warmed planner and frozen solver really solve something
+    assert audit["passed"] and audit["pass_at_k"] > 0 and audit["r_plan_density"] > 0
+    assert [json.loads(x)["step"] for x in (out / "joint" / "refresh.jsonl").open()] == [1]
+    ckpt = json.loads((out / "joint" / "policy.json").read_text())["policy"]
+    assert f"--model {ckpt} --trained cppo" in proc.stdout
+    cap = ("--max-tokens", "96", "-m", "planner_max_tokens=96")  # CPU: short programs only
+    evaluated = _cli(
+        "run", "--method", "cppo", "--model", ckpt, "--trained", "cppo",
+        "--base-model", "smollm2-135m", "--train-seed", "0", "--bench", "demo",
+        "-o", "difficulty=easy", "--limit", "2", "--out", str(runs), "--quiet", *cap,
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    report = _cli("report", "--runs", str(runs), "--out", str(tmp_path / "report"),
+                  "--resamples", "10", "--formats", "md")  # fmt: skip
+    assert report.returncode == 0, report.stderr[-3000:]
+    figures = {p.stem for p in (tmp_path / "report").rglob("*.png")}
+    assert "gate_cppo-cppo-demo" in figures and "cppo_curves_cppo-demo" in figures
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "Per-component exposure audit" in html and "Joint CPPO rollout" in html
+    md = (tmp_path / "report" / "tables" / "exposure_audit_cppo-demo.md").read_text()
+    assert "FAILURE" not in md  # demo_train is disjoint from demo: nothing leaks
+    warmup = next(line for line in md.splitlines() if line.startswith("| Planner warm-up"))
+    assert "| no |" in warmup
