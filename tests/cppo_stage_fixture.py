@@ -105,8 +105,33 @@ def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
     return out, inputs
 
 
-if __name__ == "__main__":  # the SIGKILL test's child process
+def kill_after_refresh() -> None:
+    """SIGKILL this process right after the first RM refresh has written its folder, before
+    the stage records it: the worst moment of a refresh for a resume. (The tiny RM rarely
+    passes the real acceptance rule; this one is let through so that a folder is written.)"""
+    import os
+    import signal
+
+    from trainers.core.gate_metrics import AcceptanceRule
+    from trainers.cppo_pipeline import stage_rl
+
+    real = stage_rl.refresh
+
+    def refresh_then_die(*args: object, **kwargs: object) -> object:
+        try:
+            real(*args, rule=AcceptanceRule(0.0, 0.0, 0.0, 0.0), **kwargs)  # type: ignore[arg-type]
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    stage_rl.refresh = refresh_then_die  # type: ignore[assignment]
+
+
+if __name__ == "__main__":  # the SIGKILL tests' child process
     from trainers.cppo_pipeline.pipeline import run_pipeline
+
+    if "--kill-in-refresh" in sys.argv:
+        sys.argv.remove("--kill-in-refresh")
+        kill_after_refresh()
 
     tmp, stages = Path(sys.argv[1]), sys.argv[2].split(",")
     out, inputs = prepared(tmp) if not (tmp / "pipe").exists() else (tmp / "pipe", None)

@@ -44,10 +44,11 @@ def test_audit_at_zero_density_stops_naming_the_stage_to_revisit(tmp_path: Path)
     assert not (out / "joint").exists()
 
 
-def _child(tmp: Path) -> subprocess.Popen:
+def _child(tmp: Path, *flags: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    stages = "sft,rm,warmup,audit,joint"
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.cppo_stage_fixture", str(tmp), "sft,rm,warmup,audit,joint"],
+        [sys.executable, "-m", "tests.cppo_stage_fixture", str(tmp), stages, *flags],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -113,6 +114,32 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
         assert key in metrics, key
 
 
+def test_sigkill_during_the_phase_refresh_redoes_it_on_resume(tmp_path: Path) -> None:
+    out, _ = prepared(tmp_path)
+    child = _child(tmp_path, "--kill-in-refresh")  # dies once rm/step-2 is written, unrecorded
+    _, stderr = child.communicate(timeout=600)
+    assert child.returncode == -signal.SIGKILL, stderr[-2000:]
+    joint = out / "joint"
+    assert (joint / "rm" / "step-00000002" / "rm.json").is_file()
+    assert not (joint / "refresh.jsonl").exists()  # the boundary's refresh is not done
+    assert json.loads((joint / "recent_tuples.json").read_text())["step"] == 2
+    rerun = _child(tmp_path)
+    stdout, stderr = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout.strip().splitlines()[-1])["joint"] == "ran"
+    engine = json.loads((joint / "run" / "train_manifest.json").read_text())
+    assert engine["resumed_at_steps"] == [2]  # the kill came after step 2's state was saved
+    refresh = [json.loads(x) for x in (joint / "refresh.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in refresh] == [2]  # redone on resume, once
+    assert refresh[0]["fresh"] == 4 and refresh[0]["problem_ids"]  # step 2's tuples, relabelled
+    summary = json.loads((joint / "stage_manifest.json").read_text())["summary"]
+    if refresh[0]["accepted"]:  # phase 2 ran under the redone refresh's gate
+        assert summary["final_rm"] == str(joint / "rm" / "step-00000002")
+    else:  # refused this time: the cut-short folder was neither used nor left behind
+        assert summary["final_rm"] == str(out / "rm" / "reward_model")
+        assert not (joint / "rm" / "step-00000002").exists()
+
+
 def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> None:
     out, inputs = prepared(tmp_path, upto="rm")
     inputs.settings = settings(ablation="no_warmup")
@@ -122,21 +149,53 @@ def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> No
     assert not (out / "warmup" / "run").exists()  # no engine run, no update
 
 
-@pytest.mark.slow
-@pytest.mark.manual  # ~35 min of CPU: the whole five-stage demo
-def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
-    """`cppo-bench train cppo` with no arguments: embedded model, demo_train, CPU."""
+def _cli(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
-    out = tmp_path / "demo"
-    proc = subprocess.run(
-        [sys.executable, "-m", "cppo_bench", "train", "cppo", "--out", str(out)],
+    return subprocess.run(
+        [sys.executable, "-m", "cppo_bench", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=3600,
+        timeout=timeout,
     )
+
+
+@pytest.mark.slow
+# Still manual: the demo stops at stage 2 (the n-gram RM is refused at demo size) after ~10 min
+# of CPU, so these assertions have not yet run to the end (see trainers/configs/cppo.demo.yaml).
+@pytest.mark.manual
+def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
+    """`cppo-bench train cppo` with no arguments (embedded model, demo_train, CPU), then the
+    final checkpoint evaluated with `cppo-bench run` and the report drawn from both."""
+    runs = tmp_path / "runs"
+    out = runs / "train" / "cppo-demo"
+    proc = _cli("train", "cppo", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     for stage in ("sft", "rm", "warmup", "audit", "joint"):
-        assert json.loads((out / stage / "stage_manifest.json").read_text())["status"] == "complete"
-    assert "evaluate: cppo-bench run --method cppo" in proc.stdout
+        manifest = json.loads((out / stage / "stage_manifest.json").read_text())
+        assert manifest["status"] == "complete", stage
+    audit = json.loads((out / "audit" / "audit.json").read_text())
+    # the default thresholds (0): the warmed planner and frozen solver really solve something
+    assert audit["passed"] and audit["pass_at_k"] > 0 and audit["r_plan_density"] > 0
+    assert [json.loads(x)["step"] for x in (out / "joint" / "refresh.jsonl").open()] == [1]
+    ckpt = json.loads((out / "joint" / "policy.json").read_text())["policy"]
+    assert f"--model {ckpt} --trained cppo" in proc.stdout
+    cap = ("--max-tokens", "96", "-m", "planner_max_tokens=96")  # CPU: short programs only
+    evaluated = _cli(
+        "run", "--method", "cppo", "--model", ckpt, "--trained", "cppo",
+        "--base-model", "smollm2-135m", "--train-seed", "0", "--bench", "demo",
+        "-o", "difficulty=easy", "--limit", "2", "--out", str(runs), "--quiet", *cap,
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    report = _cli("report", "--runs", str(runs), "--out", str(tmp_path / "report"),
+                  "--resamples", "10", "--formats", "md")  # fmt: skip
+    assert report.returncode == 0, report.stderr[-3000:]
+    figures = {p.stem for p in (tmp_path / "report").rglob("*.png")}
+    assert "gate_cppo-cppo-demo" in figures and "cppo_curves_cppo-demo" in figures
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "Per-component exposure audit" in html and "Joint CPPO rollout" in html
+    md = (tmp_path / "report" / "tables" / "exposure_audit_cppo-demo.md").read_text()
+    assert "FAILURE" not in md  # demo_train is disjoint from demo: nothing leaks
+    warmup = next(line for line in md.splitlines() if line.startswith("| Planner warm-up"))
+    assert "| no |" in warmup

@@ -23,6 +23,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, load_prompt, render
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
 from trainers.cppo_pipeline.joint import joint_rows, warmup_rows
+from trainers.cppo_pipeline.refresh import write_recent
 from trainers.cppo_pipeline.rewards import ABLATIONS, ablation
 from trainers.engine.algorithm import ALGORITHMS, Algorithm, StepContext, StepRows
 from trainers.engine.rewards import Scored
@@ -42,6 +43,7 @@ class CPPOAlgoConfig:
     ablation: str = "cppo"  # a row of trainers.cppo_pipeline.rewards.ABLATIONS
     fill: str = "cycle"
     gate_log: str = ""  # JSONL of per-tuple gate records for the report ("" = none)
+    recent_file: str = ""  # JSON of the step's tuples, kept for a resumed RM refresh ("" = none)
 
     def __post_init__(self) -> None:
         if self.stage not in ("warmup", "joint"):
@@ -92,6 +94,8 @@ class CPPO(Algorithm):
             reports.append(report)
         probs = self.gate([r.request.problem for r in planned], tuples)
         self.recent = [(r.request.problem, t) for r, t in zip(planned, tuples, strict=True)]
+        if c.recent_file:  # on disk before the engine saves this step's state
+            write_recent(Path(c.recent_file), ctx.step + 1, self.recent)
         out: list[Scored] = []
         jobs: list[RolloutRequest] = []
         for r, plans, rep, p in zip(planned, tuples, reports, probs.tolist(), strict=True):

@@ -127,12 +127,15 @@ def cppo(
         validate_settings(settings)
         problems, source = datamod.load_training(bench, data, split)
         training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
+        from trainers.cppo_pipeline.settings import select_problems
+
+        pool = select_problems(training.problems, settings.get("problem_ids"))
         judge = make_judge(judge_spec, base_url)
     except (DataError, UnknownNameError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     out = out or Path("runs") / "train" / f"cppo-{_tag(model)}"
     inputs = PipelineInputs(
-        training.problems,
+        pool,
         source,
         model,
         judge,

@@ -1,6 +1,7 @@
 """Build cppo_bench/benchmarks/demo_train_problems.jsonl: the shipped `demo_train` set.
 
-Original easy stdin problems written for this project (disjoint from `demo`). Each entry is
+Original easy stdin problems written for this project (disjoint from `demo`), then the
+call-based ones of build_demo_train_call.py. Each entry is
 (id, title, task sentence, input format, output format, reference, test inputs); expected
 outputs are produced by running the reference, so they cannot disagree with it.
 Run: python -m cppo_bench.benchmarks.build_demo_train
@@ -12,6 +13,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from cppo_bench.benchmarks.build_demo_train_call import CALL, call_record
 
 OUT = Path(__file__).resolve().parent / "demo_train_problems.jsonl"
 
@@ -475,6 +478,7 @@ def main() -> None:
     ids = [p[0] for p in P]
     assert len(ids) == len(set(ids)) and len(ids) >= 40, len(ids)
     lines = [json.dumps(record(*p), ensure_ascii=False) for p in P]
+    lines += [json.dumps(call_record(*p), ensure_ascii=False) for p in CALL]
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} problems -> {OUT}")
 

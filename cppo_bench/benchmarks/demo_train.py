@@ -1,8 +1,9 @@
-"""The shipped `demo_train` benchmark: 44 original easy problems for training demos.
+"""The shipped `demo_train` benchmark: 50 original easy problems for training demos
+(44 stdin, 6 call-based).
 
 Written for this project (built by cppo_bench/benchmarks/build_demo_train.py: every expected output is the
 reference's own), disjoint from `demo` so a model trained here is evaluated on unseen
-problems; each has a reference solution and six stdin tests. `cppo-bench train` uses it when
+problems; each has a reference solution and six tests. `cppo-bench train` uses it when
 no training set is given.
 """
 
@@ -39,7 +40,7 @@ def load_demo_train(
 SPEC = BENCHMARKS.register("demo_train")(
     BenchmarkSpec(
         name="demo_train",
-        description="44 original easy training problems shipped with cppo-bench (disjoint from demo)",
+        description="50 original easy training problems shipped with cppo-bench (disjoint from demo)",
         load=load_demo_train,
     )
 )

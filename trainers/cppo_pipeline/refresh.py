@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from cppo_bench.problem import Problem
 from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.negatives import (
@@ -104,3 +105,46 @@ def refresh(
 
 def result_dict(r: RefreshResult) -> dict[str, object]:
     return asdict(r)
+
+
+# -- bookkeeping for a resumable joint stage ---------------------------------------------------
+# A phase-boundary refresh runs after the engine has saved that step's state, so a SIGKILL
+# during it resumes *after* the boundary. Hence: the step's tuples are kept on disk before the
+# state is saved (``write_recent``), a refresh counts as done only once its record is in the log
+# (``record_refresh``, written last and atomically), and a resumed stage redoes a boundary whose
+# record is missing.
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def refresh_records(log: Path) -> list[dict[str, object]]:
+    """The refresh log's records (one per finished boundary, accepted or refused)."""
+    if not log.is_file():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+
+
+def record_refresh(log: Path, record: dict[str, object]) -> None:
+    """Append ``record``; the whole log is rewritten atomically, so a kill leaves it whole."""
+    lines = [json.dumps(r) for r in refresh_records(log) if r.get("step") != record.get("step")]
+    _atomic_write(log, "".join(line + "\n" for line in [*lines, json.dumps(record)]))
+
+
+def write_recent(path: Path, step: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+    """The tuples sampled at ``step`` (what a refresh at that boundary relabels)."""
+    rows = [{"problem_id": p.problem_id, "plans": list(t)} for p, t in tuples]
+    _atomic_write(path, json.dumps({"step": step, "tuples": rows}))
+
+
+def read_recent(
+    path: Path, step: int, problems: dict[str, Problem]
+) -> list[tuple[Problem, tuple[str, ...]]]:
+    """The tuples kept at ``step``; an error when the file holds another step's."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if data.get("step") != step:
+        raise ValueError(f"{path}: no tuples kept for step {step} (found {data.get('step')})")
+    return [(problems[r["problem_id"]], tuple(r["plans"])) for r in data["tuples"]]

@@ -11,9 +11,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.problem import Problem
 from trainers.engine.config import CONFIG_DIR, ConfigError, parse_sets, read_yaml
 
-TOP = ("k", "m", "tau", "ablation", "planner_max_tokens")
+TOP = ("k", "m", "tau", "ablation", "planner_max_tokens", "problem_ids")
 SECTIONS = ("sft", "rm", "engine", "warmup", "audit", "joint")
 
 
@@ -67,3 +68,14 @@ def take(section: dict[str, Any], keys: dict[str, Any], name: str) -> dict[str, 
     if bad:
         raise ConfigError(f"unknown key {name}.{bad[0]} (known: {', '.join(sorted(keys))})")
     return {k: section.get(k, v) for k, v in keys.items()}
+
+
+def select_problems(problems: list[Problem], ids: list[str] | None) -> list[Problem]:
+    """The training pool restricted to ``ids``, in that order (``None``: every problem)."""
+    if not ids:
+        return problems
+    by_id = {p.problem_id: p for p in problems}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ConfigError(f"config problem_ids: {missing[0]!r} is not in the training set")
+    return [by_id[i] for i in ids]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,13 @@ from trainers.cppo_pipeline.audit import AuditThresholds, audit
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.joint import PlateauRule
 from trainers.cppo_pipeline.negatives import LabelledTuple
-from trainers.cppo_pipeline.refresh import read_pool, refresh
+from trainers.cppo_pipeline.refresh import (
+    read_pool,
+    read_recent,
+    record_refresh,
+    refresh,
+    refresh_records,
+)
 from trainers.cppo_pipeline.rewards import ablation
 from trainers.cppo_pipeline.settings import take
 from trainers.cppo_pipeline.stage_data import (
@@ -50,6 +57,7 @@ POLICY = "policy.json"
 RUN = "run"
 GATE_LOG = "gate_log.jsonl"
 REFRESH_LOG = "refresh.jsonl"
+RECENT = "recent_tuples.json"  # the last step's tuples (a resumed refresh relabels them)
 PLATEAU_KEYS = {"patience": 3, "min_gain": 0.02, "target": 0.98, "max_steps": 50}
 JOINT_KEYS = {"phases": 3, "refresh_problems": 16}
 AUDIT_KEYS = {"problems": 16, "min_pass_at_k": 0.0, "min_r_plan_density": 0.0}
@@ -210,13 +218,19 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     return StageResult(("audit.json", POLICY, exposure), {"audit": report.as_dict()})
 
 
-def _latest_rm(ctx: StageContext, start: int) -> Path:
-    refreshed = sorted(
-        p
-        for p in (ctx.folder / "rm").glob("step-*")
-        if int(p.name.split("-")[1]) <= start and (p / rmod.META).is_file()
-    )
-    return refreshed[-1] if refreshed else ctx.use("rm", RM_DIR)
+def _boundary(done: int, phase: int, total: int) -> bool:
+    return 0 < done < total and done % phase == 0
+
+
+def _latest_rm(ctx: StageContext, start: int, records: Sequence[dict[str, Any]]) -> Path:
+    """The RM of the newest accepted refresh recorded at or before ``start`` (else stage 2's):
+    a refresh folder without its record was cut short and is not used."""
+    accepted = [int(r["step"]) for r in records if r.get("accepted") and int(r["step"]) <= start]
+    return _refresh_dir(ctx, accepted[-1]) if accepted else ctx.use("rm", RM_DIR)
+
+
+def _refresh_dir(ctx: StageContext, step: int) -> Path:
+    return ctx.folder / "rm" / f"step-{step:08d}"
 
 
 def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
@@ -225,26 +239,25 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     policy = _policy_path(ctx, "audit")
     state = checkpoint.latest_state(ctx.folder / RUN)
     start = json.loads((state / checkpoint.TRAINER_STATE).read_text())["step"] if state else 0
-    rm_dir = _latest_rm(ctx, start)
+    log = ctx.folder / REFRESH_LOG
+    records = refresh_records(log)
+    rm_dir = _latest_rm(ctx, start, records)
     rm, tau = rmod.load(rm_dir)
-    engine_cfg, algo = _algorithm(inp, "joint", tau, section, ctx.folder / GATE_LOG)
+    extra = {**section, "recent_file": str(ctx.folder / RECENT)}
+    engine_cfg, algo = _algorithm(inp, "joint", tau, extra, ctx.folder / GATE_LOG)
     algo.gate = gate_fn(rm)
     total = engine_cfg.max_steps or 1
     phase = max(1, math.ceil(total / max(1, own["phases"])))
     rm_cfg = rm_config(inp, take(inp.settings["rm"], RM_KEYS, "rm"))
     current = {"dir": rm_dir}
+    by_id = {p.problem_id: p for p in inp.problems}
+    k = int(inp.settings["k"])
 
-    def on_step(done: int, metrics: dict[str, Any]) -> None:
-        ctx.log(done, {k: v for k, v in metrics.items() if isinstance(v, int | float)})
-        if done % phase or done >= total:
-            return
-        fresh = judge_tuples(
-            inp.judge,
-            algo.recent[: own["refresh_problems"] * algo.config.m],
-            int(inp.settings["k"]),
-        )
-        pool = read_pool(current["dir"], {p.problem_id: p for p in inp.problems})
-        dest = ctx.folder / "rm" / f"step-{done:08d}"
+    def refresh_at(done: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+        fresh = judge_tuples(inp.judge, tuples[: own["refresh_problems"] * algo.config.m], k)
+        pool = read_pool(current["dir"], by_id)
+        dest = _refresh_dir(ctx, done)
+        shutil.rmtree(dest, ignore_errors=True)  # what an interrupted try left behind
         record: dict[str, Any] = {
             "step": done,
             "from": str(current["dir"]),
@@ -262,15 +275,20 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             algo.gate, current["dir"] = gate_fn(new_rm), dest
             algo.config = CPPOAlgoConfig(**{**algo.config.__dict__, "tau": new_tau})
             record.update(accepted=True, metrics=result.metrics, weight_change=result.weight_change)
-        with (ctx.folder / REFRESH_LOG).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        record_refresh(log, record)  # last: only now is this boundary's refresh done
+
+    if _boundary(start, phase, total) and start not in {r["step"] for r in records}:
+        # killed between the boundary's saved state and its refresh record: redo the refresh
+        refresh_at(start, read_recent(ctx.folder / RECENT, start, by_id))
+
+    def on_step(done: int, metrics: dict[str, Any]) -> None:
+        ctx.log(done, {k: v for k, v in metrics.items() if isinstance(v, int | float)})
+        if _boundary(done, phase, total):
+            refresh_at(done, algo.recent)
 
     final = _run(ctx, inp, engine_cfg, algo, policy, on_step)
     _write_policy(ctx, final)
-    by_id = {p.problem_id: p for p in inp.problems}
-    log = ctx.folder / REFRESH_LOG
-    lines = log.read_text().splitlines() if log.is_file() else []
-    refreshed = sorted({i for line in lines for i in json.loads(line).get("problem_ids", [])})
+    refreshed = sorted({i for r in refresh_records(log) for i in r.get("problem_ids", [])})
     exposure = write_exposure(
         ctx.folder,
         [
