@@ -11,7 +11,7 @@ parallel workers, in alternating rounds (the median round of each is reported):
 Then the per-test and per-program overhead over an empty program.
 
     python benchmarks/verifier_throughput.py [--data DIR] [--workers N] [--per-problem R]
-        [--repeat-tests T] [--rounds 3] [--against 9bee1d7] [--naive]
+        [--repeat-tests T] [--rounds 3] [--against 9bee1d7] [--naive] [--exclude UID]
 The shared APPS sample has one test per problem; --repeat-tests T runs each test T times, a
 stand-in for the full split's ~20 tests per problem (same programs, same inputs).
 """
@@ -73,13 +73,13 @@ from dataclasses import replace
 from pathlib import Path
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.verifier import VerifyJob, verify_batch
-data, per_problem, repeat, limit, workers = json.loads(sys.argv[1])
+data, per_problem, repeat, limit, workers, exclude = json.loads(sys.argv[1])
 jobs = []
 for path in sorted(Path(data).glob("*.jsonl")):
     for p in load_benchmark("apps", str(path), difficulty="all", subset=0).problems:
         p = replace(p, tests=p.tests * repeat) if repeat > 1 else p
         jobs += [VerifyJob(p, c) for c in p.reference_solutions[:per_problem]]
-jobs = jobs[:limit] if limit else jobs
+jobs = [j for j in (jobs[:limit] if limit else jobs) if j.problem.uid not in exclude]
 verify_batch(jobs[:20], workers=workers, all_tests=True)
 start = time.perf_counter()
 res = verify_batch(jobs, workers=workers, all_tests=True)
@@ -99,7 +99,7 @@ class Against:
 
     def run(self, args: argparse.Namespace) -> tuple[float, int, int]:
         spec = json.dumps([str(args.data), args.per_problem, args.repeat_tests, args.limit,
-                           args.workers])  # fmt: skip
+                           args.workers, args.exclude])  # fmt: skip
         env = dict(os.environ, PYTHONPATH=self.dir)
         out = subprocess.run([sys.executable, "-c", AGAINST, spec], env=env, cwd=self.dir,
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
@@ -136,11 +136,15 @@ def main() -> None:
     parser.add_argument("--per-problem", type=int, default=2, help="references per problem")
     parser.add_argument("--repeat-tests", type=int, default=1, help="run each test T times")
     parser.add_argument("--limit", type=int, help="only the first N programs")
+    parser.add_argument("--exclude", action="append", default=[], metavar="UID",
+                        help="leave out a problem (e.g. apps/49, whose 1.3 s precomputation "
+                        "per test swamps every per-test overhead)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", metavar="REF", help="also time the verifier at REF")
     parser.add_argument("--naive", action="store_true", help="also a fresh python3 per test")
     args = parser.parse_args()
     jobs = load_jobs(args.data, args.per_problem, args.repeat_tests, args.limit)
+    jobs = [j for j in jobs if j.problem.uid not in args.exclude]
     calls = sum(j.problem.modes == {"call"} for j in jobs)
     print(f"sandbox mode: {sandbox_mode()}; workers: {args.workers}; cores: {os.cpu_count()}")
     print(f"{len(jobs)} reference solutions ({calls} call-based) of "
