@@ -181,12 +181,15 @@ else:
 REFUSED = platform.machine() in ("x86_64", "aarch64")
 
 
-def test_keyrings_and_ipc_are_per_test(mode: str) -> None:
+@pytest.mark.parametrize("seccomp", [True, False], ids=["seccomp", "namespaces"])
+def test_keyrings_and_ipc_are_per_test(mode: str, seccomp: bool, monkeypatch) -> None:
+    monkeypatch.setenv(launch_module.SECCOMP_ENV, "1" if seccomp else "0")
+    refused = REFUSED and seccomp
     two = problem("isolated\n", "two", tests=2)
     results = run([
-        VerifyJob(problem("no keyrings\n" if REFUSED else "planted\n", "keys"), KEYS),
+        VerifyJob(problem("no keyrings\n" if refused else "planted\n", "keys"), KEYS),
         VerifyJob(ISOLATED, FIND_KEYS),
-        VerifyJob(problem("no ipc\n" if REFUSED else "planted\n", "shm"), "PLANT = True\n" + SYSV),
+        VerifyJob(problem("no ipc\n" if refused else "planted\n", "shm"), "PLANT = True\n" + SYSV),
         VerifyJob(ISOLATED, "PLANT = False\n" + SYSV),
         # the same program, test after test: nothing of test 0 is visible to test 1
         VerifyJob(two, "import os, glob\nleft = glob.glob('/tmp/*mark*')\n"

@@ -97,6 +97,7 @@ class Server:
             "scratch": scratch,
             "keep": nsutil.under(self.init.get("keep", []), scratch),
             "readonly_host": self.init.get("readonly_host", False),
+            "seccomp": self.init.get("seccomp", True),
         }
         self._start_zygote()
         if not self.iso["pidns"]:

@@ -40,6 +40,7 @@ from pathlib import Path
 from cppo_bench.verifier.procs import descendants
 
 MODES = ("bwrap", "unshare", "rlimits")  # probed in this order
+SECCOMP_ENV = "CPPO_SANDBOX_SECCOMP"
 MODE_ENV = "CPPO_SANDBOX"
 # CPPO_SANDBOX=command: start the server with this command line instead (e.g. `docker run -i
 # ... cppo-verifier-sandbox`, see sandbox_images/README.md); it speaks the same protocol.
@@ -162,7 +163,16 @@ def _make_site_farm() -> str | None:
 def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
     """(argv, init message) that start a server in `mode` with a cap of `nproc` processes."""
     root = os.geteuid() == 0
-    init = {"op": "init", "nproc": nproc, "userns": True, "scratch": "/tmp", "drop_uid": None}
+    init = {
+        "op": "init",
+        "nproc": nproc,
+        "userns": True,
+        "scratch": "/tmp",
+        "drop_uid": None,
+        # CPPO_SANDBOX_SECCOMP=0: per-test user and IPC namespaces instead of the seccomp
+        # filter (what machines without the filter get; the tests exercise it here)
+        "seccomp": os.environ.get(SECCOMP_ENV, "1") != "0",
+    }
     harness = [_real_python(), "-I", "-S", "-B", str(HERE / "harness.py")]
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
     if mode == "bwrap":

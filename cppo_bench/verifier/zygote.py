@@ -42,7 +42,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     # Once for all tests, inherited by every child: no keyrings and no System V IPC at all
     # (seccomp), an empty capability bounding set. Then freeze what we hold, so that a
     # child's garbage collector does not touch (and copy) every page of it.
-    iso["denied"] = nsutil.deny_shared_kernel_state()
+    iso["denied"] = iso["seccomp"] and nsutil.deny_shared_kernel_state()
     iso["bounded"] = nsutil.drop_bounding_set()
     self_signal_handlers()
     gc.collect()
