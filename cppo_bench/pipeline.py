@@ -329,8 +329,11 @@ def execute(
         done.update((r.problem_id, r) for r in records)
         reporter.chunk_done(records, cached.stats)
 
+    from cppo_bench.verifier import keep_sandboxes  # (lazy: `cppo-bench report` never needs it)
+
     pending: Future | None = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="score") as pool:
+    # one set of sandboxes for the whole run, not one per chunk
+    with keep_sandboxes(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="score") as pool:
         try:
             for lo in range(0, len(todo), spec.chunk_size):
                 chunk = todo[lo : lo + spec.chunk_size]

@@ -291,3 +291,22 @@ def test_a_name_the_prelude_binds_is_not_the_programs_solution(checker) -> None:
     problem = call_problem("add", [("[2, 3]", "5"), ("[1, 1]", "2")], checker=checker)
     assert one(problem, "x = 1\n").verdict == "RE"
     assert one(problem, "def add(a, b):\n    return a + b\n").verdict == "AC"
+
+
+def test_keep_sandboxes_reuses_them_across_calls_and_closes_them_after() -> None:
+    """A run (chunk after chunk) and a trainer (step after step) keep their sandboxes; a
+    reused one is as clean as a fresh one: nothing of the earlier call's program is left."""
+    plant = stdin_problem([("x\n", "planted\n")], pid="plant")
+    probe = stdin_problem([("x\n", "clean\n")], pid="probe")
+    mark = "import os\nopen('/tmp/mark', 'w').write('x')\nprint('planted')"
+    look = "import glob\nprint('clean' if not glob.glob('/tmp/*mark*') else 'dirty')"
+    with pool_module.keep_sandboxes():
+        first = verify_batch([VerifyJob(plant, mark)], workers=1)
+        idle = [b.proc.pid for boxes in pool_module._IDLE.values() for b in boxes]
+        second = verify_batch([VerifyJob(probe, look)], workers=1)
+        again = [b.proc.pid for boxes in pool_module._IDLE.values() for b in boxes]
+        assert len(idle) == 1 and again == idle  # the same server served both calls
+    assert [first[0].verdict, second[0].verdict] == ["AC", "AC"], (first, second)
+    assert not pool_module._IDLE and not children_of_this_process()  # closed and reaped
+    verify_batch([VerifyJob(probe, look)], workers=1)  # outside a block: nothing is kept
+    assert not pool_module._IDLE

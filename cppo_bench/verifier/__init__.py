@@ -12,7 +12,7 @@ cache (verdicts), records (the seam types).
 
 from cppo_bench.verifier.compare import CHECKERS, Checker, get_checker
 from cppo_bench.verifier.extract import extract_code
-from cppo_bench.verifier.pool import validate_problems, verify_batch
+from cppo_bench.verifier.pool import keep_sandboxes, validate_problems, verify_batch
 from cppo_bench.verifier.records import VERDICTS, Limits, VerifyJob, VerifyResult
 from cppo_bench.verifier.sandbox import SandboxError, sandbox_mode
 
@@ -26,6 +26,7 @@ __all__ = [
     "VerifyResult",
     "extract_code",
     "get_checker",
+    "keep_sandboxes",
     "sandbox_mode",
     "validate_problems",
     "verify_batch",

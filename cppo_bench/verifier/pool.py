@@ -1,7 +1,8 @@
 """verify_batch: many programs in parallel, one sandbox per worker thread, verdicts cached.
 
-Thread-safe: every call owns its worker threads and sandboxes; the only shared state is the
-process-wide sandbox mode (probed once, under a lock).
+Thread-safe: every call owns its worker threads and sandboxes; the shared state is the
+process-wide sandbox mode (probed once, under a lock) and, inside a `keep_sandboxes()`
+block, the idle sandboxes that later calls reuse.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cppo_bench.problem import DataError, Problem
@@ -18,9 +20,61 @@ from cppo_bench.registry import UnknownNameError
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
+from cppo_bench.verifier.launch import COMMAND_ENV, SECCOMP_ENV
 from cppo_bench.verifier.records import Limits, VerifyJob, VerifyResult, empty_result
 from cppo_bench.verifier.runner import run_job
-from cppo_bench.verifier.sandbox import Sandbox, SandboxError
+from cppo_bench.verifier.sandbox import Sandbox, SandboxError, sandbox_mode
+
+# ---- sandboxes kept between calls ------------------------------------------------------------
+# A run verifies chunk after chunk and a trainer step after step: starting a sandbox (bwrap, an
+# interpreter, the zygote) costs ~0.1-0.2 s per worker per call. Inside `keep_sandboxes()` a
+# worker hands its sandbox back instead of closing it, and the next call takes it. A sandbox is
+# clean between programs (scratch wiped, every test forked from the pristine zygote), so this
+# is the same isolation as two programs of one call.
+_KEEP_LOCK = threading.Lock()
+_KEEP_DEPTH = 0
+_IDLE: dict[tuple, list[Sandbox]] = {}
+
+
+@contextmanager
+def keep_sandboxes() -> Iterator[None]:
+    """Reuse sandboxes across the verify_batch calls made inside the block (from any thread);
+    the idle ones are closed when the outermost block ends."""
+    global _KEEP_DEPTH
+    with _KEEP_LOCK:
+        _KEEP_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _KEEP_LOCK:
+            _KEEP_DEPTH -= 1
+            idle = [b for boxes in _IDLE.values() for b in boxes] if not _KEEP_DEPTH else []
+            if not _KEEP_DEPTH:
+                _IDLE.clear()
+        for box in idle:
+            box.close()
+
+
+def _pool_key(nproc: int) -> tuple:
+    """What a sandbox was started with: one is reused only for the same settings."""
+    return (sandbox_mode(), nproc, os.environ.get(SECCOMP_ENV), os.environ.get(COMMAND_ENV))
+
+
+def _take(key: tuple) -> Sandbox | None:
+    with _KEEP_LOCK:
+        boxes = _IDLE.get(key)
+        return boxes.pop() if _KEEP_DEPTH and boxes else None
+
+
+def _give_back(key: tuple, box: Sandbox) -> bool:
+    """Keep a healthy sandbox for the next call; False: the caller closes it."""
+    if box.proc is None or box.proc.poll() is not None:
+        return False
+    with _KEEP_LOCK:
+        if not _KEEP_DEPTH:
+            return False
+        _IDLE.setdefault(key, []).append(box)
+    return True
 
 
 @dataclass(frozen=True)
@@ -125,8 +179,11 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
     done: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()
 
+    key = _pool_key(nproc)
+
     def work() -> None:
-        box = Sandbox(nproc=nproc)
+        box = _take(key) or Sandbox(nproc=nproc)
+        healthy = True
         try:
             while not stop.is_set():
                 try:
@@ -135,10 +192,12 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
                     return
                 done.put(("ok", task, *_run_one(box, task, all_tests)))
         except BaseException as exc:  # e.g. no sandbox can start: fail the whole batch
+            healthy = False
             stop.set()
             done.put(("error", exc, None, None))
         finally:
-            box.close()
+            if not (healthy and _give_back(key, box)):
+                box.close()
 
     threads = [threading.Thread(target=work, daemon=True, name=f"verify-{i}") for i in range(n)]
     for t in threads:

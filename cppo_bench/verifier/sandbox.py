@@ -13,12 +13,29 @@ import shutil
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cppo_bench.verifier import wire
 from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
 log = logging.getLogger("cppo_bench.verifier")
+
+
+_SPAWN_LOCK = threading.Lock()
+_SPAWNER: ThreadPoolExecutor | None = None
+
+
+def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from one long-lived thread. A sandbox's parent-death signal (bwrap's
+    --die-with-parent, PR_SET_PDEATHSIG) fires when the *thread* that started it ends, and a
+    kept sandbox (pool.keep_sandboxes) outlives the worker thread that first needed it."""
+    global _SPAWNER
+    with _SPAWN_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn")
+        spawner = _SPAWNER
+    return spawner.submit(subprocess.Popen, argv, **kwargs).result()
 
 
 class SandboxError(RuntimeError):
@@ -136,7 +153,7 @@ class Sandbox:
             raise SandboxError(str(exc)) from None
         env = dict(ENV) if self.mode in ("unshare", "rlimits") else None
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _spawn(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True, env=env, bufsize=0,
             )  # fmt: skip

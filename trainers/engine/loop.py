@@ -21,6 +21,7 @@ from cppo_bench.backends import chat as chatmod
 from cppo_bench.methods.direct import render_messages, stop_strings
 from cppo_bench.problem import DataError, Problem
 from cppo_bench.prompts import DEFAULT_VERSION
+from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, manifest
 from trainers.engine.algorithm import Algorithm, Messages, StepContext
 from trainers.engine.config import TrainConfig
@@ -185,6 +186,8 @@ def train(spec: RunSpec) -> TrainResult:
     metrics: dict[str, Any] = {}
     saved: Path | None = None
     bar = _progress(spec.progress and accelerator.is_main_process, total, start)
+    sandboxes = keep_sandboxes()  # the verifier's sandboxes live across steps
+    sandboxes.__enter__()
     try:
         for step in range(start, total):
             timer = Timer()
@@ -270,6 +273,7 @@ def train(spec: RunSpec) -> TrainResult:
     finally:
         bar.close()
         rollout.close()
+        sandboxes.__exit__(None, None, None)
         if cfg.report_to != "none":
             accelerator.end_training()
     if saved is None and accelerator.is_main_process:
