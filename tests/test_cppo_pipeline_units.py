@@ -98,6 +98,29 @@ def test_rules_judge_and_spec() -> None:
     assert parse_judge_spec("llm=vllm:m") == ("llm", "vllm", "m")
 
 
+def test_rules_judge_rejects_near_duplicates_and_rm_features_flag_each_defect() -> None:
+    from trainers.cppo_pipeline.ngram_rm import FEATURES, lexical_features
+
+    p = problems()[0]
+    good = METHODS["graph"]
+    reworded = (*good[:3], good[0].replace(".", " fast."))  # same words plus one
+    v = RulesJudge()([PlanItem(p, reworded, 4)])[0]
+    assert not v.valid and any("near_duplicate" in r for r in v.reasons)
+    assert RulesJudge()([PlanItem(p, tuple(good), 4)])[0].valid
+    base = LabelledTuple(p, tuple(good), 1, "judge:rules")
+    feats = dict(zip(FEATURES, lexical_features(base), strict=True))
+    assert feats["code"] == feats["answer"] == feats["generic"] == feats["literal_dup"] == 0.0
+    for kind, feature in (
+        ("code_leak", "code"),
+        ("answer_leak", "answer"),
+        ("generic_advice", "generic"),
+    ):
+        neg = next(n for n in make_negatives([base], 5) if n.source == f"negative:{kind}")
+        assert dict(zip(FEATURES, lexical_features(neg), strict=True))[feature] == 1.0, kind
+    dup = next(n for n in make_negatives([base], 5) if "reworded" in n.source)
+    assert lexical_features(dup)[FEATURES.index("dup_jaccard")] > feats["dup_jaccard"]
+
+
 def test_negatives_are_well_formed_balanced_and_split_by_problem() -> None:
     pos = [LabelledTuple(p, tuple(METHODS[p.problem_id]), 1, "judge:rules") for p in problems()]
     neg = make_negatives(pos, per_tuple=2)

@@ -1,9 +1,10 @@
 """The offline plan judge: labels (problem, methods) items against the plan-validity rubric.
 
 Three judges, registered by name: ``rules`` (deterministic: the PLAN-contract checks of
-cppo_bench.plans plus two rubric checks that need no model, generic advice and off-topic
-methods), ``llm`` (any backend, prompt ``judge_plan_rubric``), and ``combined`` (valid only when
-both agree it is valid; an LLM reply that breaks format falls back to the rules). Every verdict
+cppo_bench.plans plus three rubric checks that need no model: generic advice, off-topic
+methods, and near-duplicate methods, word-set Jaccard >= 0.8 as in the SFT funnel), ``llm``
+(any backend, prompt ``judge_plan_rubric``), and ``combined`` (valid only when both agree it
+is valid; an LLM reply that breaks format falls back to the rules). Every verdict
 carries the name of the judge that decided it, so manifests can record who labelled what.
 """
 
@@ -23,14 +24,15 @@ from cppo_bench.registry import Registry
 RUBRIC_PROMPT = "judge_plan_rubric"
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 # Advice that fits every problem: the study's "generic advice" negatives look like this.
-_GENERIC = re.compile(
+GENERIC_ADVICE = re.compile(
     r"\b(any (correct|efficient|suitable) (algorithm|approach|method)|think (carefully|step by "
     r"step)|read the problem|solve (it|the problem) (efficiently|correctly)|use (a|an) "
     r"(efficient|appropriate|suitable) (algorithm|approach)|standard approach|brute force "
     r"or optimi[sz]ed)\b",
     re.IGNORECASE,
 )
-_STOP = set(
+DUPLICATE_JACCARD = 0.8  # word-set overlap above which two methods are one idea
+STOPWORDS = set(
     "the a an of to and or in on for with each is are be by it its this that from as at we "
     "use using then than into all any one two can will not no method problem value values "
     "number numbers find compute count return output input given list array".split()
@@ -58,16 +60,32 @@ class Judge(Protocol):
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def near_duplicate(a: str, b: str, threshold: float = DUPLICATE_JACCARD) -> bool:
+    """One idea twice: the word sets of two methods overlap by >= ``threshold`` (Jaccard)."""
+    wa, wb = set(re.findall(r"[a-z0-9]+", a.lower())), set(re.findall(r"[a-z0-9]+", b.lower()))
+    return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= threshold
 
 
 def rubric_issues(item: PlanItem) -> list[str]:
-    """Deterministic rubric checks: the PLAN contract plus generic and off-topic methods."""
+    """Deterministic rubric checks: the PLAN contract plus generic, off-topic and near-duplicate
+    methods (the SFT funnel's duplicate rule, applied within the tuple)."""
     report = validate_plans(list(item.plans), item.k, problem=item.problem)
     issues = list(report.issues)
+    literal = {later for _, later in report.duplicates}
+    near = [
+        [i, j]
+        for j, b in enumerate(item.plans)
+        for i, a in enumerate(item.plans[:j])
+        if j not in literal and a.strip() and b.strip() and near_duplicate(a, b)
+    ]
+    if near:
+        issues.append(f"near_duplicate {near}")
     vocab = _content_words(item.problem.statement)
     for i, plan in enumerate(item.plans):
-        if plan.strip() == GENERIC_PLAN or _GENERIC.search(plan):
+        if plan.strip() == GENERIC_PLAN or GENERIC_ADVICE.search(plan):
             issues.append(f"generic [{i}]")
         elif plan.strip() and not (_content_words(plan) & vocab):
             # a method sharing no content word with the statement is about something else

@@ -9,7 +9,6 @@ The counts at every step go to the stage manifest.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -18,11 +17,10 @@ from cppo_bench.backends import Backend, GenRequest, SamplingParams
 from cppo_bench.plans import format_plans, parse_plans
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
-from trainers.cppo_pipeline.judge import Judge, PlanItem
+from trainers.cppo_pipeline.judge import Judge, PlanItem, near_duplicate
 
 CANDIDATES_PROMPT = "sft_candidates"
 PLAN_PROMPT = "plan"
-DUPLICATE_JACCARD = 0.8  # word-set overlap above which two candidates are one idea
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,6 @@ class FunnelCounts:
         d = asdict(self)
         d.pop("records")
         return d
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def near_duplicate(a: str, b: str, threshold: float = DUPLICATE_JACCARD) -> bool:
-    wa, wb = _words(a), _words(b)
-    return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= threshold
 
 
 def candidate_requests(

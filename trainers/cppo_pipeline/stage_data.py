@@ -24,7 +24,7 @@ from trainers.cppo_pipeline.negatives import (
     make_negatives,
     split_by_problem,
 )
-from trainers.cppo_pipeline.refresh import write_pool
+from trainers.cppo_pipeline.refresh import pool_records, write_pool
 from trainers.cppo_pipeline.settings import take
 from trainers.cppo_pipeline.sft import sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
@@ -34,6 +34,7 @@ CHECKPOINT = "checkpoint"
 SFT_SET = "sft_set.jsonl"
 RM_DIR = "reward_model"
 VAL_SCORES = "val_scores.jsonl"  # the report's trainer-log schema (gate_prob, label, tau)
+RM_DATA = "rm_data.jsonl"  # train + val items, label, source, text, score (diagnosis)
 
 SFT_KEYS = {
     "problems": 0,
@@ -239,6 +240,23 @@ def write_scores(
             )
 
 
+def write_rm_data(
+    path: Path,
+    rm: rmod.RewardModel,
+    train: Sequence[LabelledTuple],
+    val: Sequence[LabelledTuple],
+    val_scores: torch.Tensor,
+) -> None:
+    """Every RM item with its split, label, source, text and score, written before the
+    acceptance check so a refused RM leaves the data it was judged on."""
+    train_scores = rmod.probabilities(rm, train)
+    with path.open("w", encoding="utf-8") as fh:
+        for split, items, scores in (("train", train, train_scores), ("val", val, val_scores)):
+            for it, s in zip(items, scores.tolist(), strict=True):
+                rec = {"split": split, "score": round(s, 4), **pool_records([it])[0]}
+                fh.write(json.dumps(rec) + "\n")
+
+
 def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     c = take(inp.settings["rm"], RM_KEYS, "rm")
     k = int(inp.settings["k"])
@@ -286,6 +304,7 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         ctx.log(epoch, {"rm_bce": loss})
     metrics, scores = rmod.evaluate(rm, val, cfg)
     write_scores(ctx.folder / VAL_SCORES, scores, val, metrics.tau, "heldout")
+    write_rm_data(ctx.folder / RM_DATA, rm, train, val, scores)
     counts = {
         "pool": len(pool),
         "balanced": len(data),
@@ -306,7 +325,14 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     rmod.save(rm, ctx.folder / RM_DIR, metrics, cfg)
     write_pool(ctx.folder / RM_DIR, pool)
     return StageResult(
-        (f"{RM_DIR}/{rmod.META}", f"{RM_DIR}/pool.jsonl", VAL_SCORES, "rm_metrics.json", exposure),
+        (
+            f"{RM_DIR}/{rmod.META}",
+            f"{RM_DIR}/pool.jsonl",
+            VAL_SCORES,
+            RM_DATA,
+            "rm_metrics.json",
+            exposure,
+        ),
         {
             "metrics": metrics.as_dict(),
             "data": counts,

@@ -37,6 +37,7 @@ class StageContext:
     config: Mapping[str, Any]
     inputs: dict[str, Path]  # consumed stage name -> its folder
     consumed: dict[str, str] = field(default_factory=dict)  # artifact -> path (for the manifest)
+    started: float = field(default_factory=time.monotonic)  # this run of the stage (wall time)
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         with (self.folder / METRICS).open("a", encoding="utf-8") as fh:
@@ -97,6 +98,8 @@ def write_manifest(
         "config": dict(ctx.config),
         "summary": result.summary if result else {},
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # this run only: a resumed stage counts from its resume
+        "wall_seconds": round(time.monotonic() - ctx.started, 1),
         **extra,
     }
     tmp = ctx.folder / (MANIFEST + ".tmp")
