@@ -325,6 +325,7 @@ def reset_scratch(iso: dict, size: int) -> bool:
         iso["scratch_ready"] = False
         if "kept_fds" not in iso:  # opened once, before any tmpfs hides them
             iso["kept_fds"] = nsutil.open_paths(nsutil.under(iso["keep"], path))
+            iso["kept_parents"] = _parents_below(path, [k for k, _ in iso["kept_fds"]])
         data = f"size={size},mode=0700".encode()
         nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, data)
         nsutil.bind_back(iso["kept_fds"])
@@ -332,7 +333,40 @@ def reset_scratch(iso: dict, size: int) -> bool:
     except OSError:
         return False
     iso["scratch_ready"], iso["scratch_size"] = True, size
+    iso["scratch_clean"] = scratch_state(iso)
     return True
+
+
+def _parents_below(top: str, paths: list[str]) -> list[str]:
+    """The directories strictly between `top` and each of `paths` (bind_back makes them)."""
+    out: set[str] = set()
+    for p in paths:
+        d = os.path.dirname(p)
+        while d.startswith(top.rstrip("/") + "/"):
+            out.add(d)
+            d = os.path.dirname(d)
+    return sorted(out)
+
+
+def scratch_state(iso: dict) -> tuple | None:
+    """What a test could have changed in the fresh scratch, read without reading anything a
+    program wrote: free blocks and inodes, the metadata (times included: ctime cannot be set
+    back) of the directories the reset made, and the size of their xattr name lists. Equal to
+    the state right after a reset: the test left nothing there, so the zygote skips the
+    remount. None: unknown (remount)."""
+    path = iso["scratch"]
+    try:
+        fs = os.statvfs(path)
+        dirs = [path, *iso.get("kept_parents", [])]
+        meta = []
+        for d in dirs:
+            st = os.lstat(d)
+            xattrs = nsutil.LIBC.llistxattr(d.encode(), None, 0)
+            meta.append((st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size,
+                         st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns, xattrs))  # fmt: skip
+    except OSError:
+        return None
+    return (fs.f_bfree, fs.f_ffree, fs.f_favail, tuple(meta))
 
 
 def _private_mounts(iso: dict, size: int) -> None:

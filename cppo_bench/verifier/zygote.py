@@ -19,7 +19,14 @@ import signal
 import socket
 
 import nsutil
-from child import SETUP_FAILED, reset_scratch, run_child, self_signal_handlers, shared_mounts
+from child import (
+    SETUP_FAILED,
+    reset_scratch,
+    run_child,
+    scratch_state,
+    self_signal_handlers,
+    shared_mounts,
+)
 
 FDS = ("code", "input", "out", "err", "status")
 
@@ -90,5 +97,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         report = {"exited": True, "status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}
         sock.send(json.dumps(report).encode())
-        if iso.get("scratch_ready"):  # every process of the test is dead: the next one's
-            reset_scratch(iso, size)  # scratch, while the server reports this one
+        # every process of the test is dead: the next test's scratch, while the server
+        # reports this one (no remount where the test provably left nothing)
+        if iso.get("scratch_ready") and scratch_state(iso) != iso.get("scratch_clean"):
+            reset_scratch(iso, size)
