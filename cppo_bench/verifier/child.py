@@ -326,15 +326,20 @@ def reset_scratch(iso: dict, size: int) -> bool:
         if "kept_fds" not in iso:  # opened once, before any tmpfs hides them
             iso["kept_fds"] = nsutil.open_paths(nsutil.under(iso["keep"], path))
             iso["kept_parents"] = _parents_below(path, [k for k, _ in iso["kept_fds"]])
-        data = f"size={size},mode=0700".encode()
-        nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, data)
-        nsutil.bind_back(iso["kept_fds"])
-        os.chmod(path, 0o700)
+        _mount_scratch(path, size, iso["kept_fds"])
     except OSError:
         return False
     iso["scratch_ready"], iso["scratch_size"] = True, size
     iso["scratch_clean"] = scratch_state(iso)
     return True
+
+
+def _mount_scratch(path: str, size: int, kept: list[tuple[str, int]]) -> None:
+    """An empty tmpfs of `size` bytes over `path`, owner-only, the kept paths (O_PATH fds
+    opened before it hid them) bound back read-only."""
+    nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
+    nsutil.bind_back(kept)
+    os.chmod(path, 0o700)
 
 
 def _parents_below(top: str, paths: list[str]) -> list[str]:
@@ -384,10 +389,7 @@ def _private_mounts(iso: dict, size: int) -> None:
         except OSError:
             pass
     path = iso["scratch"]
-    kept = nsutil.open_paths(nsutil.under(iso["keep"], path))
-    nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
-    nsutil.bind_back(kept)
-    os.chmod(path, 0o700)
+    _mount_scratch(path, size, nsutil.open_paths(nsutil.under(iso["keep"], path)))
     if premounted:
         return
     for other in ("/dev/shm", "/var/tmp"):

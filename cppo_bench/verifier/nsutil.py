@@ -77,12 +77,6 @@ def clear_capabilities() -> None:
     check(LIBC.capset(_CAP_HEADER, _CAP_NONE), "capset")
 
 
-def drop_privileges() -> None:
-    """Empty bounding set, no_new_privs, capset 0."""
-    drop_bounding_set()
-    clear_capabilities()
-
-
 def new_session_keyring() -> None:
     """A fresh anonymous session keyring: keys of earlier tests are not reachable by name."""
     LIBC.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None)

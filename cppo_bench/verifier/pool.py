@@ -46,10 +46,11 @@ def keep_sandboxes() -> Iterator[None]:
     try:
         yield
     finally:
+        idle: list[Sandbox] = []
         with _KEEP_LOCK:
             _KEEP_DEPTH -= 1
-            idle = [b for boxes in _IDLE.values() for b in boxes] if not _KEEP_DEPTH else []
             if not _KEEP_DEPTH:
+                idle = [b for boxes in _IDLE.values() for b in boxes]
                 _IDLE.clear()
         for box in idle:
             box.close()
