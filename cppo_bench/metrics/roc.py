@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _arrays(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray):
+def binary_arrays(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray):
+    """(scores, labels) as float64 / int arrays, checked: 1-D, same length, labels 0 or 1,
+    both classes present."""
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels).astype(int)
     if s.shape != y.shape or s.ndim != 1:
@@ -22,7 +24,7 @@ def _arrays(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.nda
 
 def roc_auc(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> float:
     """Mann-Whitney AUC: P(score_pos > score_neg) + 0.5 P(tie), from average ranks."""
-    s, y = _arrays(scores, labels)
+    s, y = binary_arrays(scores, labels)
     _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
     ranks = (np.cumsum(counts) - (counts - 1) / 2)[inverse]  # 1-based, ties averaged
     n_pos, n_neg = int(y.sum()), int((1 - y).sum())

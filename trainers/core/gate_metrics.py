@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from cppo_bench.metrics.roc import binary_arrays
 from cppo_bench.metrics.roc import roc_auc as metrics_roc_auc
 
 
@@ -59,14 +60,7 @@ class GateMetrics:
 
 def _arrays(scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]):
     s = np.asarray(torch.as_tensor(scores, dtype=torch.float64))
-    y = np.asarray(torch.as_tensor(labels)).astype(int)
-    if s.shape != y.shape or s.ndim != 1:
-        raise ValueError("scores and labels must be 1-D and the same length")
-    if not np.isin(y, (0, 1)).all():
-        raise ValueError("labels must be 0 or 1")
-    if y.sum() == 0 or y.sum() == y.size:
-        raise ValueError("held-out labels need both valid (1) and invalid (0) plans")
-    return s, y
+    return binary_arrays(s, np.asarray(torch.as_tensor(labels)))
 
 
 def roc_auc(scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]) -> float:
