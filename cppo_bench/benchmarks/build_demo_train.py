@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cppo_bench.benchmarks.build_demo_train_call import CALL, call_record
+from cppo_bench.benchmarks.build_demo_train_call import CALL, call_record, demo_record
 
 OUT = Path(__file__).resolve().parent / "demo_train_problems.jsonl"
 
@@ -448,30 +448,7 @@ def record(pid, title, task, inp, outp, ref, inputs):
         f"{task}\n\nInput\n\n{inp}\n\nOutput\n\n{outp}\n\nExample\n\nInput\n\n"
         f"{example['input']}\nOutput\n\n{example['output']}"
     )
-    return {
-        "benchmark": "demo_train",
-        "problem_id": pid,
-        "statement": statement,
-        "tests": tests,
-        "starter_code": "",
-        "time_limit_s": 2.0,
-        "memory_limit_mb": 256,
-        "reference_solutions": [ref],
-        "source": {
-            "apps_id": None,
-            "cf_contest_id": None,
-            "cf_index": None,
-            "lcb_question_id": None,
-            "platform": "demo_train",
-            "contest_date": None,
-            "url": None,
-        },
-        "difficulty": "easy",
-        "checker": "lcb",
-        "task": "codegen",
-        "label": None,
-        "metadata": {"title": title},
-    }
+    return demo_record(pid, title, statement, tests, ref)
 
 
 def main() -> None:

@@ -66,6 +66,36 @@ CALL = [
 ]
 
 
+def demo_record(
+    pid: str, title: str, statement: str, tests: list, ref: str, starter_code: str = ""
+) -> dict[str, Any]:
+    """One demo_train row in the Problem schema (stdin and call-based rows alike)."""
+    return {
+        "benchmark": "demo_train",
+        "problem_id": pid,
+        "statement": statement,
+        "tests": tests,
+        "starter_code": starter_code,
+        "time_limit_s": 2.0,
+        "memory_limit_mb": 256,
+        "reference_solutions": [ref],
+        "source": {
+            "apps_id": None,
+            "cf_contest_id": None,
+            "cf_index": None,
+            "lcb_question_id": None,
+            "platform": "demo_train",
+            "contest_date": None,
+            "url": None,
+        },
+        "difficulty": "easy",
+        "checker": "lcb",
+        "task": "codegen",
+        "label": None,
+        "metadata": {"title": title},
+    }
+
+
 def call_record(
     pid: str, title: str, sig: str, task: str, ref: str, args: list[list[Any]]
 ) -> dict[str, Any]:
@@ -87,27 +117,4 @@ def call_record(
         f"Implement {fn_name}. {task}\n\nSignature: {sig}\n\n"
         f"Example: {fn_name}({shown}) gives {tests[0]['output']}.\n"
     )
-    return {
-        "benchmark": "demo_train",
-        "problem_id": pid,
-        "statement": statement,
-        "tests": tests,
-        "starter_code": f"{sig}:\n    ",
-        "time_limit_s": 2.0,
-        "memory_limit_mb": 256,
-        "reference_solutions": [ref],
-        "source": {
-            "apps_id": None,
-            "cf_contest_id": None,
-            "cf_index": None,
-            "lcb_question_id": None,
-            "platform": "demo_train",
-            "contest_date": None,
-            "url": None,
-        },
-        "difficulty": "easy",
-        "checker": "lcb",
-        "task": "codegen",
-        "label": None,
-        "metadata": {"title": title},
-    }
+    return demo_record(pid, title, statement, tests, ref, starter_code=f"{sig}:\n    ")
