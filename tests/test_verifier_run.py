@@ -109,6 +109,27 @@ def test_call_mode_function_leetcode_class_and_prelude() -> None:
     assert [r.verdict for r in results] == ["AC", "AC", "WA"]
 
 
+def test_prelude_names_and_limits_are_fresh_in_every_test() -> None:
+    """The preludes run once, in the zygote; each test gets its own copy of their names and
+    its benchmark's recursion limit, whatever an earlier test did to them."""
+    spoil = (
+        "import collections, sys\ncollections.Counter = None\nCounter = deque = None\n"
+        "sys.setrecursionlimit(100000)\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+    )
+    lcb = call_problem("depth", [("[20000]", "20000")])  # the LCB harness allows 50000
+    apps = stdin_problem([("", "")], checker="apps")  # APPS' harness keeps Python's 1000
+    uses = "print(Counter('aab')['a'], deque([1]).pop(), __name__)"
+    prints = stdin_problem([("", "2 1 __main__\n")], checker="apps")
+    deep = "def d(n):\n    return 0 if n == 0 else 1 + d(n - 1)\nd(5000)"
+    results = verify_batch(
+        [VerifyJob(lcb, spoil), VerifyJob(prints, uses), VerifyJob(apps, deep),
+         VerifyJob(call_problem("name", [("[]", '"solution"')]), "def name():\n    return __name__")],
+        workers=1,
+    )  # fmt: skip
+    assert [r.verdict for r in results] == ["AC", "AC", "RE", "AC"], results
+    assert "RecursionError" in results[2].detail
+
+
 def test_apps_call_codewars_wrapped_output_and_numpy_prelude() -> None:
     problem = call_problem("is_even", [("[4]", "[true]"), ("[3]", "[false]")], checker="apps")
     code = "def is_even(n):\n    return bool(np.int64(n) % 2 == 0)"  # `np` from APPS' prelude

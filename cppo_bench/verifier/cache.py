@@ -19,7 +19,7 @@ from cppo_bench.verifier.records import Limits, VerifyResult
 # Bump when a change could alter a verdict (checker rules, harness semantics).
 # 2: tree-wide limits, per-test namespaces (#11); 3: prelude-bound names are no solution;
 # 4: the program is its namespace's init, keyrings and SysV IPC refused (seccomp)
-VERIFIER_VERSION = "4"
+VERIFIER_VERSION = "5"
 
 
 def cache_key(code: str, problem: Problem, limits: Limits, all_tests: bool) -> str:

@@ -9,7 +9,6 @@ runs the program the way the benchmark's official harness does (same prelude nam
 
 from __future__ import annotations
 
-import ast
 import builtins
 import io
 import json
@@ -45,12 +44,13 @@ _LCB_MODULES = (
     "string re datetime collections heapq bisect copy math random statistics itertools "
     "functools operator io sys json"
 ).split()
-_LCB = (
-    "".join(f"from {m} import *\n" for m in _LCB_MODULES[:-1] + ["json", "builtins", "typing"])
-    + "".join(f"import {m}\n" for m in _LCB_MODULES)
-    + "sys.setrecursionlimit(50000)\n"
-)
+_LCB = "".join(
+    f"from {m} import *\n" for m in _LCB_MODULES[:-1] + ["json", "builtins", "typing"]
+) + "".join(f"import {m}\n" for m in _LCB_MODULES)
 PRELUDES = {"none": "", "apps": _APPS, "lcb": _LCB}
+# What a prelude sets for the whole process (the official LCB harness raises the recursion
+# limit): done in each test child, since the preludes themselves run once, in the zygote.
+RECURSION_LIMITS = {"lcb": 50000}
 
 
 class LazyNumpy:
@@ -82,6 +82,8 @@ def compile_program(source: str, mode: str):
     programs inside a function with the imports hoisted; some references rely on it
     (top-level `nonlocal`). We run programs as a real `__main__` module and fall back to the
     wrapper only when the program does not compile as a module."""
+    import ast  # (imported by the server after the zygote is forked: no child carries it)
+
     try:
         return compile(source, "<solution>", "exec", dont_inherit=True), False
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -126,7 +128,23 @@ def self_signal_handlers() -> None:
         signal.signal(getattr(signal, name), _died_by)
 
 
-def run_child(spec: dict, preludes: dict, fds: dict, iso: dict) -> None:
+def prelude_globals(preludes: dict) -> dict:
+    """Once, in the zygote, before any program exists: the module globals each prelude makes,
+    for stdin programs (`__main__`) and call-based ones (`solution`), keyed (prelude, call).
+    A test child runs its program in its own copy-on-write copy of one of them, so no prelude
+    runs per test (the LCB one binds hundreds of names, about 0.5 ms a test with page faults)."""
+    out = {}
+    for name, code in preludes.items():
+        for call in (False, True):
+            g = {"__name__": "solution" if call else "__main__", "__builtins__": builtins}
+            exec(code, g)
+            if name == "apps":
+                g["np"] = LazyNumpy()
+            out[name, call] = g
+    return out
+
+
+def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
     """The forked test child: isolate, then run the program in this same process. Where the
     kernel allows it is pid 1 of its own pid namespace, so everything it starts dies with it.
     It loads the code object the server compiled once per program (from its memfd), runs it,
@@ -197,7 +215,7 @@ def run_child(spec: dict, preludes: dict, fds: dict, iso: dict) -> None:
         os.write(3, READY)  # from here on every exit status is the program's own
     except BaseException:
         os._exit(SETUP_FAILED)
-    _run_program(prog, raw, preludes)
+    _run_program(prog, raw, globals_by)
 
 
 def _setup_failed(err_fd: int, exc: BaseException) -> None:
@@ -219,18 +237,17 @@ def _read_all(fd: int) -> bytes:
     return os.pread(fd, size, 0) if size else b""
 
 
-def _run_program(prog: dict, raw: bytes, preludes: dict) -> None:
+def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
     """Run the program the way the official harness would, then report on fd 3 and exit."""
     write, dumps, flush = os.write, json.dumps, sys.stdout.flush
     call = prog["mode"] == "call"
-    g = {"__name__": "solution" if call else "__main__", "__builtins__": builtins}
+    g = globals_by[prog["prelude"], call]  # this process's own copy (see prelude_globals)
     status = b""
     try:
-        exec(preludes[prog["prelude"]], g)
-        if prog["prelude"] == "apps":
-            g["np"] = LazyNumpy()
-            if not call:
-                g["stdin"], g["stdout"], g["open"] = sys.stdin, sys.stdout, _apps_open
+        if prog["prelude"] in RECURSION_LIMITS:
+            sys.setrecursionlimit(RECURSION_LIMITS[prog["prelude"]])
+        if prog["prelude"] == "apps" and not call:
+            g["stdin"], g["stdout"], g["open"] = sys.stdin, sys.stdout, _apps_open
         args = json.loads(raw) if call else None
         # what the prelude bound under the entry point's name (lcb's `from operator import *`
         # binds `add`): a program that defines nothing must not be scored by calling it

@@ -100,6 +100,9 @@ class Server:
             "seccomp": self.init.get("seccomp", True),
         }
         self._start_zygote()
+        import ast  # noqa: F401  (for compile_program's fallback; not in the zygote's memory)
+        import shutil  # noqa: F401  (for wipe)
+
         if not self.iso["pidns"]:
             notes.append("no pid namespace per test: programs can see the server")
         return {
@@ -199,6 +202,8 @@ class Server:
             os.makedirs(scratch, mode=0o700)
         spec = {k: head.get(k) for k in ("mode", "prelude", "fn_name", "int_keys", "time_s",
                                           "mem_bytes", "fsize_bytes", "scratch_bytes")}  # fmt: skip
+        # RLIMIT_FSIZE also caps stdout (a file): one byte past out_bytes shows the overflow
+        spec["fsize_bytes"] = max(spec["fsize_bytes"], head["out_bytes"] + 1)
         spec_json = json.dumps(dict(spec, scratch=scratch)).encode()
         self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json)
         return {"op": "ready", "wrapped": bool(wrapped_or_error)}
@@ -220,26 +225,27 @@ class Server:
         os.write(in_fd, data)
         os.lseek(in_fd, 0, 0)
         data[:] = bytes(len(data))  # scrub: nothing of this input stays in our memory
-        pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, status
-        fds = [prog["code_fd"], in_fd, *(w for _, w in pipes)]
+        # stdout and the status are files (fresh memfds): the child never blocks on them and
+        # we are not woken while it writes; RLIMIT_FSIZE caps them. stderr, which a program
+        # may write without bound, is a pipe of which we keep the tail.
+        out_fd, st_fd = os.memfd_create("stdout"), os.memfd_create("status")
+        err_r, err_w = os.pipe()
+        fds = [prog["code_fd"], in_fd, out_fd, err_w, st_fd]
         start = time.monotonic()
         socket.send_fds(self.zsock, [prog["spec_json"]], fds)
         os.close(in_fd)
-        for _, w in pipes:
-            os.close(w)
-        caps = (prog["out_bytes"], None, prog["out_bytes"] + 1)  # status: + the READY byte
-        out, err, st = (Stream(r, cap) for (r, _), cap in zip(pipes, caps, strict=True))
-        streams = {s.fd: s for s in (out, err, st)}
+        os.close(err_w)
+        err = Stream(err_r, None)
         got: list[int] = []
         self._zrecv(30, got)
         pidfd = got[0]  # the test's init (a pidfd: its pid number is the zygote's)
         pid = _pid_of(pidfd)
         over, tree = None, Tree(pid, prog)
         deadline = start + prog["wall_s"]
-        truncated = exited = False
+        exited = False
         final: dict = {}
         next_poll = start + POLL_S
-        while not (exited or truncated or over):
+        while not (exited or over):
             now = time.monotonic()
             if now >= deadline:
                 over = "wall"
@@ -249,12 +255,13 @@ class Server:
                 next_poll = now + POLL_S
                 continue
             zfd = self.zsock.fileno()
-            watch = [s.fd for s in streams.values() if s.open] + [self.ctrl_in, zfd]
+            watch = [err.fd] * err.open + [self.ctrl_in, zfd]
             ready = select.select(watch, [], [], min(deadline, next_poll) - now)[0]
             if self.ctrl_in in ready:  # the verifier is gone: leave nothing behind
                 self._kill_test(pid, pidfd)
                 os._exit(0)
-            truncated = any(streams[fd].pump() for fd in ready if fd in streams)
+            if err.fd in ready:
+                err.pump()
             if zfd in ready:
                 final = self._zrecv(1)
                 exited = bool(final.get("exited"))
@@ -265,8 +272,10 @@ class Server:
             final = self._zrecv(30)  # {"exited"}: the test's init is reaped
         if "status" not in final:  # without a pid namespace it comes once orphans are gone
             final = self._zrecv(30)
-        for s in streams.values():  # everyone is dead: take what is buffered, never wait
-            truncated = s.drain() or truncated
+        err.drain()  # everyone is dead: take what is buffered, never wait
+        # (every writer is dead too: the files no longer change)
+        out, truncated = _read_capped(out_fd, prog["out_bytes"])
+        status, _ = _read_capped(st_fd, prog["out_bytes"] + 1)  # + the READY byte
         head = {
             "op": "result",
             "exit": os.waitstatus_to_exitcode(final["status"]),
@@ -279,7 +288,7 @@ class Server:
             "truncated": truncated,
             "stderr": bytes(err.buf[-2000:]).decode("utf-8", "replace"),
         }
-        return head, [bytes(out.buf), bytes(st.buf)]
+        return head, [out, status]
 
     def _kill_test(self, pid: int, pidfd: int) -> None:
         """Kill the test's process tree: its pid namespace dies with its init; without one,
@@ -300,6 +309,24 @@ class Server:
     def kill_all(self) -> None:
         if self.zygote > 0:
             kill(self.zygote)
+
+
+def _read_capped(fd: int, cap: int) -> tuple[bytes, bool]:
+    """(at most `cap` bytes from the start of a file the test wrote, whether it held more),
+    then close it. Its size is the program's to choose, so we never read past `cap`."""
+    try:
+        size = os.fstat(fd).st_size
+        want = min(size, cap)
+        parts, got = [], 0
+        while got < want:
+            chunk = os.pread(fd, min(want - got, 1 << 24), got)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts), size > cap
+    finally:
+        os.close(fd)
 
 
 def _pid_of(pidfd: int) -> int:
@@ -350,6 +377,7 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     head, _ = read_frame(ctrl_in)
+    nsutil.set_name(b"cppo-server")
     SERVER = Server(ctrl_in, ctrl_out, head)
     write_frame(ctrl_out, SERVER.setup())
     while True:

@@ -35,6 +35,11 @@ def prctl(option: int, arg: int = 0) -> int:
     return LIBC.prctl(option, ctypes.c_ulong(arg), 0, 0, 0)
 
 
+def set_name(name: bytes) -> None:
+    """This process's name in ps and perf (PR_SET_NAME, at most 15 bytes)."""
+    LIBC.prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)
+
+
 def unshare(flags: int) -> int:
     return LIBC.unshare(flags)
 

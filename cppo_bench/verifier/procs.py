@@ -4,7 +4,6 @@ measuring a test's process tree, wiping scratch, reading the child's pipes."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -75,6 +74,8 @@ def descendants(root: int) -> list[int]:
 
 def wipe(path: str) -> None:
     """Remove everything under `path` (kept itself), whatever modes the program set."""
+    import shutil  # (by the server only: the zygote, and so every test child, never holds it)
+
     for root, dirs, _ in os.walk(path):  # first make every directory enterable
         for d in dirs:
             full = os.path.join(root, d)

@@ -21,6 +21,7 @@ import socket
 import nsutil
 from child import (
     SETUP_FAILED,
+    prelude_globals,
     reset_scratch,
     run_child,
     scratch_state,
@@ -40,6 +41,7 @@ def probe_pidns(own: int) -> bool:
 
 def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     """Serve fork requests until the server closes the socket. Never returns."""
+    nsutil.set_name(b"cppo-zygote")
     nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
     nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)  # orphans stay below us, for accounting
     own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
@@ -52,6 +54,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     iso["denied"] = iso["seccomp"] and nsutil.deny_shared_kernel_state()
     iso["bounded"] = nsutil.drop_bounding_set()
     self_signal_handlers()
+    globals_by = prelude_globals(preludes)
     gc.collect()
     gc.freeze()
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
@@ -74,7 +77,8 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
             try:
                 sock.close()
                 os.close(own)
-                run_child(spec, preludes, dict(zip(FDS, fds, strict=True)), iso)
+                nsutil.set_name(b"cppo-test")
+                run_child(spec, globals_by, dict(zip(FDS, fds, strict=True)), iso)
             finally:
                 os._exit(SETUP_FAILED)
         if iso["pidns"]:
