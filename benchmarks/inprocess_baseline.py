@@ -105,13 +105,14 @@ def _run_tests(job: VerifyJob, time_s: float, mem_bytes: int, official: bool) ->
     signal.signal(signal.SIGALRM, _alarm)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # a program reading fd 0 directly gets EOF, not the evaluator's stdin
-    real_stdout = sys.stdout
+    real_stdout, real_stderr = sys.stdout, sys.stderr
     passed = 0
     for test in problem.tests:
         g = dict(template, __name__="solution" if call else "__main__")
         data = b"" if call else test.input.encode()
         out = io.BytesIO()
         sys.stdout = wrapper = io.TextIOWrapper(out, encoding="utf-8", newline="\n")
+        sys.stderr = io.StringIO()  # a program's debug prints, kept off the report
         patches = _official_patches(data) if official else _lean_patches(data, g)
         if official:
             faulthandler.enable()
@@ -141,7 +142,7 @@ def _run_tests(job: VerifyJob, time_s: float, mem_bytes: int, official: bool) ->
                 output = out.getvalue()  # before the wrapper is collected (it closes `out`)
             except BaseException:
                 ok = False
-            sys.stdout = real_stdout
+            sys.stdout, sys.stderr = real_stdout, real_stderr
         if not ok:
             continue
         try:

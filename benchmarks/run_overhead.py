@@ -28,9 +28,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams
-from cppo_bench.pipeline import RunSpec, execute, load_problems
-from cppo_bench.runstore import parse_shard
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a clone, installed or not
+
+from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams  # noqa: E402
+from cppo_bench.pipeline import RunSpec, execute, load_problems  # noqa: E402
+from cppo_bench.runstore import parse_shard  # noqa: E402
 
 
 class InstantBackend:

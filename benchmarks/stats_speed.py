@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from cppo_bench.metrics import hierarchical_bootstrap
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a clone, installed or not
+
+from cppo_bench.metrics import hierarchical_bootstrap  # noqa: E402
 
 
 def loop_bootstrap(

@@ -29,7 +29,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# this folder (the baselines) and the clone's root: runs from a clone, installed or not
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 from inprocess_baseline import run_inprocess  # noqa: E402
 from naive_baseline import run_naive  # noqa: E402
 
