@@ -115,7 +115,7 @@ def _run_tests(job: VerifyJob, time_s: float, mem_bytes: int, official: bool) ->
         sys.stderr = io.StringIO()  # a program's debug prints, kept off the report
         patches = _official_patches(data) if official else _lean_patches(data, g)
         if official:
-            faulthandler.enable()
+            faulthandler.enable(file=real_stderr)
         signal.setitimer(signal.ITIMER_REAL, time_s)
         ok, value = True, None
         try:

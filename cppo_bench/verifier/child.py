@@ -144,6 +144,24 @@ def prelude_globals(preludes: dict) -> dict:
     return out
 
 
+_STREAMS: tuple | None = None  # see std_streams
+
+
+def std_streams() -> tuple:
+    """sys.stdin, sys.stdout and sys.stderr as a program sees them: text files on fds 0-2.
+    Made once, in the zygote, where they are never used (each test child puts its own files
+    on fds 0-2 before its program runs): building them costs a test about 0.4 ms of codec
+    look-ups, buffers and page faults."""
+    global _STREAMS
+    _STREAMS = (
+        open(0, encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False),
+        open(1, "w", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False),
+        open(2, "w", encoding="utf-8", errors="backslashreplace", newline="\n", closefd=False,
+             buffering=1),
+    )  # fmt: skip
+    return _STREAMS
+
+
 def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
     """The forked test child: isolate, then run the program in this same process. Where the
     kernel allows it is pid 1 of its own pid namespace, so everything it starts dies with it.
@@ -152,7 +170,8 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
     (see harness.Server.setup and zygote.zygote_main)."""
     try:
         os.setpgid(0, 0)
-        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if not iso.get("zygote_is_init"):  # (an init's death takes its whole namespace along)
+            nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
         if iso.get("scratch_ready"):  # the zygote's fresh scratch tmpfs (see reset_scratch)
             if not iso.get("denied"):
                 nsutil.check(nsutil.unshare(nsutil.CLONE_NEWIPC), "unshare ipc")
@@ -167,7 +186,7 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
             nsutil.new_session_keyring()
         if not iso.get("bounded"):
             nsutil.drop_bounding_set()
-        nsutil.clear_capabilities()
+        nsutil.clear_capabilities(nnp_inherited=iso.get("nnp", False))
         os.chdir(spec["scratch"])
         # (source, code object, wrapped), compiled once per program by the server
         source, code, wrapped = marshal.loads(_read_all(fds["code"]))
@@ -194,21 +213,8 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         global _IN_TEST
         _IN_TEST = True
-        sys.stdin = sys.__stdin__ = open(
-            0, encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False
-        )
-        sys.stdout = sys.__stdout__ = open(
-            1, "w", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False
-        )
-        sys.stderr = sys.__stderr__ = open(
-            2,
-            "w",
-            encoding="utf-8",
-            errors="backslashreplace",
-            newline="\n",
-            closefd=False,
-            buffering=1,
-        )
+        sys.stdin, sys.stdout, sys.stderr = _STREAMS or std_streams()
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = ["solution.py"]
         sys.modules["random"].seed()  # a fresh interpreter would have a fresh seed
         prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)

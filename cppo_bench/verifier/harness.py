@@ -236,42 +236,55 @@ class Server:
         os.close(in_fd)
         os.close(err_w)
         err = Stream(err_r, None)
-        got: list[int] = []
-        self._zrecv(30, got)
-        pidfd = got[0]  # the test's init (a pidfd: its pid number is the zygote's)
-        pid = _pid_of(pidfd)
-        over, tree = None, Tree(pid, prog)
+        # The zygote hands the test over (a pidfd of its init, for measuring and killing)
+        # only once it outlives EARLY_S: a short test costs us one wake-up, for its report.
+        pid = pidfd = tree = None
+        over, exited, final = None, False, {}
         deadline = start + prog["wall_s"]
-        exited = False
-        final: dict = {}
         next_poll = start + POLL_S
+        zfd = self.zsock.fileno()
         while not (exited or over):
             now = time.monotonic()
             if now >= deadline:
                 over = "wall"
                 break
-            if now >= next_poll:
+            if tree is not None and now >= next_poll:
                 over = tree.measure()
                 next_poll = now + POLL_S
                 continue
-            zfd = self.zsock.fileno()
             watch = [err.fd] * err.open + [self.ctrl_in, zfd]
-            ready = select.select(watch, [], [], min(deadline, next_poll) - now)[0]
+            until = deadline if tree is None else min(deadline, next_poll)
+            ready = select.select(watch, [], [], until - now)[0]
             if self.ctrl_in in ready:  # the verifier is gone: leave nothing behind
-                self._kill_test(pid, pidfd)
+                self._kill_test(pidfd)
                 os._exit(0)
             if err.fd in ready:
                 err.pump()
             if zfd in ready:
-                final = self._zrecv(1)
-                exited = bool(final.get("exited"))
+                got: list[int] = []
+                msg = self._zrecv(1, got)
+                if msg.get("started") and got:
+                    pidfd = got[0]
+                    pid = _pid_of(pidfd)
+                    tree = Tree(pid, prog)
+                else:
+                    final, exited = msg, bool(msg.get("exited"))
         wall = time.monotonic() - start
-        self._kill_test(pid, pidfd)
-        os.close(pidfd)
+        if over and pidfd is None:  # the zygote was slower than the whole deadline
+            got = []
+            msg = self._zrecv(30, got)
+            if msg.get("started") and got:
+                pidfd = got[0]
+            else:
+                final, exited = msg, bool(msg.get("exited"))
+        self._kill_test(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
         if not exited:
             final = self._zrecv(30)  # {"exited"}: the test's init is reaped
         if "status" not in final:  # without a pid namespace it comes once orphans are gone
             final = self._zrecv(30)
+        cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         err.drain()  # everyone is dead: take what is buffered, never wait
         # (every writer is dead too: the files no longer change)
         out, truncated = _read_capped(out_fd, prog["out_bytes"])
@@ -279,9 +292,9 @@ class Server:
         head = {
             "op": "result",
             "exit": os.waitstatus_to_exitcode(final["status"]),
-            "cpu_s": max(float(final["cpu_s"]), tree.cpu_s),
+            "cpu_s": max(float(final["cpu_s"]), cpu_s),
             "wall_s": wall,
-            "maxrss_kb": max(int(final["maxrss_kb"]), tree.peak_kb),
+            "maxrss_kb": max(int(final["maxrss_kb"]), peak_kb),
             "timed_out": over == "wall",
             "cpu_exceeded": over == "cpu",
             "mem_exceeded": over == "mem",
@@ -290,13 +303,15 @@ class Server:
         }
         return head, [out, status]
 
-    def _kill_test(self, pid: int, pidfd: int) -> None:
+    def _kill_test(self, pidfd: int | None) -> None:
         """Kill the test's process tree: its pid namespace dies with its init; without one,
-        every process below the zygote (orphans included: the zygote is their subreaper)."""
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        except OSError:
-            pass
+        every process below the zygote (orphans included: the zygote is their subreaper).
+        (No pidfd: the test ended before the zygote handed it over.)"""
+        if pidfd is not None:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
         targets = [] if self.iso["pidns"] else descendants(self.zygote)
         for _ in range(1000):
             for p in targets:

@@ -75,9 +75,10 @@ _CAP_HEADER = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_
 _CAP_NONE = (ctypes.c_uint32 * 6)()
 
 
-def clear_capabilities() -> None:
-    """No capability now or after any execve: no_new_privs, and capset 0 for this thread."""
-    if prctl(PR_GET_NO_NEW_PRIVS) != 1:  # (inherited from the server where it set it)
+def clear_capabilities(nnp_inherited: bool = False) -> None:
+    """No capability now or after any execve: no_new_privs (unless known to be inherited,
+    as from the server), and capset 0 for this thread."""
+    if not nnp_inherited and prctl(PR_GET_NO_NEW_PRIVS) != 1:
         check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
     check(LIBC.capset(_CAP_HEADER, _CAP_NONE), "capset")
 
