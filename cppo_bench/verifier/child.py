@@ -389,7 +389,7 @@ def scratch_state(iso: dict) -> tuple | None:
         meta = []
         for d in dirs:
             st = os.lstat(d)
-            xattrs = nsutil.LIBC.llistxattr(d.encode(), None, 0)
+            xattrs = len(os.listxattr(d, follow_symlinks=False))
             meta.append((st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size,
                          st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns, xattrs))  # fmt: skip
     except OSError:
