@@ -5,13 +5,14 @@ parallel workers, in alternating rounds (the median round of each is reported):
   - cppo-bench: verify_batch, fully isolated (one sandbox per worker, a fork per test);
   - in-process, official model and lean (inprocess_baseline.py: a forked process per
     program, every test exec'd in it, no isolation). Target (issue 16): ratio >= 1.0;
-  - --against REF: this verifier as it was at a git commit (e.g. 9bee1d7, before the
-    hardening of issue 11), run from a temporary worktree. Target (issue 11): >= 0.9;
+  - --against REF: this verifier as it was at a git commit (default 9bee1d7, before the
+    hardening of issue 11, where the clone has it), from a temporary worktree. Target
+    (issue 11): >= 0.9;
   - --naive: a fresh `python3` per test (the slowest honest way).
 Then the per-test and per-program overhead over an empty program.
 
     python benchmarks/verifier_throughput.py [--data DIR] [--workers N] [--per-problem R]
-        [--repeat-tests T] [--rounds 3] [--against 9bee1d7] [--naive] [--exclude UID]
+        [--repeat-tests T] [--rounds 3] [--against REF|none] [--naive] [--exclude UID]
 The shared APPS sample has one test per problem; --repeat-tests T runs each test T times, a
 stand-in for the full split's ~20 tests per problem (same programs, same inputs).
 """
@@ -40,6 +41,12 @@ from cppo_bench.verifier import VerifyJob, verify_batch  # noqa: E402
 from cppo_bench.verifier.sandbox import sandbox_mode  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+PRE_HARDENING = "9bee1d7"  # the verifier before issue 11's hardening
+
+
+def _has_commit(ref: str) -> bool:
+    probe = ["git", "-C", str(REPO), "cat-file", "-e", f"{ref}^{{commit}}"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
 
 
 def load_jobs(data: Path, per_problem: int, repeat: int, limit: int | None) -> list[VerifyJob]:
@@ -141,7 +148,9 @@ def main() -> None:
                         help="leave out a problem (e.g. apps/49, whose 1.3 s precomputation "
                         "per test swamps every per-test overhead)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--against", metavar="REF", help="also time the verifier at REF")
+    parser.add_argument("--against", metavar="REF", default=PRE_HARDENING,
+                        help=f"also time the verifier at this git commit (default {PRE_HARDENING}, "
+                        "before the hardening, when the clone has it; 'none' to skip)")  # fmt: skip
     parser.add_argument("--naive", action="store_true", help="also a fresh python3 per test")
     args = parser.parse_args()
     jobs = load_jobs(args.data, args.per_problem, args.repeat_tests, args.limit)
@@ -157,6 +166,10 @@ def main() -> None:
         "in-process, official model": lambda: timed_inprocess(jobs, args.workers, True),
         "in-process, lean": lambda: timed_inprocess(jobs, args.workers),
     }
+    if args.against == "none" or not _has_commit(args.against):
+        if args.against != "none":
+            print(f"(no commit {args.against} in this clone: no comparison with it)")
+        args.against = None
     against = Against(args.against) if args.against else None
     if against:
         runners[f"cppo-bench @ {args.against}"] = lambda: against.run(args)
@@ -178,6 +191,11 @@ def main() -> None:
         print(f"{name:28s}: {ran} tests in {elapsed:6.2f}s = {rates[name]:7.1f} tests/s "
               f"({passed} passed; rounds {', '.join(f'{r[0]:.2f}' for r in rounds)})")  # fmt: skip
     ours = rates["cppo-bench (isolated)"]
+    ours_passed = times["cppo-bench (isolated)"][-1][2]
+    for name, rounds in times.items():  # a baseline that fails tests may skip work
+        if rounds[-1][2] < 0.95 * ours_passed:
+            print(f"WARNING: {name} passed {rounds[-1][2]} tests where cppo-bench passed "
+                  f"{ours_passed}: its time is not comparable")  # fmt: skip
     for name in ("in-process, official model", "in-process, lean"):
         print(f"ratio vs {name}: {ours / rates[name]:.2f} (target >= 1.0)")
     if against:
