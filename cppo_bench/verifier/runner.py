@@ -80,7 +80,9 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     """(verdict, reason) for one test run."""
     if run.timed_out:
         return "TLE", f"wall-clock backstop of {limits.wall_s:g}s exceeded"
-    exit_code = _exit_code(run)
+    ready = run.status.startswith(READY)
+    status = parse_status(run.status[len(READY) :]) if ready else {}
+    exit_code = _exit_code(run, status)
     # SIGXCPU: RLIMIT_CPU's soft limit; SIGKILL near the limit: its hard limit (soft + 1 s).
     cpu_killed = (
         run.cpu_exceeded
@@ -93,13 +95,12 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
         return "MLE", f"the program's processes together exceeded {limits.memory_mb} MiB"
     if run.truncated:
         return "WA", f"output exceeded {limits.output_mb} MiB and was cut off"
-    if not run.status.startswith(READY):
+    if not ready:
         # The harness writes READY just before the program runs: without it, the set-up
         # failed (a sandbox fault), whatever the exit status says.
         raise SandboxError(
             f"a test child could not set up its isolation ({_last_line(run.stderr)})"
         )
-    status = parse_status(run.status[len(READY) :])
     if status.get("exc") == "MemoryError":
         return "MLE", f"MemoryError (address space limit {limits.memory_mb} MiB)"
     if exit_code < 0:
@@ -124,13 +125,13 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     return "WA", f"expected {_short(test.output)}, got {_short(short_repr(value))}"
 
 
-def _exit_code(run: TestRun) -> int:
+def _exit_code(run: TestRun, status: dict) -> int:
     """The wait status as an exit code; negative: killed by that signal. A program that is its
     pid namespace's init cannot die by a signal it sends itself: the child reports the
     signal on the status fd instead (`{"signal": N}`, then exit 0)."""
     if run.exit_code != 0 or not run.status.startswith(READY):
         return run.exit_code
-    sig = parse_status(run.status[len(READY) :]).get("signal")
+    sig = status.get("signal")
     return -sig if type(sig) is int and 0 < sig < 65 else 0
 
 
