@@ -323,6 +323,19 @@ def test_results_stay_json_contract(mode: str) -> None:
             "peak_memory_mb", "detail", "code", "cpu_s", "sandbox"} <= set(row)  # fmt: skip
 
 
+def test_a_program_cannot_unwrite_that_its_set_up_succeeded(mode: str) -> None:
+    """stdout and the status report are files the program may rewrite from the start; the
+    mark that the sandbox set-up succeeded is not among them, so the program is judged on
+    its own (a corrupt report is its runtime error), never taken for a sandbox failure."""
+    rewrite = "import os\nos.pwrite(3, b'X' * 64, 0)\nprint('isolated')"
+    truncate = "import os\nos.ftruncate(3, 0)\nos.ftruncate(1, 0)\nos._exit(0)"
+    forge = "import os\nos.write(3, b'R{\"ok\": true}')\nprint('isolated')\nos._exit(0)"
+    results = run([VerifyJob(ISOLATED, rewrite), VerifyJob(ISOLATED, truncate),
+                   VerifyJob(ISOLATED, forge)])  # fmt: skip
+    assert [r.verdict for r in results] == ["RE", "WA", "RE"], results
+    assert not any("sandbox" in r.detail for r in results), results
+
+
 def test_a_program_dies_by_the_signals_it_sends_itself(mode: str) -> None:
     """The program may be its pid namespace's init, which the kernel shields from its own
     default-action signals: it must still die by them as a normal process would (RE, named),

@@ -26,7 +26,7 @@ LIBC = nsutil.LIBC
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
 
 SETUP_FAILED = 120  # exit code of a child whose sandbox set-up failed (a harness fault)
-READY = b"R"  # first byte on the status fd, written just before the program runs
+READY = b"R"  # on the ready pipe just before the program runs (the server prefixes the status)
 WRAPPED = "_cppo_wrapped_main"
 MEMORY_ERROR = b'{"exc": "MemoryError"}'  # built up front: no allocation needed after OOM
 
@@ -200,7 +200,9 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         os.dup2(in_fd, 0)
         for target, fd in zip((1, 2, 3), writers, strict=True):
             os.dup2(fd, target)
-        os.closerange(4, 1 << 16)
+        # the ready pipe, written once set-up is done and closed before any program code
+        os.dup2(fds["ready"], 4)
+        os.closerange(5, 1 << 16)
     except BaseException as exc:
         _setup_failed(fds["err"], exc)
     try:
@@ -218,7 +220,8 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         sys.argv = ["solution.py"]
         sys.modules["random"].seed()  # a fresh interpreter would have a fresh seed
         prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)
-        os.write(3, READY)  # from here on every exit status is the program's own
+        os.write(4, READY)  # from here on every exit status is the program's own
+        os.close(4)  # (so no program can write, or unwrite, READY)
     except BaseException:
         os._exit(SETUP_FAILED)
     _run_program(prog, raw, globals_by)

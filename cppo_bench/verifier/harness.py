@@ -25,7 +25,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
-from child import _LCB_MODULES, PRELUDES, compile_program  # noqa: E402
+from child import _LCB_MODULES, PRELUDES, READY, compile_program  # noqa: E402
 from procs import Stream, Tree, descendants, kill, wipe  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
 from zygote import zygote_main  # noqa: E402
@@ -230,11 +230,15 @@ class Server:
         # may write without bound, is a pipe of which we keep the tail.
         out_fd, st_fd = os.memfd_create("stdout"), os.memfd_create("status")
         err_r, err_w = os.pipe()
-        fds = [prog["code_fd"], in_fd, out_fd, err_w, st_fd]
+        # READY comes on a pipe of its own, closed before the program runs: the program can
+        # rewrite its status file, but never the fact that its set-up succeeded
+        ready_r, ready_w = os.pipe()
+        fds = [prog["code_fd"], in_fd, out_fd, err_w, st_fd, ready_w]
         start = time.monotonic()
         socket.send_fds(self.zsock, [prog["spec_json"]], fds)
         os.close(in_fd)
         os.close(err_w)
+        os.close(ready_w)
         err = Stream(err_r, None)
         # The zygote hands the test over (a pidfd of its init, for measuring and killing)
         # only once it outlives EARLY_S: a short test costs us one wake-up, for its report.
@@ -288,7 +292,9 @@ class Server:
         err.drain()  # everyone is dead: take what is buffered, never wait
         # (every writer is dead too: the files no longer change)
         out, truncated = _read_capped(out_fd, prog["out_bytes"])
-        status, _ = _read_capped(st_fd, prog["out_bytes"] + 1)  # + the READY byte
+        status, _ = _read_capped(st_fd, prog["out_bytes"])
+        if _read_ready(ready_r):
+            status = READY + status
         head = {
             "op": "result",
             "exit": os.waitstatus_to_exitcode(final["status"]),
@@ -324,6 +330,17 @@ class Server:
     def kill_all(self) -> None:
         if self.zygote > 0:
             kill(self.zygote)
+
+
+def _read_ready(fd: int) -> bool:
+    """Did the test child finish its set-up (READY on its ready pipe)? Then close it."""
+    try:
+        os.set_blocking(fd, False)
+        return os.read(fd, 2) == READY
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _read_capped(fd: int, cap: int) -> tuple[bytes, bool]:

@@ -14,7 +14,7 @@ from cppo_bench.verifier.decode import decode_value, parse_status, short_repr
 from cppo_bench.verifier.records import Limits, VerifyResult
 from cppo_bench.verifier.sandbox import Sandbox, SandboxError, TestRun
 
-READY = b"R"  # child.READY: first byte of the status pipe once the program may run
+READY = b"R"  # child.READY: the server puts it before the status once the set-up succeeded
 
 
 def program_spec(problem: Problem, checker: Checker, limits: Limits) -> dict:

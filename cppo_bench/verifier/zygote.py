@@ -31,7 +31,7 @@ from child import (
     std_streams,
 )
 
-FDS = ("code", "input", "out", "err", "status")
+FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
 
 
