@@ -37,7 +37,7 @@ from cppo_bench.verifier.records import Limits
 
 # The sandbox-side modules import their siblings by plain name (they run as a script there).
 sys.path.insert(0, os.path.dirname(cppo_bench.verifier.__file__))
-from child import PRELUDES, WRAPPED, compile_program  # noqa: E402  (the same preludes, same compile)
+from child import PRELUDES, RECURSION_LIMITS, WRAPPED, compile_program  # noqa: E402
 
 del sys.path[0]
 
@@ -102,6 +102,8 @@ def _run_tests(job: VerifyJob, time_s: float, mem_bytes: int, official: bool) ->
     prelude_name = checker.call_prelude if call else checker.stdin_prelude
     template: dict = {"__builtins__": builtins}
     exec(compile(PRELUDES[prelude_name], "<prelude>", "exec"), template)
+    if prelude_name in RECURSION_LIMITS:  # as the official harness's prelude does
+        sys.setrecursionlimit(RECURSION_LIMITS[prelude_name])
     signal.signal(signal.SIGALRM, _alarm)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # a program reading fd 0 directly gets EOF, not the evaluator's stdin
