@@ -100,9 +100,6 @@ class Server:
             "seccomp": self.init.get("seccomp", True),
         }
         self._start_zygote()
-        import ast  # noqa: F401  (for compile_program's fallback; not in the zygote's memory)
-        import shutil  # noqa: F401  (for wipe)
-
         if not self.iso["pidns"]:
             notes.append("no pid namespace per test: programs can see the server")
         return {
@@ -242,7 +239,7 @@ class Server:
         err = Stream(err_r, None)
         # The zygote hands the test over (a pidfd of its init, for measuring and killing)
         # only once it outlives EARLY_S: a short test costs us one wake-up, for its report.
-        pid = pidfd = tree = None
+        pidfd = tree = None
         over, exited, final = None, False, {}
         deadline = start + prog["wall_s"]
         next_poll = start + POLL_S
@@ -265,22 +262,14 @@ class Server:
             if err.fd in ready:
                 err.pump()
             if zfd in ready:
-                got: list[int] = []
-                msg = self._zrecv(1, got)
-                if msg.get("started") and got:
-                    pidfd = got[0]
-                    pid = _pid_of(pidfd)
-                    tree = Tree(pid, prog)
-                else:
-                    final, exited = msg, bool(msg.get("exited"))
+                handed, final = self._handover_or_report(1)
+                if handed is not None:
+                    pidfd, tree = handed, Tree(_pid_of(handed), prog)
+                exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
-            got = []
-            msg = self._zrecv(30, got)
-            if msg.get("started") and got:
-                pidfd = got[0]
-            else:
-                final, exited = msg, bool(msg.get("exited"))
+            pidfd, final = self._handover_or_report(30)
+            exited = bool(final.get("exited"))
         self._kill_test(pidfd)
         if pidfd is not None:
             os.close(pidfd)
@@ -308,6 +297,15 @@ class Server:
             "stderr": bytes(err.buf[-2000:]).decode("utf-8", "replace"),
         }
         return head, [out, status]
+
+    def _handover_or_report(self, timeout: float) -> tuple[int | None, dict]:
+        """The zygote's next message about a running test: (the pidfd of its init, {}) when
+        it hands the test over, else (None, the message: {"exited"} or the report)."""
+        got: list[int] = []
+        msg = self._zrecv(timeout, got)
+        if msg.get("started") and got:
+            return got[0], {}
+        return None, msg
 
     def _kill_test(self, pidfd: int | None) -> None:
         """Kill the test's process tree: its pid namespace dies with its init; without one,

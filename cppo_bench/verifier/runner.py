@@ -128,8 +128,9 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
 def _exit_code(run: TestRun, status: dict) -> int:
     """The wait status as an exit code; negative: killed by that signal. A program that is its
     pid namespace's init cannot die by a signal it sends itself: the child reports the
-    signal on the status fd instead (`{"signal": N}`, then exit 0)."""
-    if run.exit_code != 0 or not run.status.startswith(READY):
+    signal on the status fd instead (`{"signal": N}`, then exit 0). `status`: the parsed
+    report ({} when the set-up never finished)."""
+    if run.exit_code != 0:
         return run.exit_code
     sig = status.get("signal")
     return -sig if type(sig) is int and 0 < sig < 65 else 0
