@@ -130,6 +130,21 @@ def test_prelude_names_and_limits_are_fresh_in_every_test() -> None:
     assert "RecursionError" in results[2].detail
 
 
+def test_every_test_draws_from_a_fresh_random_seed() -> None:
+    """Every test child is a copy of the zygote's memory, random's state included: each must
+    be reseeded (as a fresh interpreter is), or every test would draw the same numbers."""
+    spec = {"mode": "stdin", "prelude": "lcb", "time_s": 5, "wall_s": 10, "mem_bytes": 512 << 20,
+            "out_bytes": 1 << 20, "fsize_bytes": 1 << 20, "scratch_bytes": 1 << 20}  # fmt: skip
+    box = Sandbox()
+    box.start()
+    try:
+        assert box.load(spec, "import random\nprint(random.getrandbits(64))") is None
+        outs = [box.run_test(b"", timeout=20).stdout for _ in range(3)]
+    finally:
+        box.close()
+    assert all(outs) and len(set(outs)) == 3, outs
+
+
 def test_apps_call_codewars_wrapped_output_and_numpy_prelude() -> None:
     problem = call_problem("is_even", [("[4]", "[true]"), ("[3]", "[false]")], checker="apps")
     code = "def is_even(n):\n    return bool(np.int64(n) % 2 == 0)"  # `np` from APPS' prelude

@@ -218,7 +218,7 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         sys.stdin, sys.stdout, sys.stderr = _STREAMS or std_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = ["solution.py"]
-        sys.modules["random"].seed()  # a fresh interpreter would have a fresh seed
+        # (random was reseeded by its own at-fork hook, as in a fresh interpreter)
         prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)
         os.write(4, READY)  # from here on every exit status is the program's own
         os.close(4)  # (so no program can write, or unwrite, READY)

@@ -13,6 +13,7 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_char_p]  # fmt: skip
 LIBC.syscall.restype = ctypes.c_long
+LIBC.capset  # resolved once here, not in every test child (a fresh lookup costs page faults)
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS = 36, 38, 39

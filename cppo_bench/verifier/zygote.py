@@ -68,8 +68,10 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     globals_by = prelude_globals(preludes)
     gc.collect()
     gc.freeze()
+    nsutil.LIBC.malloc_trim(0)
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
     last = b""
+    sock_fd = sock.fileno()
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FDS))
@@ -82,22 +84,19 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         size = spec["scratch_bytes"]
         if iso["premounted"] and (size != iso.get("scratch_size") or not iso["scratch_ready"]):
             reset_scratch(iso, size)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
         if iso["pidns"]:
             nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
         pid = os.fork()
         if pid == 0:
             try:
-                sock.close()
+                os.close(sock_fd)
                 os.close(own)
-                nsutil.set_name(b"cppo-test")
                 run_child(spec, globals_by, dict(zip(FDS, fds, strict=True)), iso)
             finally:
                 os._exit(SETUP_FAILED)
-        if iso["pidns"]:
-            nsutil.check(nsutil.LIBC.setns(own, nsutil.CLONE_NEWPID), "setns pid")
-        for fd in fds:
-            os.close(fd)
+        # Until the test ends, every page we write is copied (the child still shares it), so
+        # we touch as little as we can: what is not needed to wait comes after.
         # A test that outlives EARLY_S is handed to the server, which measures its process
         # tree and kills it at its limits (a pidfd: our pid numbers mean nothing there).
         # Most end sooner, and cost the server a single message: the report.
@@ -106,18 +105,24 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
             socket.send_fds(sock, [b'{"started": true}'], [pidfd])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
-        if not iso["pidns"]:  # orphans the server kills once it hears the program is gone
+        for fd in fds:
+            os.close(fd)
+        if iso["pidns"]:
+            nsutil.check(nsutil.LIBC.setns(own, nsutil.CLONE_NEWPID), "setns pid")
+            # every process of the test died with its init, which reaped them: its usage
+            # (wait4: its own and its children's) is the whole test's
+            cpu = usage.ru_utime + usage.ru_stime
+        else:  # orphans the server kills once it hears the program is gone
             sock.send(b'{"exited": true}')
             while True:
                 try:
                     os.waitpid(-1, 0)
                 except ChildProcessError:
                     break
-        # (with a pid namespace every process of the test died with its init: one message)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        report = {"exited": True, "status": status, "cpu_s": cpu, "maxrss_kb": usage.ru_maxrss}
-        sock.send(json.dumps(report).encode())
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d}'
+                  % (status, cpu, usage.ru_maxrss))  # fmt: skip
         # every process of the test is dead: the next test's scratch, while the server
         # reports this one (no remount where the test provably left nothing)
         if iso.get("scratch_ready") and scratch_state(iso) != iso.get("scratch_clean"):
