@@ -13,7 +13,8 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_char_p]  # fmt: skip
 LIBC.syscall.restype = ctypes.c_long
-LIBC.capset  # resolved once here, not in every test child (a fresh lookup costs page faults)
+# resolved once here, not in every test child (a fresh lookup costs page faults)
+_CAPSET = LIBC.capset
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS = 36, 38, 39
@@ -81,7 +82,7 @@ def clear_capabilities(nnp_inherited: bool = False) -> None:
     as from the server), and capset 0 for this thread."""
     if not nnp_inherited and prctl(PR_GET_NO_NEW_PRIVS) != 1:
         check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    check(LIBC.capset(_CAP_HEADER, _CAP_NONE), "capset")
+    check(_CAPSET(_CAP_HEADER, _CAP_NONE), "capset")
 
 
 def new_session_keyring() -> None:
