@@ -53,6 +53,11 @@ class Server:
     # ---- set-up -------------------------------------------------------------------------
     def setup(self) -> dict:
         notes: list[str] = []
+        if self.init.get("cpu") is not None:  # inherited by the zygote and every test
+            try:
+                os.sched_setaffinity(0, {self.init["cpu"]})
+            except OSError as exc:
+                notes.append(f"could not bind to CPU {self.init['cpu']}: {exc}")
         for name in _LCB_MODULES + ["fractions", "typing", "time", "traceback", "warnings"]:
             __import__(name)  # while we can surely read the install (before any uid drop)
         uid = self.init.get("drop_uid")

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from cppo_bench.verifier import wire
+from cppo_bench.verifier import cpus, wire
 from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
 log = logging.getLogger("cppo_bench.verifier")
@@ -141,6 +141,7 @@ class Sandbox:
         self._err = bytearray()  # the tail of the server's stderr
         self._cgroup: PidsCgroup | None = None
         self._pending_ends = 0  # "ended" replies not read yet (see end)
+        self._cpu: tuple[int, int] | None = None  # (cpu, token): see cpus.py
 
     @property
     def label(self) -> str:
@@ -163,6 +164,10 @@ class Sandbox:
             raise SandboxError(f"cannot start the {self.mode} sandbox: {exc}") from None
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
+        if self.mode != "command":  # (a container numbers its CPUs its own way)
+            cpus.give_back(self._cpu)
+            self._cpu = cpus.take()
+            init["cpu"] = self._cpu[0] if self._cpu else None
         self._send(init)
         self.hello = self._recv(timeout=30)[0]
         if self.mode != "bwrap" and os.geteuid() == 0:  # RLIMIT_NPROC does not bind root
@@ -219,7 +224,7 @@ class Sandbox:
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
-            self._drop_cgroup()
+            self._release()
             return
         try:
             self._write(proc, wire.HEAD.pack(2, 0) + b"{}", deadline=time.monotonic() + 1)
@@ -232,9 +237,12 @@ class Sandbox:
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        self._drop_cgroup()
+        self._release()
 
-    def _drop_cgroup(self) -> None:
+    def _release(self) -> None:
+        """What a stopped server held on the host: its CPU place and its pids cgroup."""
+        cpus.give_back(self._cpu)
+        self._cpu = None
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is not None:
             cgroup.destroy()  # kills anything the programs left behind
@@ -246,7 +254,7 @@ class Sandbox:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 if pipe is not None:
                     pipe.close()
-        self._drop_cgroup()
+        self._release()
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:

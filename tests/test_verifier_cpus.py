@@ -1,0 +1,92 @@
+"""Binding each sandbox to the least used CPU, counted across processes (verifier/cpus.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cppo_bench.verifier import cpus
+from cppo_bench.verifier.sandbox import Sandbox
+
+ALLOWED = sorted(os.sched_getaffinity(0))
+two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs at least 2 CPUs to tell apart")
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    path = tmp_path / "cpus.json"
+    monkeypatch.setattr(cpus, "registry_path", lambda: path)
+    monkeypatch.delenv("CPPO_SANDBOX_PIN", raising=False)
+    return path
+
+
+@two_cpus
+def test_sandboxes_spread_over_cpus_and_give_them_back(registry) -> None:
+    first, second = cpus.take(), cpus.take()
+    assert first[0] != second[0]
+    cpus.give_back(first)
+    third = cpus.take()
+    assert third[0] == first[0]  # the freed CPU is the least used again
+    cpus.give_back(second)
+    cpus.give_back(third)
+    assert json.loads(registry.read_text()) == []
+
+
+@two_cpus
+def test_another_process_sandboxes_count(registry) -> None:
+    """Two processes (e.g. the ranks of a trainer) must not both start on the same CPU."""
+    holder = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from cppo_bench.verifier import cpus
+        cpus.registry_path = lambda: Path({str(registry)!r})
+        print(cpus.take()[0], flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        theirs = int(proc.stdout.readline())
+        ours = cpus.take()
+        assert ours[0] != theirs
+        cpus.give_back(ours)
+    finally:
+        proc.communicate("")
+    # the holder died without giving its CPU back: its entry is dropped at the next look
+    again = cpus.take()
+    assert again[0] == ALLOWED[0]
+    cpus.give_back(again)
+
+
+def test_a_corrupt_registry_or_pinning_off(registry, monkeypatch) -> None:
+    registry.write_text("{not json")
+    placed = cpus.take()
+    assert placed is not None and placed[0] in ALLOWED
+    cpus.give_back(placed)
+    monkeypatch.setenv("CPPO_SANDBOX_PIN", "0")
+    assert cpus.take() is None
+
+
+@two_cpus
+def test_a_sandbox_and_its_programs_run_on_its_cpu(registry) -> None:
+    spec = {"mode": "stdin", "prelude": "none", "time_s": 5, "wall_s": 10,
+            "mem_bytes": 256 << 20, "out_bytes": 1 << 20, "fsize_bytes": 1 << 20,
+            "scratch_bytes": 1 << 20}  # fmt: skip
+    boxes = [Sandbox(), Sandbox()]
+    seen = []
+    try:
+        for box in boxes:
+            box.start()
+            assert box.load(spec, "import os\nprint(sorted(os.sched_getaffinity(0)))") is None
+            seen.append(box.run_test(b"", timeout=20).stdout.decode().strip())
+        placed = [box._cpu[0] for box in boxes]
+    finally:
+        for box in boxes:
+            box.close()
+    assert seen == [f"[{cpu}]" for cpu in placed] and placed[0] != placed[1]
+    assert json.loads(registry.read_text()) == []
