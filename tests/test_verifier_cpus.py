@@ -84,9 +84,23 @@ def test_a_sandbox_and_its_programs_run_on_its_cpu(registry) -> None:
             box.start()
             assert box.load(spec, "import os\nprint(sorted(os.sched_getaffinity(0)))") is None
             seen.append(box.run_test(b"", timeout=20).stdout.decode().strip())
-        placed = [box._cpu[0] for box in boxes]
+        placed = [box.cpu for box in boxes]
     finally:
         for box in boxes:
             box.close()
     assert seen == [f"[{cpu}]" for cpu in placed] and placed[0] != placed[1]
     assert json.loads(registry.read_text()) == []
+
+
+def test_the_callers_thread_stays_free() -> None:
+    """Only the batch's own worker threads join their sandboxes' CPUs, never the caller's
+    (a trainer's main thread, and every thread it starts later, would be stuck on one)."""
+    from cppo_bench.problem import Problem
+    from cppo_bench.problem import Test as Case
+    from cppo_bench.verifier import VerifyJob, verify_batch
+
+    before = os.sched_getaffinity(0)
+    problem = Problem("t", "p", "", tests=(Case("1\n", "1\n"),), checker="lcb")
+    results = verify_batch([VerifyJob(problem, "print(input())")] * 3, workers=2)
+    assert [r.verdict for r in results] == ["AC"] * 3
+    assert os.sched_getaffinity(0) == before

@@ -1,10 +1,10 @@
 """Which CPU each sandbox's processes run on (the host side; harness.py binds itself).
 
 A test passes through four processes of one sandbox in turn, one at a time: the verifier's
-thread, the server, the zygote and the test child. Bound to one CPU, each hand-over is a
-same-CPU wake-up (no inter-processor interrupt) and the child's copy-on-write copies find
-the zygote's pages in a warm cache: on the 17-tests-per-program workload of
-benchmarks/verifier_throughput.py that is ~20 % more tests per second than letting the
+worker thread (pool.py binds it too), the server, the zygote and the test child. Bound to
+one CPU, each hand-over is a same-CPU wake-up (no inter-processor interrupt) and the
+child's copy-on-write copies find the zygote's pages in a warm cache: on the 17-tests-per-program workload of
+benchmarks/verifier_throughput.py that is ~30 % more tests per second than letting the
 processes spread. Each sandbox takes the least used CPU this process may run on, counted
 over every live sandbox of this user on the machine (a file under /dev/shm, locked), so
 that e.g. the ranks of a multi-process trainer do not all pile onto CPU 0.

@@ -221,6 +221,13 @@ def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, 
     for _ in range(2):
         if box.proc is None:
             box.start()
+        if box.cpu is not None:
+            # this worker thread (made for this batch) joins its sandbox's CPU: all of a
+            # test's hand-overs stay on one CPU (see cpus.py)
+            try:
+                os.sched_setaffinity(0, {box.cpu})
+            except OSError:
+                pass
         try:
             return run_job(box, task.problem, task.code, task.limits, all_tests), True
         except SandboxError as exc:

@@ -144,6 +144,11 @@ class Sandbox:
         self._cpu: tuple[int, int] | None = None  # (cpu, token): see cpus.py
 
     @property
+    def cpu(self) -> int | None:
+        """The CPU this sandbox's processes are bound to (None: not bound)."""
+        return self._cpu[0] if self._cpu else None
+
+    @property
     def label(self) -> str:
         return (self.mode or "?") + ("" if self.hello.get("userns", True) else "-nouserns")
 
