@@ -68,7 +68,11 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     globals_by = prelude_globals(preludes)
     gc.collect()
     gc.freeze()
-    nsutil.LIBC.malloc_trim(0)
+    # free heap pages back to the kernel: every resident page is copied into each child's
+    # page table at fork and torn down at its exit (glibc only; elsewhere nothing to do)
+    trim = getattr(nsutil.LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
     sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
     last = b""
     sock_fd = sock.fileno()
