@@ -63,6 +63,23 @@ def test_another_process_sandboxes_count(registry) -> None:
     cpus.give_back(again)
 
 
+def test_a_bound_thread_still_chooses_among_all_cpus(registry) -> None:
+    """A batch worker thread bound to one CPU restarts its sandbox: the choice is still
+    made over every CPU the process may use."""
+    import threading
+
+    seen = []
+
+    def bound() -> None:
+        os.sched_setaffinity(0, {ALLOWED[0]})
+        seen.append(cpus.process_cpus())
+
+    t = threading.Thread(target=bound)
+    t.start()
+    t.join()
+    assert seen == [ALLOWED]
+
+
 def test_a_corrupt_registry_or_pinning_off(registry, monkeypatch) -> None:
     registry.write_text("{not json")
     placed = cpus.take()

@@ -31,6 +31,24 @@ def registry_path() -> Path:
     return base / f"cppo-bench-cpus-{os.getuid()}.json"
 
 
+def process_cpus() -> list[int]:
+    """The CPUs this process may run on: its main thread's set (a batch worker thread bound
+    to one CPU must not narrow the choice for the sandboxes it restarts)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    out: list[int] = []
+                    for part in line.split(":", 1)[1].strip().split(","):
+                        lo, _, hi = part.partition("-")
+                        out += range(int(lo), int(hi or lo) + 1)
+                    if out:
+                        return out
+    except (OSError, ValueError):
+        pass
+    return sorted(os.sched_getaffinity(0))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -73,7 +91,7 @@ def take() -> tuple[int, int] | None:
     None when pinning is off or not possible."""
     if os.environ.get(PIN_ENV, "1") == "0" or not hasattr(os, "sched_getaffinity"):
         return None
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = process_cpus()
     token = int.from_bytes(os.urandom(6), "big")
 
     def pick(entries: list) -> tuple[int, int]:

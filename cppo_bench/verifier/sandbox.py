@@ -26,6 +26,13 @@ _SPAWN_LOCK = threading.Lock()
 _SPAWNER: ThreadPoolExecutor | None = None
 
 
+def _unbind() -> None:
+    try:
+        os.sched_setaffinity(0, cpus.process_cpus())
+    except (AttributeError, OSError):
+        pass
+
+
 def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
     """Popen from one long-lived thread. A sandbox's parent-death signal (bwrap's
     --die-with-parent, PR_SET_PDEATHSIG) fires when the *thread* that started it ends, and a
@@ -33,7 +40,9 @@ def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
     global _SPAWNER
     with _SPAWN_LOCK:
         if _SPAWNER is None:
-            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn")
+            # (free to run anywhere, whichever bound worker thread first needs it)
+            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn",
+                                          initializer=_unbind)  # fmt: skip
         spawner = _SPAWNER
     return spawner.submit(subprocess.Popen, argv, **kwargs).result()
 
