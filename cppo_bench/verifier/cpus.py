@@ -49,6 +49,12 @@ def process_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def _valid(entry: object) -> bool:
+    """[cpu, pid, token], all ints, pid > 0 (anything else is dropped)."""
+    return (isinstance(entry, list) and len(entry) == 3
+            and all(type(x) is int for x in entry) and entry[1] > 0)  # fmt: skip
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -65,7 +71,8 @@ def _update(change) -> object:
     path = registry_path()
     with _LOCK:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            # (no symlink followed: /dev/shm is shared by every user)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError:
             return None
         with os.fdopen(fd, "r+") as f:
@@ -73,10 +80,11 @@ def _update(change) -> object:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 try:
                     entries = json.loads(f.read() or "[]")
-                    entries = [e for e in entries if isinstance(e, list) and len(e) == 3]
                 except ValueError:
                     entries = []  # a torn or foreign file: start afresh
-                entries = [e for e in entries if _alive(int(e[1]))]
+                if not isinstance(entries, list):
+                    entries = []
+                entries = [e for e in entries if _valid(e) and _alive(e[1])]
                 result = change(entries)
                 f.seek(0)
                 f.truncate()
