@@ -265,14 +265,23 @@ def test_bad_problems_fail_early_with_their_name() -> None:
         verify_batch([VerifyJob(Problem("t", "c", "", tests=(Case("", ""),), checker="nope"), "")])
 
 
-def test_container_command_mode_speaks_the_same_protocol(monkeypatch) -> None:
+def test_container_command_mode_speaks_the_same_protocol(monkeypatch, tmp_path) -> None:
     """CPPO_SANDBOX=command (how the Docker/Apptainer images are used): here the command
-    starts the same server directly, as a container's entrypoint would."""
+    starts the same server directly, as a container's entrypoint would, from a folder that
+    holds only the files the images copy (so a module missing from them fails here)."""
+    import re
+    import shutil
     import sys
 
     from cppo_bench.verifier import launch, sandbox
 
-    server = f"{sys.executable} -I -S -B {launch.HERE / 'harness.py'}"
+    images = launch.HERE.parents[1] / "sandbox_images"
+    for name in ("Dockerfile", "cppo-verifier-sandbox.def"):
+        copied = set(re.findall(r"cppo_bench/verifier/(\w+\.py)", (images / name).read_text()))
+        assert copied == set(launch.SANDBOX_FILES), name
+    for name in launch.SANDBOX_FILES:
+        shutil.copy(launch.HERE / name, tmp_path / name)
+    server = f"{sys.executable} -I -S -B {tmp_path / 'harness.py'}"
     monkeypatch.setenv(launch.MODE_ENV, "command")
     monkeypatch.setenv(launch.COMMAND_ENV, server)
     monkeypatch.setattr(sandbox, "_MODE", None)

@@ -26,7 +26,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
 from child import _LCB_MODULES, PRELUDES, READY, compile_program  # noqa: E402
-from procs import Stream, Tree, descendants, kill, wipe  # noqa: E402
+from procs import Stream, Tree, descendants, kill, pid_of, read_capped, supervise, wipe  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
 from zygote import zygote_main  # noqa: E402
 
@@ -269,7 +269,7 @@ class Server:
             if zfd in ready:
                 handed, final = self._handover_or_report(1)
                 if handed is not None:
-                    pidfd, tree = handed, Tree(_pid_of(handed), prog)
+                    pidfd, tree = handed, Tree(pid_of(handed), prog)
                 exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
@@ -285,8 +285,8 @@ class Server:
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         err.drain()  # everyone is dead: take what is buffered, never wait
         # (every writer is dead too: the files no longer change)
-        out, truncated = _read_capped(out_fd, prog["out_bytes"])
-        status, _ = _read_capped(st_fd, prog["out_bytes"])
+        out, truncated = read_capped(out_fd, prog["out_bytes"])
+        status, _ = read_capped(st_fd, prog["out_bytes"])
         if _read_ready(ready_r):
             status = READY + status
         head = {
@@ -346,67 +346,13 @@ def _read_ready(fd: int) -> bool:
         os.close(fd)
 
 
-def _read_capped(fd: int, cap: int) -> tuple[bytes, bool]:
-    """(at most `cap` bytes from the start of a file the test wrote, whether it held more),
-    then close it. Its size is the program's to choose, so we never read past `cap`."""
-    try:
-        size = os.fstat(fd).st_size
-        want = min(size, cap)
-        parts, got = [], 0
-        while got < want:
-            chunk = os.pread(fd, min(want - got, 1 << 24), got)
-            if not chunk:
-                break
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts), size > cap
-    finally:
-        os.close(fd)
-
-
-def _pid_of(pidfd: int) -> int:
-    """The pid, in our namespace, of the process a pidfd refers to."""
-    with open(f"/proc/self/fdinfo/{pidfd}") as f:
-        for line in f:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
-    raise RuntimeError("no Pid in pidfd fdinfo")
-
-
-def _supervise() -> None:
-    """Fallback mode as root: stay root (unkillable by the nobody-uid programs) as a subreaper
-    and, when the server dies however it dies, kill and reap everything it left."""
-    nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
-    server = os.fork()
-    if server == 0:
-        return
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    code = 0
-    while True:
-        pid, status = os.waitpid(-1, 0)
-        if pid == server:
-            code = os.waitstatus_to_exitcode(status)
-            break
-    while descendants(os.getpid()):
-        for pid in descendants(os.getpid()):
-            kill(pid)
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            break
-    os._exit(max(code, 0))
-
-
 SERVER: Server
 
 
 def main() -> None:
     global SERVER
     if "--supervise" in sys.argv:
-        _supervise()
+        supervise()
     ctrl_in, ctrl_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

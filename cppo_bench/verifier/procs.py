@@ -1,5 +1,6 @@
 """Processes and streams, for the server inside the sandbox (stdlib only): killing and
-measuring a test's process tree, wiping scratch, reading the child's pipes."""
+measuring a test's process tree, wiping scratch, reading the child's pipes and files, and
+the fallback mode's root supervisor."""
 
 from __future__ import annotations
 
@@ -140,3 +141,59 @@ class Stream:
         if self.open:
             os.close(self.fd)
             self.open = False
+
+
+def read_capped(fd: int, cap: int) -> tuple[bytes, bool]:
+    """(at most `cap` bytes from the start of a file the test wrote, whether it held more),
+    then close it. Its size is the program's to choose, so we never read past `cap`."""
+    try:
+        size = os.fstat(fd).st_size
+        want = min(size, cap)
+        parts, got = [], 0
+        while got < want:
+            chunk = os.pread(fd, min(want - got, 1 << 24), got)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts), size > cap
+    finally:
+        os.close(fd)
+
+
+def pid_of(pidfd: int) -> int:
+    """The pid, in our namespace, of the process a pidfd refers to."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as f:
+        for line in f:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise RuntimeError("no Pid in pidfd fdinfo")
+
+
+def supervise() -> None:
+    """Fallback mode as root: stay root (unkillable by the nobody-uid programs) as a subreaper
+    and, when the server dies however it dies, kill and reap everything it left."""
+    import nsutil  # (a sibling inside the sandbox; the host imports this module too)
+
+    nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
+    server = os.fork()
+    if server == 0:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    code = 0
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == server:
+            code = os.waitstatus_to_exitcode(status)
+            break
+    while descendants(os.getpid()):
+        for pid in descendants(os.getpid()):
+            kill(pid)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            break
+    os._exit(max(code, 0))

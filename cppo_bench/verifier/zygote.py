@@ -20,16 +20,8 @@ import signal
 import socket
 
 import nsutil
-from child import (
-    SETUP_FAILED,
-    prelude_globals,
-    reset_scratch,
-    run_child,
-    scratch_state,
-    self_signal_handlers,
-    shared_mounts,
-    std_streams,
-)
+from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
+from mounts import reset_scratch, scratch_state, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
