@@ -33,6 +33,7 @@ from unittest import mock
 
 import cppo_bench.verifier
 from cppo_bench.verifier import VerifyJob, extract_code, get_checker
+from cppo_bench.verifier.cpus import process_cpus
 from cppo_bench.verifier.records import Limits
 
 # The sandbox-side modules import their siblings by plain name (they run as a script there).
@@ -235,7 +236,7 @@ def run_inprocess(
     binding makes the official model ~10 % faster here, so the comparison is the harder one)."""
     kwargs: dict = {}
     if pin and hasattr(os, "sched_getaffinity"):
-        allowed = sorted(os.sched_getaffinity(0))
+        allowed = process_cpus()
         cpus = _FORK.Queue()
         for i in range(workers):
             cpus.put(allowed[i % len(allowed)])

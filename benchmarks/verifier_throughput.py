@@ -70,7 +70,7 @@ def run_ours(jobs: list[VerifyJob], workers: int) -> tuple[float, int, int]:
     return elapsed, ran, sum(r.tests_passed for r in results)
 
 
-def timed_inprocess(jobs: list[VerifyJob], workers: int, official: bool = False, pin=True):
+def timed_inprocess(jobs: list[VerifyJob], workers: int, official: bool = False, pin: bool = True):
     """(seconds, tests run, tests passed)."""
     start = time.perf_counter()
     ran, passed = run_inprocess(jobs, workers, official, pin)

@@ -45,7 +45,7 @@ MODE_ENV = "CPPO_SANDBOX"
 # CPPO_SANDBOX=command: start the server with this command line instead (e.g. `docker run -i
 # ... cppo-verifier-sandbox`, see sandbox_images/README.md); it speaks the same protocol.
 COMMAND_ENV = "CPPO_SANDBOX_COMMAND"
-# CPPO_SANDBOX_PIN=0: let each sandbox's processes run on any CPU (see sandbox.CpuPlacer)
+# CPPO_SANDBOX_PIN=0: let each sandbox's processes run on any CPU (see cpus.py)
 PIN_ENV = "CPPO_SANDBOX_PIN"
 NOBODY = 65534
 # Set by `--unsafe-no-sandbox`: run programs even where no mode can make them unprivileged.
