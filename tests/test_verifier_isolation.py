@@ -87,7 +87,13 @@ print("isolated" if not bad else bad)
 """
 
 
-def test_privilege_no_root_no_caps_minimal_dev(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("seccomp", [True, False], ids=["seccomp", "namespaces"])
+def test_privilege_no_root_no_caps_minimal_dev(
+    mode: str, seccomp: bool, tmp_path: Path, monkeypatch
+) -> None:
+    """Both paths: the zygote's seccomp filter, or (where it cannot be set) a user namespace
+    per test, which starts with a full capability bounding set that must be emptied again."""
+    monkeypatch.setenv(launch_module.SECCOMP_ENV, "1" if seccomp else "0")
     secret = tmp_path / "root-only.txt"
     secret.write_text(TOKEN)
     os.chmod(secret, 0o600)

@@ -180,6 +180,9 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
                 nsutil.check(nsutil.unshare(nsutil.CLONE_NEWUSER), "unshare user")
                 nsutil.map_ids(os.getuid(), os.getgid())
                 nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)
+                # a new user namespace starts with a full bounding set: empty it again
+                if not nsutil.drop_bounding_set():
+                    raise OSError("cannot empty the bounding set in the test's user namespace")
             nsutil.new_session_keyring()
         if not iso.get("bounded"):
             nsutil.drop_bounding_set()
