@@ -70,7 +70,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from cppo_bench.backends.default_model import ensure_default_model
-    from trainers.engine.config import build_configs
+    from trainers.engine.config import build_flat
     from trainers.engine.data import decontaminated, load_training
     from trainers.engine.loop import RunSpec, train
     from trainers.pkpo import PKPO, PKPOConfig
@@ -90,21 +90,19 @@ def main() -> None:
             captured.extend(out.rows)
             return out
 
-    engine, algo = build_configs(
+    engine, algo = build_flat(
         PKPOConfig,
-        [
-            {
-                "n": args.n,
-                "k_opt": min(4, args.n),
-                "max_steps": 1,
-                "prompts_per_step": args.prompts,
-                "max_tokens": args.max_tokens,
-                "micro_batch_rows": args.micro,
-                "reference_dtype": args.reference_dtype,
-                "state_every": 1,
-                "save_every": 1000,
-            }
-        ],
+        {
+            "n": args.n,
+            "k_opt": min(4, args.n),
+            "max_steps": 1,
+            "prompts_per_step": args.prompts,
+            "max_tokens": args.max_tokens,
+            "micro_batch_rows": args.micro,
+            "reference_dtype": args.reference_dtype,
+            "state_every": 1,
+            "save_every": 1000,
+        },
     )
     problems, source = load_training("demo_train", None)
     spec = RunSpec(

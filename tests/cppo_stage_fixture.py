@@ -13,11 +13,13 @@ from tests.cppo_tiny import METHODS, problems
 from tests.train_helpers import tiny_model_dir
 from trainers.core.gate_metrics import GateMetrics
 from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.config import CPPOPipelineConfig
 from trainers.cppo_pipeline.judge import RulesJudge
 from trainers.cppo_pipeline.negatives import LabelledTuple, make_negatives
-from trainers.cppo_pipeline.refresh import write_pool
 from trainers.cppo_pipeline.stage_data import PipelineInputs
 from trainers.cppo_pipeline.stages import StageContext, StageResult, write_manifest
+from trainers.engine import artifacts
+from trainers.engine.layers import build
 
 TINY_ENGINE = {
     "prompts_per_step": 2,
@@ -31,14 +33,11 @@ TINY_ENGINE = {
 }
 
 
-def settings(**over: object) -> dict:
-    s = {
+def settings(**over: object) -> CPPOPipelineConfig:
+    s: dict = {
         "k": 2,
         "m": 2,
-        "tau": 0.17,
-        "ablation": "cppo",
         "planner_max_tokens": 12,
-        "sft": {},
         "rm": {"kind": "ngram", "epochs": 5, "lr": 1e-2},
         "engine": dict(TINY_ENGINE),
         "warmup": {"max_steps": 2},
@@ -47,15 +46,15 @@ def settings(**over: object) -> dict:
     }
     for k, v in over.items():
         if isinstance(v, dict):
-            s[k] = {**s[k], **v}
+            s[k] = {**s.get(k, {}), **v}
         else:
             s[k] = v
-    return s
+    return build(CPPOPipelineConfig, s)
 
 
-def _complete(out: Path, stage: str, artifacts: tuple[str, ...]) -> None:
+def _complete(out: Path, stage: str, arts: tuple[str, ...], outputs: dict[str, str]) -> None:
     ctx = StageContext(stage, out / stage, {}, {})
-    write_manifest(ctx, "complete", StageResult(artifacts, {"fixture": True}))
+    write_manifest(ctx, "complete", StageResult(arts, {"fixture": True}, outputs))
 
 
 def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
@@ -64,7 +63,9 @@ def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
     out = tmp / "pipe"
     ps = problems()
     (out / "sft").mkdir(parents=True, exist_ok=True)
-    shutil.copytree(model, out / "sft" / "checkpoint", dirs_exist_ok=True)
+    planner = out / "sft" / "planner"
+    with artifacts.saving(planner, "planner") as tmp_planner:
+        shutil.copytree(model, tmp_planner, dirs_exist_ok=True)
     with (out / "sft" / "sft_set.jsonl").open("w") as fh:
         for p in ps:
             fh.write(
@@ -78,7 +79,7 @@ def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
                 )
                 + "\n"
             )
-    _complete(out, "sft", ("sft_set.jsonl", "checkpoint/config.json"))
+    _complete(out, "sft", ("sft_set.jsonl", "planner/artifact.json"), {"planner": str(planner)})
     inputs = PipelineInputs(ps, "tiny", str(model), RulesJudge(), settings())
     if upto == "sft":
         return out, inputs
@@ -89,19 +90,15 @@ def prepared(tmp: Path, upto: str = "audit") -> tuple[Path, PipelineInputs]:
     rmod.fit(rm, pool, cfg)
     # a fixture RM recorded as accepted: the stage tests are about what comes after stage 2
     ok = GateMetrics(0.9, 0.8, 0.8, 0.8, cfg.tau, 8, 8)
-    rmod.save(rm, out / "rm" / "reward_model", ok, cfg)
-    write_pool(out / "rm" / "reward_model", pool)
-    _complete(out, "rm", ("reward_model/rm.json",))
+    rmod.save(rm, out / "rm" / "reward_model", ok, cfg, pool)
+    rm_dir = str(out / "rm" / "reward_model")
+    _complete(out, "rm", ("reward_model/artifact.json",), {"reward_model": rm_dir})
     if upto == "rm":
         return out, inputs
     if upto in ("warmup", "audit"):
-        (out / "warmup").mkdir(exist_ok=True)
-        (out / "warmup" / "policy.json").write_text(json.dumps({"policy": str(model)}))
-        _complete(out, "warmup", ("policy.json",))
+        _complete(out, "warmup", (), {"policy": str(model)})
     if upto == "audit":
-        (out / "audit").mkdir(exist_ok=True)
-        (out / "audit" / "policy.json").write_text(json.dumps({"policy": str(model)}))
-        _complete(out, "audit", ("policy.json",))
+        _complete(out, "audit", (), {"policy": str(model)})
     return out, inputs
 
 

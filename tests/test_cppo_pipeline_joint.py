@@ -10,9 +10,9 @@ import trainers.core.loss as loss_mod
 from tests.cppo_tiny import tiny_llama
 from trainers.core.batch import Region, collate
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
+from trainers.core.cppo_ablation import ablation
+from trainers.core.cppo_joint import joint_rows, update, warmup_rows
 from trainers.core.loss import LossConfig
-from trainers.cppo_pipeline.joint import joint_rows, update, warmup_rows
-from trainers.cppo_pipeline.rewards import ablation
 
 VOCAB = 40
 

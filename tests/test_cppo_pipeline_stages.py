@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_rm_stage_refuses_a_failing_model_naming_the_metric(tmp_path: Path) -> None:
     out, inputs = prepared(tmp_path, upto="sft")
-    inputs.settings = settings(tau=0.999, rm={"problems": 4, "samples_per_problem": 2})
+    inputs.config = settings(tau=0.999, rm={"problems": 4, "samples_per_problem": 2})
     with pytest.raises(PipelineStop, match=r"stage rm: reward model rejected: .*recall 0\.000"):
         run_pipeline(out, inputs, ["rm", "warmup"], echo=lambda s: None)
-    manifest = json.loads((out / "rm" / "stage_manifest.json").read_text())
+    manifest = json.loads((out / "rm" / "train_manifest.json").read_text())
     assert manifest["status"] == "stopped" and "recall" in manifest["error"]
     metrics = json.loads((out / "rm" / "rm_metrics.json").read_text())
     assert metrics["recall"] == 0.0 and metrics["val"] > 0  # the metrics are kept
@@ -40,7 +40,7 @@ def test_audit_at_zero_density_stops_naming_the_stage_to_revisit(tmp_path: Path)
     assert err.value.revisit == "sft"
     report = json.loads((out / "audit" / "audit.json").read_text())  # the report is kept
     assert report["passed"] is False and report["revisit"] == "sft" and report["tuples"] == 4
-    assert json.loads((out / "audit" / "stage_manifest.json").read_text())["revisit"] == "sft"
+    assert json.loads((out / "audit" / "train_manifest.json").read_text())["revisit"] == "sft"
     assert not (out / "joint").exists()
 
 
@@ -60,19 +60,19 @@ def _child(tmp: Path, *flags: str) -> subprocess.Popen:
 def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path) -> None:
     out, _ = prepared(tmp_path)
     before = {
-        s: (out / s / "stage_manifest.json").stat().st_mtime_ns
+        s: (out / s / "train_manifest.json").stat().st_mtime_ns
         for s in ("sft", "rm", "warmup", "audit")
     }
     child = _child(tmp_path)
-    latest = out / "joint" / "run" / "state" / "LATEST"
+    latest = out / "joint" / "state" / "LATEST"
     deadline = time.time() + 300
     while not latest.is_file() and child.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     assert child.poll() is None, child.communicate()[1][-2000:]
     child.send_signal(signal.SIGKILL)  # mid stage 5: at least one step saved, not all four
     child.wait()
-    total = json.loads((out / "joint" / "run" / "train_manifest.json").read_text())["total_steps"]
-    assert not (out / "joint" / "stage_manifest.json").is_file()
+    total = json.loads((out / "joint" / "train_manifest.json").read_text())["total_steps"]
+    assert json.loads((out / "joint" / "train_manifest.json").read_text())["status"] == "running"
     rerun = _child(tmp_path)
     stdout, stderr = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, stderr[-3000:]
@@ -83,20 +83,19 @@ def test_sigkill_in_joint_resumes_without_redoing_finished_stages(tmp_path: Path
         "audit": "skipped",
         "joint": "ran",
     }
-    after = {s: (out / s / "stage_manifest.json").stat().st_mtime_ns for s in before}
+    after = {s: (out / s / "train_manifest.json").stat().st_mtime_ns for s in before}
     assert after == before
-    engine = json.loads((out / "joint" / "run" / "train_manifest.json").read_text())
+    engine = json.loads((out / "joint" / "train_manifest.json").read_text())
     assert engine["resumed_at_steps"] and engine["resumed_at_steps"][0] >= 1
     steps = [
-        json.loads(x)["step"]
-        for x in (out / "joint" / "run" / "metrics.jsonl").read_text().splitlines()
+        json.loads(x)["step"] for x in (out / "joint" / "metrics.jsonl").read_text().splitlines()
     ]
     assert steps == list(range(1, total + 1))  # every step once, none redone
-    joint = json.loads((out / "joint" / "stage_manifest.json").read_text())
-    assert joint["status"] == "complete" and "audit/policy.json" in joint["consumed"]
+    joint = json.loads((out / "joint" / "train_manifest.json").read_text())
+    assert joint["status"] == "complete" and "audit/policy" in joint["consumed"]
     refresh = [json.loads(x) for x in (out / "joint" / "refresh.jsonl").read_text().splitlines()]
     assert [r["step"] for r in refresh] == [2]  # between the two phases, once
-    metrics = json.loads((out / "joint" / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    metrics = json.loads((out / "joint" / "metrics.jsonl").read_text().splitlines()[-1])
     for key in (
         "r_out_mean",
         "j_accept_mean",
@@ -120,19 +119,19 @@ def test_sigkill_during_the_phase_refresh_redoes_it_on_resume(tmp_path: Path) ->
     _, stderr = child.communicate(timeout=600)
     assert child.returncode == -signal.SIGKILL, stderr[-2000:]
     joint = out / "joint"
-    assert (joint / "rm" / "step-00000002" / "rm.json").is_file()
+    assert (joint / "rm" / "step-00000002" / "artifact.json").is_file()
     assert not (joint / "refresh.jsonl").exists()  # the boundary's refresh is not done
     assert json.loads((joint / "recent_tuples.json").read_text())["step"] == 2
     rerun = _child(tmp_path)
     stdout, stderr = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, stderr[-3000:]
     assert json.loads(stdout.strip().splitlines()[-1])["joint"] == "ran"
-    engine = json.loads((joint / "run" / "train_manifest.json").read_text())
+    engine = json.loads((joint / "train_manifest.json").read_text())
     assert engine["resumed_at_steps"] == [2]  # the kill came after step 2's state was saved
     refresh = [json.loads(x) for x in (joint / "refresh.jsonl").read_text().splitlines()]
     assert [r["step"] for r in refresh] == [2]  # redone on resume, once
     assert refresh[0]["fresh"] == 4 and refresh[0]["problem_ids"]  # step 2's tuples, relabelled
-    summary = json.loads((joint / "stage_manifest.json").read_text())["summary"]
+    summary = json.loads((joint / "train_manifest.json").read_text())["summary"]
     if refresh[0]["accepted"]:  # phase 2 ran under the redone refresh's gate
         assert summary["final_rm"] == str(joint / "rm" / "step-00000002")
     else:  # refused this time: the cut-short folder was neither used nor left behind
@@ -142,11 +141,12 @@ def test_sigkill_during_the_phase_refresh_redoes_it_on_resume(tmp_path: Path) ->
 
 def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> None:
     out, inputs = prepared(tmp_path, upto="rm")
-    inputs.settings = settings(ablation="no_warmup")
+    inputs.config = settings(ablation="no_warmup")
     assert run_pipeline(out, inputs, ["warmup"], echo=lambda s: None) == {"warmup": "ran"}
-    policy = json.loads((out / "warmup" / "policy.json").read_text())
-    assert policy == {"policy": str(out / "sft" / "checkpoint"), "skipped": True}
-    assert not (out / "warmup" / "run").exists()  # no engine run, no update
+    manifest = json.loads((out / "warmup" / "train_manifest.json").read_text())
+    assert manifest["outputs"] == {"policy": str(out / "sft" / "planner")}
+    assert manifest["summary"] == {"skipped": "ablation no_warmup"}
+    assert not (out / "warmup" / "state").exists()  # no engine run, no update
 
 
 def _cli(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
@@ -173,13 +173,13 @@ def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     proc = _cli("train", "cppo", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     for stage in ("sft", "rm", "warmup", "audit", "joint"):
-        manifest = json.loads((out / stage / "stage_manifest.json").read_text())
+        manifest = json.loads((out / stage / "train_manifest.json").read_text())
         assert manifest["status"] == "complete", stage
     audit = json.loads((out / "audit" / "audit.json").read_text())
     # the default thresholds (0): the warmed planner and frozen solver really solve something
     assert audit["passed"] and audit["pass_at_k"] > 0 and audit["r_plan_density"] > 0
     assert [json.loads(x)["step"] for x in (out / "joint" / "refresh.jsonl").open()] == [1]
-    ckpt = json.loads((out / "joint" / "policy.json").read_text())["policy"]
+    ckpt = json.loads((out / "joint" / "train_manifest.json").read_text())["outputs"]["policy"]
     assert f"--model {ckpt} --trained cppo" in proc.stdout
     cap = ("--max-tokens", "96", "-m", "planner_max_tokens=96")  # CPU: short programs only
     evaluated = _cli(

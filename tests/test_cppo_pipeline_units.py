@@ -10,8 +10,9 @@ import torch
 
 from tests.cppo_tiny import METHODS, problems
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
+from trainers.core.cppo_ablation import ABLATIONS, ablation, tuple_rewards
+from trainers.core.cppo_joint import PlateauRule, joint_rows
 from trainers.cppo_pipeline.audit import AuditThresholds, audit
-from trainers.cppo_pipeline.joint import PlateauRule, joint_rows
 from trainers.cppo_pipeline.judge import PlanItem, RulesJudge, parse_judge_spec
 from trainers.cppo_pipeline.negatives import (
     LabelledTuple,
@@ -19,7 +20,6 @@ from trainers.cppo_pipeline.negatives import (
     make_negatives,
     split_by_problem,
 )
-from trainers.cppo_pipeline.rewards import ABLATIONS, ablation, tuple_rewards
 from trainers.cppo_pipeline.stages import PipelineStop, StageResult, is_complete, run_stages
 
 GATE = torch.tensor([1.0, 0.0, 1.0, 0.0])
@@ -175,14 +175,14 @@ def test_stage_runner_skips_complete_stages_and_records_inputs(tmp_path: Path) -
     stages = {"a": first, "b": second}
     with pytest.raises(PipelineStop, match="stage b: not yet"):
         run_stages(tmp_path, stages, ["a", "b"], {}, echo=lambda s: None)
-    stopped = json.loads((tmp_path / "b" / "stage_manifest.json").read_text())
+    stopped = json.loads((tmp_path / "b" / "train_manifest.json").read_text())
     assert stopped["status"] == "stopped" and stopped["revisit"] == "a"
     assert run_stages(tmp_path, stages, ["a", "b"], {}, echo=lambda s: None) == {
         "a": "skipped",
         "b": "ran",
     }
     assert calls == ["a", "b", "b"] and is_complete(tmp_path / "b")
-    manifest = json.loads((tmp_path / "b" / "stage_manifest.json").read_text())
+    manifest = json.loads((tmp_path / "b" / "train_manifest.json").read_text())
     assert list(manifest["consumed"]) == ["a/data.json"]
     assert manifest["consumed"]["a/data.json"]["manifest_sha256"]
     (tmp_path / "b" / "out.txt").unlink()  # an artifact gone: the stage is incomplete again

@@ -10,7 +10,7 @@ from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.report.cppo_runs import exposure_table, find_pipelines, pipeline_gate_log
 from cppo_bench.report.store import RunIndex
 from cppo_bench.runstore import RunManifest, write_manifest
-from tests.cppo_stage_fixture import prepared
+from tests.cppo_stage_fixture import prepared, settings
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.pipeline import run_pipeline
@@ -45,7 +45,7 @@ def test_report_from_a_pipeline_run(tmp_path: Path) -> None:
     from cppo_bench.report.build import build_report
 
     out, inputs = prepared(tmp_path / "runs" / "train")
-    inputs.settings["joint"] = {"phases": 1, "max_steps": 2, "refresh_problems": 2}
+    inputs.config = settings(joint={"phases": 1, "max_steps": 2, "refresh_problems": 2})
     rm, tau = rmod.load(out / "rm" / "reward_model")
     pool = read_pool(out / "rm" / "reward_model", {p.problem_id: p for p in inputs.problems})
     write_scores(
@@ -75,7 +75,9 @@ def test_exposure_audit_shows_a_leak_as_a_failure(tmp_path: Path) -> None:
     pipe = tmp_path / "train" / "cppo-x"
     for stage in ("sft", "joint"):
         (pipe / stage).mkdir(parents=True)
-        (pipe / stage / "stage_manifest.json").write_text(json.dumps({"stage": stage}))
+        (pipe / stage / "train_manifest.json").write_text(
+            json.dumps({"kind": "training", "stage": stage})
+        )
     write_exposure(pipe / "sft", [("Plan candidates (base policy)", "demo_train", demo[5:7], "")])
     write_exposure(pipe / "joint", [("Joint CPPO rollout", "demo_train", demo[:2], "")])
     _eval_run(tmp_path, [p.problem_id for p in demo[:3]])

@@ -28,7 +28,7 @@ def test_gate_figure_imports_neither_trainers_nor_torch(tmp_path):
 import sys
 from pathlib import Path
 from cppo_bench.report.figures import gate_diagnostics
-from cppo_bench.report.trainer_logs import GateLog, GateRecord
+from cppo_bench.training_schema import GateLog, GateRecord
 records = [GateRecord(gate_prob=p, label=l, passed=bool(l))
            for p, l in [(0.9, 1), (0.8, 1), (0.3, 0), (0.6, 0), (0.2, 0)]]
 gate_diagnostics(GateLog("g", Path("g.jsonl"), records), Path({str(tmp_path)!r}))

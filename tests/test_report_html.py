@@ -32,9 +32,14 @@ CHROMIUM_FLAGS = (
 
 
 def _trainer_log(runs: Path) -> None:
+    """A CPPO pipeline folder with its joint stage's gate log (the layout the report reads)."""
     rng = np.random.default_rng(3)
-    folder = runs / "trainer_logs"
-    folder.mkdir(parents=True)
+    pipe = runs / "train" / "seed0"
+    for stage in ("sft", "joint"):
+        (pipe / stage).mkdir(parents=True)
+        manifest = {"kind": "training", "algorithm": "cppo", "stage": stage}
+        (pipe / stage / "train_manifest.json").write_text(json.dumps(manifest))
+    folder = pipe / "joint"
     lines = []
     for i in range(200):
         label = int(rng.random() < 0.5)
@@ -48,7 +53,7 @@ def _trainer_log(runs: Path) -> None:
                 "passed": bool(rng.random() < (0.6 if label else 0.2)),
             }
         )
-    (folder / "cppo-seed0.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (folder / "gate_log.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +79,8 @@ def page(tmp_path_factory) -> Path:
 
 def test_page_is_self_contained_and_links_manifests(page: Path):
     html = page.read_text()
-    # every table and figure is on the page
-    assert html.count('<table class="report">') == 15
+    # every table and figure is on the page: 15 spec'd tables + the pipeline's exposure audit
+    assert html.count('<table class="report">') == 16
     images = re.findall(r'<img alt="[^"]*" src="([^"]+)"', html)
     # bars, K curves, gate diagnostics; diversity vs gain plots D_alg, which needs a judge
     assert len(images) == 3
@@ -92,7 +97,7 @@ def test_page_is_self_contained_and_links_manifests(page: Path):
         assert (page.parent / href).is_file(), href
 
 
-def test_gate_diagnostics_figure_from_trainer_logs(page: Path):
+def test_gate_diagnostics_figure_from_a_pipeline_gate_log(page: Path):
     figures = page.parent / "figures"
     assert (figures / "gate_cppo-seed0.png").stat().st_size > 5000
     assert (figures / "gate_cppo-seed0.pdf").read_bytes().startswith(b"%PDF")

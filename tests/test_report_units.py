@@ -16,10 +16,11 @@ from click.testing import CliRunner
 
 from cppo_bench.cli import main
 from cppo_bench.problem import DataError
+from cppo_bench.report.cppo_runs import find_pipelines, pipeline_gate_log
 from cppo_bench.report.model import Cell, Column, Row, Table, note_letter
 from cppo_bench.report.render import to_csv, to_html, to_latex, to_markdown
 from cppo_bench.report.specs import load_specs
-from cppo_bench.report.trainer_logs import read_gate_logs
+from cppo_bench.training_schema import TAU
 
 SHIPPED = {
     "main_pass4", "pipeline_ablation", "reward_ablation", "m_ablation", "k_sweep", "maj4",
@@ -131,20 +132,31 @@ def test_html_table_spans_and_escapes():
     assert 'title="p = 0.0010' not in html and "p = 0.0010" in html
 
 
-def test_trainer_logs_schema(tmp_path):
-    assert read_gate_logs(tmp_path) == []
-    folder = tmp_path / "trainer_logs"
-    folder.mkdir()
+def test_training_gate_log_schema(tmp_path):
+    pipe = tmp_path / "train" / "p"
+    for stage in ("sft", "rm"):
+        (pipe / stage).mkdir(parents=True)
+        (pipe / stage / "train_manifest.json").write_text(
+            json.dumps({"kind": "training", "stage": stage})
+        )
+    (pipeline,) = find_pipelines(tmp_path)
+    assert pipeline_gate_log(pipeline) is None  # no scores yet: no log, no figure
     good = [{"gate_prob": 0.9, "label": 1, "passed": True, "split": "heldout"},
             {"gate_prob": 0.2, "label": 0}, {"gate_prob": 0.4, "passed": False}]  # fmt: skip
-    (folder / "run.jsonl").write_text("\n".join(json.dumps(x) for x in good) + "\n\n")
-    (log,) = read_gate_logs(tmp_path)
-    assert log.name == "run" and len(log.records) == 3
+    scores = pipe / "rm" / "val_scores.jsonl"
+    scores.write_text("\n".join(json.dumps(x) for x in good) + "\n\n")
+    log = pipeline_gate_log(pipeline)
+    assert log.name == "cppo-p" and len(log.records) == 3
     assert [r.gate_prob for r in log.roc_records()] == [0.9]  # held-out rows when any
-    assert log.records[0].tau == 0.17
-    (folder / "run.jsonl").write_text('{"gate_prob": 0.5}\n{"gate_prob": 1.5}\n')
-    with pytest.raises(DataError, match=r"run\.jsonl:2: gate_prob must be a number in \[0, 1\]"):
-        read_gate_logs(tmp_path)
+    assert log.records[0].tau == TAU == 0.17
+    scores.write_text('{"gate_prob": 0.5}\n{"gate_prob": 1.5}\n')
+    with pytest.raises(
+        DataError, match=r"val_scores\.jsonl:2: gate_prob must be a number in \[0, 1\]"
+    ):
+        pipeline_gate_log(pipeline)
+    scores.write_text('{"gate_prob": NaN}\n')
+    with pytest.raises(DataError, match=r"val_scores\.jsonl:1: not JSON|gate_prob"):
+        pipeline_gate_log(pipeline)
 
 
 def test_command_starts_without_heavy_imports():

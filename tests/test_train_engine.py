@@ -15,15 +15,16 @@ from cppo_bench.problem import Test as ProblemTest
 
 torch = pytest.importorskip("torch")
 
-from trainers.engine.config import ConfigError, build_configs, parse_sets  # noqa: E402
+from trainers.api import resolve  # noqa: E402
+from trainers.engine.config import ConfigError, build_flat  # noqa: E402
 from trainers.engine.data import decontaminated, step_problems, steps_for  # noqa: E402
 from trainers.pkpo import PKPOConfig  # noqa: E402
 
 
-def test_config_layers_and_one_line_errors() -> None:
-    engine, algo = build_configs(
-        PKPOConfig, [{"n": 16, "lr": 5e-7}, parse_sets(["n=8", "lr=1e-6"])]
-    )
+def test_config_layers_and_one_line_errors(tmp_path) -> None:
+    preset = tmp_path / "mine.yaml"
+    preset.write_text("n: 16\nlr: 5.0e-7\n")
+    engine, algo = resolve("pkpo", config=preset, overrides={"n": 8, "lr": 1e-6}).config
     assert (algo.n, engine.lr, algo.k_opt, engine.kl_beta, engine.clip_eps) == (
         8,
         1e-6,
@@ -31,23 +32,26 @@ def test_config_layers_and_one_line_errors() -> None:
         0.01,
         0.2,
     )
-    with pytest.raises(ConfigError, match="unknown config key 'bogus'"):
-        build_configs(PKPOConfig, [{"bogus": 1}])
+    with pytest.raises(ConfigError, match="unknown config key bogus"):
+        build_flat(PKPOConfig, {"bogus": 1})
     with pytest.raises(ConfigError, match="config n: expected int"):
-        build_configs(PKPOConfig, [{"n": "many"}])
+        build_flat(PKPOConfig, {"n": "many"})
     with pytest.raises(ConfigError, match="k_opt"):
-        build_configs(PKPOConfig, [{"n": 2, "k_opt": 4}])
+        build_flat(PKPOConfig, {"n": 2, "k_opt": 4})
     with pytest.raises(ConfigError, match="aggregation"):
-        build_configs(PKPOConfig, [{"aggregation": "sum"}])
+        build_flat(PKPOConfig, {"aggregation": "sum"})
     with pytest.raises(ConfigError, match="prompts_per_step"):
-        build_configs(PKPOConfig, [{"prompts_per_step": 0}])
+        build_flat(PKPOConfig, {"prompts_per_step": 0})
+    with pytest.raises(ConfigError, match="lr: must be a finite number"):
+        build_flat(PKPOConfig, {"lr": float("inf")})
+    with pytest.raises(ConfigError, match="kl_beta: must be a finite number"):
+        build_flat(PKPOConfig, {"kl_beta": float("nan")})
 
 
-def test_study_defaults_in_the_shipped_yaml() -> None:
-    from trainers.cli import resolve_layers
+def test_study_defaults_are_the_dataclass_defaults() -> None:
     from trainers.upskill import UpSkillConfig
 
-    engine, pk = build_configs(PKPOConfig, resolve_layers("pkpo", None, (), "study"))
+    engine, pk = resolve("pkpo", preset="study").config
     assert (
         engine.lr,
         engine.clip_eps,
@@ -58,7 +62,8 @@ def test_study_defaults_in_the_shipped_yaml() -> None:
         engine.reference_dtype,
     ) == (5e-7, 0.2, 0.01, 0.7, 2048, 30, "bfloat16")
     assert (pk.n, pk.k_opt, pk.estimator) == (16, 4, "sloo_minus_one")
-    _, up = build_configs(UpSkillConfig, resolve_layers("upskill", None, (), "study"))
+    _, up = resolve("upskill", preset="study").config
+    assert isinstance(up, UpSkillConfig)
     assert (up.n_skills, up.completions_per_skill, up.alpha_mi, up.mi_level) == (
         4,
         1,
@@ -72,7 +77,7 @@ def test_cli_bad_key_is_one_line() -> None:
 
     res = CliRunner().invoke(main, ["train", "pkpo", "--set", "bogus=1"])
     assert res.exit_code != 0
-    assert "unknown config key 'bogus'" in res.output and "Traceback" not in res.output
+    assert "unknown config key bogus" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["train", "upskill", "--set", "mi_level=word"])
     assert res.exit_code != 0 and "mi_level" in res.output
 

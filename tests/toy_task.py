@@ -152,7 +152,7 @@ def run(
 ) -> Any:
     """Train on the toy task through the real engine (rollouts, verifier, update)."""
     from trainers.engine.algorithm import ALGORITHMS
-    from trainers.engine.config import build_configs
+    from trainers.engine.config import build_flat
     from trainers.engine.data import TrainingSet
     from trainers.engine.loop import RunSpec, train
 
@@ -173,7 +173,7 @@ def run(
     if algo in ("pkpo", "passk_rl"):
         layer["n"] = 8
     layer.update(overrides)
-    engine_cfg, algo_cfg = build_configs(cls.Config, [layer])
+    engine_cfg, algo_cfg = build_flat(cls.Config, layer)
     training = TrainingSet(toy_problems(problems, 0, "train"), "toy")
 
     def on_step(done: int, metrics: dict) -> None:

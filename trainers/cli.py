@@ -1,12 +1,12 @@
-"""`cppo-bench train ALGO`: train a policy with PKPO, pass@k-RL or UpSkill on the shared engine.
+"""`cppo-bench train ALGO`: the one training command (cppo, pkpo, passk_rl, upskill).
 
 Registered in cppo_bench.cli.COMMANDS as a lazy string: the harness never imports trainers.
-torch / transformers are imported only once a run starts.
+Every option maps onto ``trainers.api.train``; torch / transformers load only once a run starts.
 """
 
 from __future__ import annotations
 
-import re
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -16,31 +16,8 @@ import click
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
-ALGOS = ("pkpo", "passk_rl", "upskill")
-
-
-def _tag(model: str | None) -> str:
-    if model is None:
-        return "smollm2-135m"
-    name = Path(model.rstrip("/")).name or model
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-").lower() or "model"
-
-
-def resolve_layers(
-    algo: str, config_file: Path | None, sets: tuple[str, ...], preset: str
-) -> list[dict]:
-    from trainers.engine.config import CONFIG_DIR, parse_sets, read_yaml
-
-    layers = [read_yaml(CONFIG_DIR / f"{algo}.yaml")]
-    if preset == "demo":
-        layers.append(read_yaml(CONFIG_DIR / "demo.yaml"))
-        own = CONFIG_DIR / f"{algo}.demo.yaml"
-        if own.is_file():
-            layers.append(read_yaml(own))
-    if config_file is not None:
-        layers.append(read_yaml(config_file))
-    layers.append(parse_sets(sets))
-    return layers
+ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
+CPPO_ONLY = ("stages", "judge_spec", "base_url", "rm_model", "rm_kind")
 
 
 @click.command("train")
@@ -49,15 +26,17 @@ def resolve_layers(
     "--config",
     "config_file",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="YAML of config keys over the algorithm's study defaults.",
+    help="YAML preset of config keys over the study's defaults (sections for cppo).",
 )
 @click.option(
     "--set",
     "sets",
     multiple=True,
     metavar="KEY=VAL",
-    help="Override one config key (repeatable), e.g. --set max_steps=10.",
+    help="Override one config key (repeatable; dotted for cppo sections: --set rm.epochs=3). "
+    "VAL is JSON where it parses as JSON, text otherwise; a key given twice is an error.",
 )
+@click.option("--print-config", is_flag=True, help="Print the resolved config and exit.")
 @click.option(
     "--model",
     default=None,
@@ -105,78 +84,106 @@ def resolve_layers(
     default=None,
     help="Also log to these accelerate trackers (tensorboard: optional extra).",
 )
-@click.option("--progress/--no-progress", default=True)
-def train(
-    algo: str,
-    config_file: Path | None,
-    sets: tuple[str, ...],
-    model: str | None,
-    bench: str,
-    data: str | None,
-    split: str | None,
-    eval_specs: tuple[str, ...],
-    allow_overlap: bool,
-    out: Path | None,
-    resume: bool,
-    seed: int,
-    preset: str,
-    report_to: str | None,
-    progress: bool,
-) -> None:
-    """Train ALGO (pkpo, passk_rl, upskill) with the study's settings; see README "Training"."""
-    from trainers.engine.algorithm import ALGORITHMS
-    from trainers.engine.config import build_configs
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--progress/--no-progress", "progress", default=True, hidden=True)
+@click.option(
+    "--stages",
+    default=None,
+    help="cppo: comma-separated stages to run (sft,rm,warmup,audit,joint; complete ones "
+    "are skipped anyway).",
+)
+@click.option(
+    "--judge",
+    "judge_spec",
+    default=None,
+    metavar="[KIND=]BACKEND:MODEL|rules",
+    help="cppo: plan judge: rules, or a backend (openai:M, vllm:M, hf:M; default: "
+    "combined=hf: the embedded model plus the rules).",
+)
+@click.option("--base-url", default=None, help="cppo: server of an openai judge.")
+@click.option("--rm-model", default=None, help="cppo: base model of the generative RM.")
+@click.option(
+    "--rm",
+    "rm_kind",
+    type=click.Choice(["generative", "ngram"]),
+    default=None,
+    help="cppo: reward-model kind (default generative; ngram: the fast hashed classifier).",
+)
+def train(algo: str, **opts: object) -> None:
+    """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
+    from cppo_bench.cli.options import parse_kv
+    from cppo_bench.keyvals import nest
+    from trainers.api import resolve
+    from trainers.api import train as api_train
+    from trainers.cppo_pipeline.pipeline import parse_stages
+    from trainers.cppo_pipeline.stages import PipelineStop
 
-    if preset == "auto":
-        preset = "demo" if model is None and config_file is None else "study"
+    given = [name for name in CPPO_ONLY if opts[name] is not None]
+    if algo != "cppo" and given:
+        flag = "--" + given[0].replace("_spec", "").replace("rm_kind", "rm").replace("_", "-")
+        raise click.UsageError(f"{flag} is for cppo only")
+    quiet = bool(opts["quiet"]) or not opts["progress"]
     try:
-        cls = ALGORITHMS.get(algo)
-        layers = resolve_layers(algo, config_file, sets, preset)
-        if report_to:
-            layers.append({"report_to": report_to})
-        engine_cfg, algo_cfg = build_configs(cls.Config, layers)
-        from trainers.engine import data as datamod
-
-        problems, source = datamod.load_training(bench, data, split)
-        training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
-    out = out or Path("runs") / "train" / f"{algo}-{_tag(model)}-seed{seed}"
-    if preset == "demo":
-        click.echo(
-            f"preset demo: {engine_cfg.max_steps} short steps (trainers/configs/demo.yaml)"
-            "; --preset study for the study's settings",
-            err=True,
+        overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))  # type: ignore[arg-type]
+        if opts["report_to"]:
+            key = (
+                {"engine": {"report_to": opts["report_to"]}}
+                if algo == "cppo"
+                else {"report_to": opts["report_to"]}
+            )
+            overrides = {**overrides, **key}
+        if opts["rm_kind"]:
+            overrides.setdefault("rm", {})["kind"] = opts["rm_kind"]
+        stages = parse_stages(str(opts["stages"])) if opts["stages"] else []
+        if opts["print_config"]:
+            resolved = resolve(
+                algo,
+                config=opts["config_file"],  # type: ignore[arg-type]
+                preset=str(opts["preset"]),
+                model=opts["model"],  # type: ignore[arg-type]
+                overrides=overrides,
+            )
+            click.echo(
+                json.dumps(
+                    {"algo": algo, "preset": resolved.preset, "config": resolved.as_dict()},
+                    indent=2,
+                )
+            )
+            return
+        outcome = api_train(
+            algo,
+            config=opts["config_file"],  # type: ignore[arg-type]
+            preset=str(opts["preset"]),
+            model=opts["model"],  # type: ignore[arg-type]
+            bench=str(opts["bench"]),
+            data=opts["data"],  # type: ignore[arg-type]
+            split=opts["split"],  # type: ignore[arg-type]
+            eval_specs=tuple(opts["eval_specs"]),  # type: ignore[arg-type]
+            allow_overlap=bool(opts["allow_overlap"]),
+            out=opts["out"],  # type: ignore[arg-type]
+            resume=bool(opts["resume"]),
+            seed=int(opts["seed"]),  # type: ignore[arg-type]
+            stages=stages,
+            quiet=quiet,
+            options={k: opts[k] for k in ("base_url", "rm_model") if opts[k]}
+            | ({"judge": opts["judge_spec"]} if opts["judge_spec"] else {}),
+            echo=lambda line: click.echo(line, err=True),
+            manifest={"argv": sys.argv[1:]},
+            **overrides,
         )
-    if training.removed:
-        verb = "kept (--allow-overlap)" if allow_overlap else "removed"
+    except PipelineStop as stop:
+        click.echo(f"cppo-bench train cppo: {stop}", err=True)
+        if stop.revisit:
+            click.echo(f"revisit stage: {stop.revisit}", err=True)
+        sys.exit(3)
+    except (DataError, UnknownNameError, ValueError) as exc:
+        raise click.ClickException(
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        ) from None
+    if outcome.checkpoint is not None:
+        click.echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
         click.echo(
-            f"decontamination: {len(training.removed)} training problem(s) {verb}; "
-            "listed in the manifest",
-            err=True,
-        )
-    from trainers.engine.loop import RunSpec
-    from trainers.engine.loop import train as run_training
-
-    spec = RunSpec(
-        algorithm=cls(algo_cfg),
-        config=engine_cfg,
-        training=training,
-        out_dir=out,
-        model=model,
-        seed=seed,
-        resume=resume,
-        progress=progress,
-        extra_manifest={"allow_overlap": allow_overlap, "preset": preset, "argv": sys.argv[1:]},
-    )
-    try:
-        result = run_training(spec)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
-    if result.checkpoint is not None:
-        click.echo(f"trained {result.steps} steps; checkpoint {result.checkpoint}")
-        method = "skills" if algo == "upskill" else "direct"  # UpSkill samples one per skill
-        click.echo(
-            f"evaluate: cppo-bench run --method {method} --bench demo --model {result.checkpoint} "
-            f"--trained {algo} --base-model {shlex.quote(result.base_model)} --train-seed {seed}"
+            f"evaluate: cppo-bench run --method {outcome.eval_method} --bench demo "
+            f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
+            f"--base-model {shlex.quote(outcome.base_model)} --train-seed {opts['seed']}"
         )

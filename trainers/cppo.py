@@ -21,11 +21,12 @@ import torch
 from cppo_bench.plans import format_plans, plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, load_prompt, render
+from cppo_bench.training_schema import TAU, read_jsonl
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
-from trainers.cppo_pipeline.joint import joint_rows, warmup_rows
-from trainers.cppo_pipeline.refresh import write_recent
-from trainers.cppo_pipeline.rewards import ABLATIONS, ablation
+from trainers.core.cppo_ablation import ABLATIONS, ablation
+from trainers.core.cppo_joint import joint_rows, warmup_rows
 from trainers.engine.algorithm import ALGORITHMS, Algorithm, StepContext, StepRows
+from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
 
@@ -38,9 +39,9 @@ GateFn = Callable[[Sequence[Problem], Sequence[tuple[str, ...]]], torch.Tensor]
 class CPPOAlgoConfig:
     k: int = 4  # strategies per tuple = solver branches
     m: int = 8  # tuples per prompt
-    tau: float = 0.17
+    tau: float = TAU
     stage: str = "joint"  # warmup | joint
-    ablation: str = "cppo"  # a row of trainers.cppo_pipeline.rewards.ABLATIONS
+    ablation: str = "cppo"  # a row of trainers.core.cppo_ablation.ABLATIONS
     fill: str = "cycle"
     gate_log: str = ""  # JSONL of per-tuple gate records for the report ("" = none)
     recent_file: str = ""  # JSON of the step's tuples, kept for a resumed RM refresh ("" = none)
@@ -219,3 +220,24 @@ def joint_indicators(j: Sequence[float], r_out: Sequence[float]) -> dict[str, li
         for c in JOINT_CELLS:
             cells[f"joint_{c}"].append(float(c == cell))
     return cells
+
+
+def write_recent(path: Path, step: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+    """The tuples sampled at ``step`` (what an RM refresh at that boundary relabels); on disk
+    before the engine saves the step's state, so a resumed refresh finds them."""
+    rows = [{"problem_id": p.problem_id, "plans": list(t)} for p, t in tuples]
+    atomic_write_text(path, json.dumps({"step": step, "tuples": rows}))
+
+
+def read_recent(
+    path: Path, step: int, problems: dict[str, Problem]
+) -> list[tuple[Problem, tuple[str, ...]]]:
+    """The tuples kept at ``step``; an error when the file holds another step's."""
+    rows = read_jsonl(path)
+    data = rows[0][1] if len(rows) == 1 and isinstance(rows[0][1], dict) else {}
+    if data.get("step") != step:
+        raise ValueError(f"{path}: no tuples kept for step {step} (found {data.get('step')})")
+    try:
+        return [(problems[r["problem_id"]], tuple(map(str, r["plans"]))) for r in data["tuples"]]
+    except (KeyError, TypeError):
+        raise ValueError(f"{path}: tuples of problems outside this run") from None

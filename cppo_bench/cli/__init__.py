@@ -23,7 +23,7 @@ COMMANDS: dict[str, str] = {
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",
-    "train": "trainers.train_group:train",  # trainers import the harness, never the reverse
+    "train": "trainers.cli:train",  # trainers import the harness, never the reverse
 }
 
 

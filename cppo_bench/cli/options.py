@@ -4,33 +4,26 @@ one way to open a backend that is always closed again."""
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
+from cppo_bench.keyvals import KeyValueError, parse_pairs
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def parse_kv(pairs: tuple[str, ...], what: str = "-o/--option") -> dict[str, Any]:
-    """`KEY=VALUE` pairs; a VALUE that parses as JSON (200, true, null, [1, 2]) is that value,
-    anything else (release_v6, 2025-02-01) stays text. A key given twice is an error: which
-    one wins would otherwise depend on the order of the command line."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE", param_hint=what)
-        if key in out:
-            raise click.BadParameter(f"{key} given twice", param_hint=what)
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
+def parse_kv(
+    pairs: tuple[str, ...], what: str = "-o/--option", dotted: bool = False
+) -> dict[str, Any]:
+    """`KEY=VALUE` pairs through the CLI's one parser (cppo_bench.keyvals): JSON where the
+    value parses as JSON, text otherwise; a key given twice is an error."""
+    try:
+        return parse_pairs(pairs, dotted=dotted)
+    except KeyValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=what) from None
 
 
 def bench_options(func: F) -> F:

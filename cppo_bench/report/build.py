@@ -144,7 +144,6 @@ def build_report(
     from cppo_bench.report import figures as figs
     from cppo_bench.report.html import PageInput, render_page
     from cppo_bench.report.render import RENDERERS, to_markdown
-    from cppo_bench.report.trainer_logs import read_gate_logs
 
     unknown = [f for f in formats if f not in RENDERERS]
     if unknown:
@@ -158,7 +157,7 @@ def build_report(
         judge=judge,
         progress=progress,
     )
-    if not computed.index.runs and not read_gate_logs(runs):
+    if not computed.index.runs and not cppo.find_pipelines(runs):
         # an all-empty report looks like a finished one; say what is wrong instead
         raise DataError(
             f"{runs}: no runs found (make them with `cppo-bench run`; "
@@ -187,7 +186,7 @@ def build_report(
             result.figures += made
             result.skipped_figures += skipped
     pipeline_logs = [g for g in map(cppo.pipeline_gate_log, pipelines) if g is not None]
-    for log in [*read_gate_logs(runs), *pipeline_logs]:
+    for log in pipeline_logs:
         try:
             result.figures.append(figs.gate_diagnostics(log, out / "figures"))
         except figs.Skipped as why:

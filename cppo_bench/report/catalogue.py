@@ -24,7 +24,8 @@ STATIC: tuple[tuple[str, str, str], ...] = (
      "cppo-bench verify (README: verifier; sandbox_images/README.md)"),
     ("Table", "Exact model checkpoints", "the run manifests: cppo-bench runs --out runs/"),
     ("Figure", "Reward-model diagnostics (RM agreement, reward decomposition)",
-     "runs/trainer_logs/*.jsonl from the gate trainer; cppo-bench report draws ROC and heat map"),
+     "cppo-bench train cppo: rm/val_scores.jsonl and joint/gate_log.jsonl of the pipeline; "
+     "cppo-bench report draws ROC and heat map"),
     ("Figure", "PKPO training dynamics; UpSkill training dynamics",
      "the trainers' step logs (not drawn by this report)"),
 )  # fmt: skip

@@ -1,11 +1,11 @@
 """What the report reads from `cppo-bench train cppo` pipeline folders (JSON artifacts only).
 
-A pipeline folder holds one sub-folder per stage with a ``stage_manifest.json`` whose ``stage`` names
-it (sft, rm, warmup, audit, joint). From these the report takes:
+A pipeline folder holds one sub-folder per stage whose ``train_manifest.json`` names its
+``stage`` (the layout of cppo_bench.training_schema). From these the report takes:
 
 * the reward-model diagnostics: ``rm/val_scores.jsonl`` (held-out judge labels) and
   ``joint/gate_log.jsonl`` (gate scores with the tuple's pass@K outcome) as one gate log;
-* the CPPO training curves: ``warmup/run/metrics.jsonl`` and ``joint/run/metrics.jsonl``;
+* the CPPO training curves: ``warmup/metrics.jsonl`` and ``joint/metrics.jsonl``;
 * the exposure audit: every stage's ``exposure.json`` (component, source split, problems)
   checked against every evaluation run's problems through the decontamination index.
 """
@@ -19,9 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError, Problem, SourceIds
-from cppo_bench.report.trainer_logs import GateLog, _record
-
-STAGES = ("sft", "rm", "warmup", "audit", "joint")
+from cppo_bench.training_schema import (
+    GATE_LOG,
+    STAGES,
+    TRAIN_MANIFEST,
+    VAL_SCORES,
+    GateLog,
+    read_gate_log,
+    read_manifest,
+    read_metrics,
+)
 
 
 @dataclass(frozen=True)
@@ -36,42 +43,21 @@ class Pipeline:
 
 def find_pipelines(runs_root: Path) -> list[Pipeline]:
     out = []
-    for sft in sorted(Path(runs_root).rglob("sft/stage_manifest.json")):
+    for sft in sorted(Path(runs_root).rglob(f"sft/{TRAIN_MANIFEST}")):
         root = sft.parent.parent
         manifests = {}
         for stage in STAGES:
-            path = root / stage / "stage_manifest.json"
-            if path.is_file():
-                try:
-                    m = json.loads(path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}: not JSON ({exc.msg})") from None
-                if m.get("stage") == stage:
-                    manifests[stage] = m
+            m = read_manifest(root / stage)
+            if m is not None and m.get("stage") == stage:
+                manifests[stage] = m
         if "sft" in manifests:
             out.append(Pipeline(root, manifests))
     return out
 
 
-def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-    return rows
-
-
 def pipeline_gate_log(p: Pipeline) -> GateLog | None:
-    records = []
-    for rel in ("rm/val_scores.jsonl", "joint/gate_log.jsonl"):
-        path = p.path / rel
-        records += [_record(obj, f"{path}:{n}") for n, obj in _jsonl(path)]
-    return GateLog(f"cppo-{p.name}", p.path, records) if records else None
+    paths = [p.path / "rm" / VAL_SCORES, p.path / "joint" / GATE_LOG]
+    return read_gate_log(paths, f"cppo-{p.name}", p.path)
 
 
 CURVES = (
@@ -92,8 +78,7 @@ CURVES = (
 
 def training_curves(p: Pipeline) -> dict[str, list[dict[str, Any]]]:
     return {
-        stage: [obj for _, obj in _jsonl(p.path / stage / "run" / "metrics.jsonl")]
-        for stage in ("warmup", "joint")
+        stage: read_metrics(p.path / stage) for stage in ("warmup", "joint")
     }
 
 

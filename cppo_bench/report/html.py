@@ -157,8 +157,9 @@ def render_page(page: PageInput) -> str:
     parts += [_figure_html(f, page.out) for f in diagnostics]
     if not diagnostics:
         parts.append(
-            "<p>No trainer logs (<code>&lt;runs&gt;/trainer_logs/*.jsonl</code>): no "
-            "reward-model diagnostics.</p>"
+            "<p>No CPPO pipeline under the runs folder (<code>cppo-bench train cppo</code>"
+            " writes <code>rm/val_scores.jsonl</code> and <code>joint/gate_log.jsonl</code>):"
+            " no reward-model diagnostics.</p>"
         )
     if page.skipped_figures:
         parts.append(

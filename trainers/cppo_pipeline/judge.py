@@ -188,3 +188,16 @@ def parse_judge_spec(spec: str) -> tuple[str, str | None, str | None]:
         return (rest or kind), None, None
     backend, _, model = rest.partition(":")
     return (kind or "combined"), backend, (model or None)
+
+
+def make_judge(spec: str | None, base_url: str | None = None) -> Judge:
+    """``--judge`` as a judge; the offline default is the embedded model AND the deterministic
+    rules (``combined``)."""
+    from cppo_bench.backends import BACKENDS
+
+    kind, backend_name, model = parse_judge_spec(spec or "combined=hf:")
+    backend = None
+    if backend_name is not None:
+        options = {"base_url": base_url} if base_url else {}
+        backend = BACKENDS.get(backend_name)(model, **options)
+    return JUDGES.get(kind)(backend)

@@ -50,7 +50,7 @@ _STATED = re.compile(
 )
 NGRAM_WEIGHT_DECAY = 3.0  # AdamW, decoupled; demo: 1 -> val AUC 0.70-0.94, 3 -> 0.87-1.0
 FEATURE_SCALE = 16.0  # features enter on the logit scale of the n-gram head
-FILE = "ngram.pt"
+FILE = "ngram.safetensors"
 FEATURES = ("on_topic", "dup_jaccard", "dup_contain", "code", "answer", "generic", "literal_dup")
 
 
@@ -125,13 +125,12 @@ class NgramRM:
             {"params": self.module.lexical.parameters(), "weight_decay": 0.0},
         ]
 
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "config": asdict(self.module.gate.config),
-            "state_dict": self.module.state_dict(),
-        }
-        torch.save(payload, folder / FILE)
+    def save(self, folder: Path) -> dict:
+        """Weights as safetensors; the classifier's shape in the returned meta (no pickle)."""
+        from trainers.engine.artifacts import save_tensors
+
+        save_tensors(folder / FILE, self.module.state_dict())
+        return {"gate_config": asdict(self.module.gate.config)}
 
 
 def create(seed: int) -> NgramRM:
@@ -139,8 +138,9 @@ def create(seed: int) -> NgramRM:
     return NgramRM(NgramVerifier(GateConfig(seed=seed)))
 
 
-def load(folder: Path) -> NgramRM:
-    payload = torch.load(folder / FILE, map_location="cpu", weights_only=True)
-    module = NgramVerifier(GateConfig(**payload["config"]))
-    module.load_state_dict(payload["state_dict"])
+def load(folder: Path, meta: dict) -> NgramRM:
+    from trainers.engine.artifacts import load_tensors
+
+    module = NgramVerifier(GateConfig(**meta["gate_config"]))
+    module.load_state_dict(load_tensors(folder / FILE))
     return NgramRM(module.eval())

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainers.cppo_pipeline.settings import take
-from trainers.cppo_pipeline.stage_data import RM_KEYS, SFT_KEYS, PipelineInputs, stage_rm, stage_sft
-from trainers.cppo_pipeline.stage_rl import (
-    AUDIT_KEYS,
-    JOINT_KEYS,
-    PLATEAU_KEYS,
-    stage_audit,
-    stage_joint,
-    stage_warmup,
-)
+from cppo_bench.problem import Problem
+from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
+from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
 from trainers.cppo_pipeline.stages import STAGES, StageFn, run_stages
+from trainers.engine.layers import ConfigError
 
 STAGE_FNS: dict[str, Callable[..., object]] = {
     "sft": stage_sft,
@@ -28,20 +23,26 @@ STAGE_FNS: dict[str, Callable[..., object]] = {
 assert tuple(STAGE_FNS) == STAGES  # pipeline order is the study's
 
 
-def validate_settings(settings: dict) -> None:
-    """Every key of every stage, checked before any stage runs (one line naming a bad one)."""
-    from trainers.cppo import CPPOAlgoConfig
-    from trainers.cppo_pipeline.rewards import ablation
-    from trainers.engine.config import build_configs
+def select_problems(problems: list[Problem], ids: Sequence[str] | None) -> list[Problem]:
+    """The training pool restricted to ``ids``, in that order (``None``: every problem)."""
+    if not ids:
+        return problems
+    by_id = {p.problem_id: p for p in problems}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ConfigError(f"config problem_ids: {missing[0]!r:.60} is not in the training set")
+    return [by_id[i] for i in ids]
 
-    take(settings["sft"], SFT_KEYS, "sft")
-    take(settings["rm"], RM_KEYS, "rm")
-    take(settings["audit"], AUDIT_KEYS, "audit")
-    ablation(str(settings["ablation"]))
-    algo = {"k": settings["k"], "m": settings["m"], "ablation": settings["ablation"]}
-    for name, own in (("warmup", PLATEAU_KEYS), ("joint", JOINT_KEYS)):
-        rest = {k: v for k, v in settings[name].items() if k not in own}
-        build_configs(CPPOAlgoConfig, [settings["engine"], rest, algo])
+
+def parse_stages(spec: str) -> list[str]:
+    """``--stages sft,rm`` -> ["sft", "rm"]; an unknown name is one line naming the known."""
+    selected = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [s for s in selected if s not in STAGES]
+    if unknown or not selected:
+        raise ConfigError(
+            f"--stages: unknown stage {unknown[:1] or spec!r}; known: {', '.join(STAGES)}"
+        )
+    return selected
 
 
 def run_pipeline(
@@ -49,19 +50,19 @@ def run_pipeline(
     inputs: PipelineInputs,
     selected: Sequence[str] = STAGES,
     echo: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> dict[str, str]:
     stages: dict[str, StageFn] = {
         name: functools.partial(fn, inp=inputs)  # type: ignore[misc]
         for name, fn in STAGE_FNS.items()
     }
-    config = {
-        name: {
-            "settings": inputs.settings,
-            "judge": inputs.judge.name,
-            "model": inputs.model,
-            "source": inputs.source,
-            "rm_model": inputs.rm_model,
-        }
-        for name in STAGES
+    record = {
+        "settings": dataclasses.asdict(inputs.config),
+        "judge": inputs.judge.name,
+        "model": inputs.model,
+        "source": inputs.source,
+        "rm_model": inputs.rm_model,
+        "seed": inputs.seed,
     }
-    return run_stages(out, stages, selected, config, echo=echo)
+    config = {name: record for name in STAGES}
+    return run_stages(out, stages, selected, config, echo=echo, progress=progress)

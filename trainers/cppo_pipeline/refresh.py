@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from cppo_bench.problem import Problem
+from cppo_bench.problem import DataError
+from cppo_bench.training_schema import read_jsonl
 from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.negatives import (
@@ -24,6 +25,7 @@ from trainers.cppo_pipeline.negatives import (
     make_negatives,
     split_by_problem,
 )
+from trainers.engine.artifacts import atomic_write_text
 
 POOL = "pool.jsonl"
 
@@ -54,12 +56,17 @@ def write_pool(folder: Path, items: Sequence[LabelledTuple]) -> None:
 
 
 def read_pool(folder: Path, problems: dict[str, object]) -> list[LabelledTuple]:
+    """The labelled pool saved with a reward model; records of unknown problems are an error."""
     out = []
-    for line in (folder / POOL).read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        out.append(
-            LabelledTuple(problems[r["problem_id"]], tuple(r["plans"]), r["label"], r["source"])
-        )
+    for lineno, r in read_jsonl(folder / POOL):
+        try:
+            item = LabelledTuple(
+                problems[r["problem_id"]], tuple(map(str, r["plans"])), int(r["label"]),
+                str(r["source"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            raise DataError(f"{folder / POOL}:{lineno}: not a pool record of this run") from None
+        out.append(item)
     return out
 
 
@@ -88,8 +95,7 @@ def refresh(
     rmod.fit(rm, train, cfg)
     metrics, scores = rmod.evaluate(rm, val, cfg)
     rmod.accept(metrics, rule)
-    rmod.save(rm, out, metrics, cfg)
-    write_pool(out, merged)
+    rmod.save(rm, out, metrics, cfg, merged)
     result = RefreshResult(
         str(out),
         metrics.tau,
@@ -110,41 +116,17 @@ def result_dict(r: RefreshResult) -> dict[str, object]:
 # -- bookkeeping for a resumable joint stage ---------------------------------------------------
 # A phase-boundary refresh runs after the engine has saved that step's state, so a SIGKILL
 # during it resumes *after* the boundary. Hence: the step's tuples are kept on disk before the
-# state is saved (``write_recent``), a refresh counts as done only once its record is in the log
+# state is saved (trainers.cppo ``write_recent``), a refresh counts as done only once its record is in the log
 # (``record_refresh``, written last and atomically), and a resumed stage redoes a boundary whose
 # record is missing.
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def refresh_records(log: Path) -> list[dict[str, object]]:
     """The refresh log's records (one per finished boundary, accepted or refused)."""
-    if not log.is_file():
-        return []
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+    return [obj for _, obj in read_jsonl(log) if isinstance(obj, dict)]
 
 
 def record_refresh(log: Path, record: dict[str, object]) -> None:
     """Append ``record``; the whole log is rewritten atomically, so a kill leaves it whole."""
     lines = [json.dumps(r) for r in refresh_records(log) if r.get("step") != record.get("step")]
-    _atomic_write(log, "".join(line + "\n" for line in [*lines, json.dumps(record)]))
-
-
-def write_recent(path: Path, step: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
-    """The tuples sampled at ``step`` (what a refresh at that boundary relabels)."""
-    rows = [{"problem_id": p.problem_id, "plans": list(t)} for p, t in tuples]
-    _atomic_write(path, json.dumps({"step": step, "tuples": rows}))
-
-
-def read_recent(
-    path: Path, step: int, problems: dict[str, Problem]
-) -> list[tuple[Problem, tuple[str, ...]]]:
-    """The tuples kept at ``step``; an error when the file holds another step's."""
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    if data.get("step") != step:
-        raise ValueError(f"{path}: no tuples kept for step {step} (found {data.get('step')})")
-    return [(problems[r["problem_id"]], tuple(r["plans"])) for r in data["tuples"]]
+    atomic_write_text(log, "".join(line + "\n" for line in [*lines, json.dumps(record)]))

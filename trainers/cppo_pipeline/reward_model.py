@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from cppo_bench.registry import Registry
+from cppo_bench.training_schema import TAU
 from trainers.core.gate_metrics import (
     PREREGISTERED_RULE,
     AcceptanceRule,
@@ -32,8 +33,7 @@ from trainers.core.gate_metrics import (
 from trainers.cppo_pipeline import ngram_rm
 from trainers.cppo_pipeline.negatives import LabelledTuple
 
-TAU = 0.17
-META = "rm.json"
+META = "rm.json"  # kept only to name the old layout in errors; the meta is in artifact.json
 _QUESTION = "\n\nDo these methods follow every rule for this problem? Answer Yes or No.\nAnswer:"
 
 
@@ -54,7 +54,7 @@ class RMConfig:
     lr: float = 5e-5
     max_tokens: int = 512  # prompt tokens kept (the tail: methods and question)
     max_statement_chars: int = 1500
-    tau: float | None = TAU  # None: choose on val for min_recall
+    tau: float | None = TAU  # None: choose on val for min_recall (study: 0.17)
     min_recall: float = 0.9
     answer_words: tuple[str, str] = ("Yes", "No")
     seed: int = 0
@@ -76,7 +76,7 @@ class RewardModel(Protocol):
 
     def logits(self, items: Sequence[LabelledTuple]) -> Tensor: ...
 
-    def save(self, folder: Path) -> None: ...
+    def save(self, folder: Path) -> dict[str, Any]: ...  # writes weights; returns its meta
 
 
 class GenerativeVerifier:
@@ -112,15 +112,16 @@ class GenerativeVerifier:
         last = out[torch.arange(len(enc)), mask.sum(1).to(device) - 1].float()
         return last[:, self.yes_id] - last[:, self.no_id]
 
-    def save(self, folder: Path) -> None:
-        self.module.save_pretrained(folder / "model")
+    def save(self, folder: Path) -> dict[str, Any]:
+        self.module.save_pretrained(folder / "model", safe_serialization=True)
         self.tokenizer.save_pretrained(folder / "model")
+        return {}
 
 
 @dataclass(frozen=True)
 class RMKind:
     create: Callable[[RMConfig], RewardModel]
-    load: Callable[[Path, RMConfig], RewardModel]
+    load: Callable[[Path, RMConfig, dict[str, Any]], RewardModel]  # folder, config, saved meta
 
 
 def _device() -> str:
@@ -134,7 +135,7 @@ def _create_generative(cfg: RMConfig) -> RewardModel:
     return GenerativeVerifier(model.to(_device()), tok, cfg)
 
 
-def _load_generative(folder: Path, cfg: RMConfig) -> RewardModel:
+def _load_generative(folder: Path, cfg: RMConfig, meta: dict[str, Any]) -> RewardModel:
     from cppo_bench.backends.hf import load_model
 
     model, tok, _ = load_model(str(folder / "model"), dtype=torch.float32)
@@ -144,7 +145,9 @@ def _load_generative(folder: Path, cfg: RMConfig) -> RewardModel:
 RM_KINDS: Registry[RMKind] = Registry("reward model")
 RM_KINDS.register("generative")(RMKind(_create_generative, _load_generative))
 RM_KINDS.register("ngram")(
-    RMKind(lambda cfg: ngram_rm.create(cfg.seed), lambda folder, cfg: ngram_rm.load(folder))
+    RMKind(
+        lambda cfg: ngram_rm.create(cfg.seed), lambda folder, cfg, meta: ngram_rm.load(folder, meta)
+    )
 )
 
 
@@ -200,24 +203,52 @@ def accept(metrics: GateMetrics, rule: AcceptanceRule = PREREGISTERED_RULE) -> N
         raise RMRejected(metrics, failed)
 
 
-def save(rm: RewardModel, folder: Path, metrics: GateMetrics, cfg: RMConfig) -> None:
-    """Weights + rm.json (kind, tau, the metrics it was accepted on, config)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rm.save(folder)
-    meta = {"kind": rm.kind, "tau": metrics.tau, "metrics": asdict(metrics), "config": asdict(cfg)}
-    (folder / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+def save(
+    rm: RewardModel,
+    folder: Path,
+    metrics: GateMetrics,
+    cfg: RMConfig,
+    pool: Sequence[LabelledTuple] = (),
+) -> None:
+    """An artifact of kind ``reward_model``: weights, the labelled pool it was trained on, and
+    its meta (kind, tau, the metrics it was accepted on, config) in the manifest."""
+    from trainers.cppo_pipeline.refresh import write_pool
+    from trainers.engine import artifacts
+
+    with artifacts.saving(folder, "reward_model") as tmp:
+        own = rm.save(tmp)
+        write_pool(tmp, pool)
+        meta = {"kind": rm.kind, "tau": metrics.tau, "metrics": asdict(metrics),
+                "config": asdict(cfg), "model": own}  # fmt: skip
+        (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
+def _meta(folder: Path) -> dict[str, Any]:
+    from cppo_bench.problem import DataError
+    from trainers.engine import artifacts
+
+    artifacts.read_manifest(folder, "reward_model")
+    try:
+        meta = json.loads((folder / META).read_text(encoding="utf-8"))
+        GateMetrics(**meta["metrics"])
+        float(meta["tau"])
+        if meta["kind"] not in RM_KINDS:
+            raise KeyError(meta["kind"])
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"{folder / META}: not a reward-model record ({exc!s:.80})") from None
+    return meta
 
 
 def load(
     folder: Path, rule: AcceptanceRule | None = PREREGISTERED_RULE
 ) -> tuple[RewardModel, float]:
-    """(model, tau) from a saved folder; refuses one whose recorded metrics fail ``rule``
+    """(model, tau) from a saved artifact; refuses one whose recorded metrics fail ``rule``
     (None: no check, for resuming training from a checkpoint accepted when it was written)."""
-    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    meta = _meta(Path(folder))
     if rule is not None:
         accept(GateMetrics(**meta["metrics"]), rule)
     cfg = RMConfig.from_dict(meta["config"])
-    return RM_KINDS.get(meta["kind"]).load(folder, cfg), float(meta["tau"])
+    return RM_KINDS.get(meta["kind"]).load(folder, cfg, meta.get("model") or {}), float(meta["tau"])
 
 
 def gate_verdicts(rm: RewardModel, tau: float, items: Sequence[LabelledTuple]) -> Tensor:

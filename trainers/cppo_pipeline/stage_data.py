@@ -10,12 +10,14 @@ from typing import Any
 
 import torch
 
+from cppo_bench import training_schema as schema
 from cppo_bench.backends import Backend, GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend, load_model
 from cppo_bench.plans import plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.judge import Judge, PlanItem
 from trainers.cppo_pipeline.negatives import (
@@ -24,43 +26,17 @@ from trainers.cppo_pipeline.negatives import (
     make_negatives,
     split_by_problem,
 )
-from trainers.cppo_pipeline.refresh import pool_records, write_pool
-from trainers.cppo_pipeline.settings import take
+from trainers.cppo_pipeline.refresh import pool_records
 from trainers.cppo_pipeline.sft import sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
+from trainers.engine import artifacts
 
-CHECKPOINT = "checkpoint"
+CHECKPOINT = "planner"  # the SFT planner: an artifact of the one checkpoint format
 SFT_SET = "sft_set.jsonl"
 RM_DIR = "reward_model"
-VAL_SCORES = "val_scores.jsonl"  # the report's trainer-log schema (gate_prob, label, tau)
+VAL_SCORES = schema.VAL_SCORES  # GateRecords (cppo_bench.training_schema)
 RM_DATA = "rm_data.jsonl"  # train + val items, label, source, text, score (diagnosis)
-
-SFT_KEYS = {
-    "problems": 0,
-    "n_candidates": 6,
-    "samples": 1,
-    "min_examples": 1,
-    "candidate_max_tokens": 400,
-    "temperature": 0.8,
-    "epochs": 2,
-    "batch_size": 4,
-    "lr": 1e-5,
-    "seed_candidates": None,
-}
-RM_KEYS = {
-    "kind": "generative",
-    "model": None,
-    "gpu_model": None,
-    "epochs": 2,
-    "batch_size": 8,
-    "lr": 5e-5,
-    "min_recall": 0.9,
-    "problems": 0,
-    "samples_per_problem": 8,
-    "negatives_per_tuple": 1,
-    "val_fraction": 0.2,
-}
 
 
 @dataclass
@@ -69,10 +45,11 @@ class PipelineInputs:
     source: str
     model: str | None  # base policy (None: embedded)
     judge: Judge
-    settings: dict[str, Any]
+    config: CPPOPipelineConfig
     rm_model: str | None = None
     removed: list[dict[str, Any]] = field(default_factory=list)
     eval_sets: list[str] = field(default_factory=list)
+    seed: int = 0
 
 
 def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
@@ -81,6 +58,8 @@ def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
 
 def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if path is not None and artifacts.is_artifact(Path(path), "planner"):
+        artifacts.read_manifest(Path(path), "planner")
     model, tok, model_id = load_model(path, dtype=torch.float32)
     model = model.to(device)
     return model, tok, HFBackend(model, tok, model_id, device=device, batch_size=8)
@@ -124,21 +103,27 @@ def read_seeds(path: str | None) -> dict[str, list[str]] | None:
     trainers/configs/ when it does not exist as given."""
     if not path:
         return None
-    from trainers.engine.config import CONFIG_DIR, ConfigError
+    from trainers.engine.layers import CONFIG_DIR, ConfigError
 
     file = Path(path) if Path(path).exists() else CONFIG_DIR / path
     if not file.is_file():
         raise ConfigError(f"config sft.seed_candidates: no such file {path!r}")
-    rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line]
-    return {r["problem_id"]: list(r["candidates"]) for r in rows}
+    out: dict[str, list[str]] = {}
+    for lineno, r in schema.read_jsonl(file):
+        ok = isinstance(r, dict) and isinstance(r.get("problem_id"), str)
+        cands = r.get("candidates") if ok else None
+        if not (isinstance(cands, list) and all(isinstance(c, str) for c in cands)):
+            raise ConfigError(f"{file}:{lineno}: expected {{problem_id, candidates: [text]}}")
+        out[r["problem_id"]] = list(cands)
+    return out
 
 
 def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
-    c = take(inp.settings["sft"], SFT_KEYS, "sft")
-    k = int(inp.settings["k"])
+    c = inp.config.sft
+    k = inp.config.k
     model, tok, backend = policy_backend(inp.model)
-    params = SamplingParams(c["temperature"], 0.95, c["candidate_max_tokens"], 0)
-    pool = subset(inp.problems, c["problems"])
+    params = SamplingParams(c.temperature, 0.95, c.candidate_max_tokens, 0)
+    pool = subset(inp.problems, c.problems)
     exposure = write_exposure(
         ctx.folder,
         [
@@ -151,10 +136,10 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         backend,
         inp.judge,
         k=k,
-        n_candidates=c["n_candidates"],
-        samples=c["samples"],
+        n_candidates=c.n_candidates,
+        samples=c.samples,
         params=params,
-        seeds=read_seeds(c["seed_candidates"]),
+        seeds=read_seeds(c.seed_candidates),
     )
     with (ctx.folder / SFT_SET).open("w", encoding="utf-8") as fh:
         for ex in examples:
@@ -172,11 +157,11 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     (ctx.folder / "funnel.json").write_text(json.dumps(counts.as_dict(), indent=2))
     with (ctx.folder / "candidates.jsonl").open("w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in counts.records)
-    if len(examples) < c["min_examples"]:
+    if len(examples) < c.min_examples:
         raise PipelineStop(
             "sft",
             f"SFT set has {len(examples)} problem(s) with >= {k} "
-            f"admissible candidates (< min_examples {c['min_examples']}); funnel "
+            f"admissible candidates (< min_examples {c.min_examples}); funnel "
             f"{counts.as_dict()}",
             revisit="sft",
         )
@@ -185,38 +170,42 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         model,
         sft_rows(tok, examples, k),
         pad,
-        epochs=c["epochs"],
-        batch_size=c["batch_size"],
-        lr=c["lr"],
+        epochs=c.epochs,
+        batch_size=c.batch_size,
+        lr=c.lr,
+        seed=inp.seed,
         log=ctx.log,
     )
-    model.save_pretrained(ctx.folder / CHECKPOINT)
-    tok.save_pretrained(ctx.folder / CHECKPOINT)
+    with artifacts.saving(ctx.folder / CHECKPOINT, "planner", {"base_model": inp.model}) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
     return StageResult(
-        (SFT_SET, "funnel.json", f"{CHECKPOINT}/config.json", exposure),
+        (SFT_SET, "funnel.json", f"{CHECKPOINT}/{artifacts.MANIFEST}", exposure),
         {
             "funnel": counts.as_dict(),
             "sft_loss_first": losses[0],
             "sft_loss_last": losses[-1],
             "base_model": inp.model or "embedded",
             "judge": inp.judge.name,
-            "problems": [p.problem_id for p in subset(inp.problems, c["problems"])],
+            "problems": [p.problem_id for p in subset(inp.problems, c.problems)],
         },
+        {"planner": str(ctx.folder / CHECKPOINT)},
     )
 
 
-def rm_config(inp: PipelineInputs, c: dict[str, Any]) -> rmod.RMConfig:
-    model = inp.rm_model or c["model"]
+def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
+    model = inp.rm_model or c.model
     if model is None and torch.cuda.is_available():
-        model = c["gpu_model"]  # the study's ~0.8B-class verifier where a GPU can train it
+        model = c.gpu_model  # the study's ~0.8B-class verifier where a GPU can train it
     return rmod.RMConfig(
-        kind=c["kind"],
+        kind=c.kind,
         model=model,
-        epochs=c["epochs"],
-        batch_size=c["batch_size"],
-        lr=c["lr"],
-        tau=inp.settings["tau"],
-        min_recall=c["min_recall"],
+        epochs=c.epochs,
+        batch_size=c.batch_size,
+        lr=c.lr,
+        tau=inp.config.tau,
+        min_recall=c.min_recall,
+        seed=inp.seed,
     )
 
 
@@ -258,16 +247,16 @@ def write_rm_data(
 
 
 def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
-    c = take(inp.settings["rm"], RM_KEYS, "rm")
-    k = int(inp.settings["k"])
-    policy = ctx.use("sft", CHECKPOINT)
+    c = inp.config.rm
+    k = inp.config.k
+    policy = ctx.output("sft", "planner")
     sft_set = ctx.use("sft", SFT_SET)
-    _, _, backend = policy_backend(str(policy))
-    problems = subset(inp.problems, c["problems"])
+    _, _, backend = policy_backend(policy)
+    problems = subset(inp.problems, c.problems)
     sampled = judge_tuples(
         inp.judge,
         sample_tuples(
-            backend, problems, k, c["samples_per_problem"], int(inp.settings["planner_max_tokens"])
+            backend, problems, k, c.samples_per_problem, inp.config.planner_max_tokens, inp.seed
         ),
         k,
     )
@@ -277,12 +266,12 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         LabelledTuple(
             by_id[r["problem_id"]], tuple(r["methods"]), 1, f"judge:{r['judge']} (sft funnel)"
         )
-        for r in map(json.loads, sft_set.read_text().splitlines())
+        for _, r in schema.read_jsonl(sft_set)
     ]
     positives = [t for t in sampled if t.label == 1] + gold
-    pool = sampled + gold + make_negatives(positives, c["negatives_per_tuple"])
+    pool = sampled + gold + make_negatives(positives, c.negatives_per_tuple)
     data = balance(pool)
-    train, val = split_by_problem(data, c["val_fraction"])
+    train, val = split_by_problem(data, c.val_fraction)
     ids = {t.prompt_id for t in train}
     exposure = write_exposure(
         ctx.folder,
@@ -322,12 +311,10 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         rmod.accept(metrics)
     except rmod.RMRejected as err:
         raise PipelineStop("rm", f"{err} (metrics: {metrics.as_dict()})", revisit="rm") from None
-    rmod.save(rm, ctx.folder / RM_DIR, metrics, cfg)
-    write_pool(ctx.folder / RM_DIR, pool)
+    rmod.save(rm, ctx.folder / RM_DIR, metrics, cfg, pool)
     return StageResult(
         (
-            f"{RM_DIR}/{rmod.META}",
-            f"{RM_DIR}/pool.jsonl",
+            f"{RM_DIR}/{artifacts.MANIFEST}",
             VAL_SCORES,
             RM_DATA,
             "rm_metrics.json",
@@ -339,4 +326,5 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             "kind": cfg.kind,
             "base_model": cfg.model or "embedded",
         },
+        {"reward_model": str(ctx.folder / RM_DIR)},
     )

@@ -1,14 +1,17 @@
 """Stages 3 (RM-guided warm-up), 4 (audit) and 5 (joint CPPO) on the shared training engine.
 
-Warm-up and joint training are engine runs of the ``cppo`` algorithm (trainers/cppo.py) in
-``DIR/<stage>/run/`` (the engine's manifest, metrics.jsonl, resumable state and HF folders), so
-a SIGKILL mid-stage resumes from the engine's last state. The warmed policy's path is passed on
-in ``policy.json``. Between joint phases the RM is refreshed into ``DIR/joint/rm/step-N``; a
-resumed run picks up the newest refresh at or before its step.
+Warm-up and joint training are engine runs of the ``cppo`` algorithm (trainers/cppo.py) in the
+stage folder itself (the engine's manifest, metrics.jsonl, resumable state and HF folders are
+the stage's), so a SIGKILL mid-stage resumes from the engine's last state. The warm-up ends
+through the engine's stop signal (its plateau rule returns a reason from ``on_step``). The
+warmed policy is handed on as the stage's ``policy`` output. Between joint phases the RM is
+refreshed into ``DIR/joint/rm/step-N``; a resumed run picks up the newest refresh at or before
+its step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -21,50 +24,30 @@ import torch
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.hf import load_model
 from cppo_bench.problem import Problem
-from trainers.cppo import CPPO, CPPOAlgoConfig
+from cppo_bench.training_schema import GATE_LOG, read_metrics
+from trainers.core.cppo_ablation import ablation
+from trainers.core.cppo_joint import PlateauRule
+from trainers.cppo import CPPO, CPPOAlgoConfig, read_recent
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.audit import AuditThresholds, audit
 from trainers.cppo_pipeline.exposure import write_exposure
-from trainers.cppo_pipeline.joint import PlateauRule
 from trainers.cppo_pipeline.negatives import LabelledTuple
 from trainers.cppo_pipeline.refresh import (
     read_pool,
-    read_recent,
     record_refresh,
     refresh,
     refresh_records,
 )
-from trainers.cppo_pipeline.rewards import ablation
-from trainers.cppo_pipeline.settings import take
-from trainers.cppo_pipeline.stage_data import (
-    CHECKPOINT,
-    RM_DIR,
-    RM_KEYS,
-    PipelineInputs,
-    judge_tuples,
-    rm_config,
-    subset,
-)
+from trainers.cppo_pipeline.stage_data import PipelineInputs, judge_tuples, rm_config, subset
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import checkpoint
 from trainers.engine.algorithm import StepContext
-from trainers.engine.config import build_configs
 from trainers.engine.data import TrainingSet
 from trainers.engine.rewards import REWARDS
 from trainers.engine.rollout import HFRollout
 
-POLICY = "policy.json"
-RUN = "run"
-GATE_LOG = "gate_log.jsonl"
 REFRESH_LOG = "refresh.jsonl"
 RECENT = "recent_tuples.json"  # the last step's tuples (a resumed refresh relabels them)
-PLATEAU_KEYS = {"patience": 3, "min_gain": 0.02, "target": 0.98, "max_steps": 50}
-JOINT_KEYS = {"phases": 3, "refresh_problems": 16}
-AUDIT_KEYS = {"problems": 16, "min_pass_at_k": 0.0, "min_r_plan_density": 0.0}
-
-
-class _Plateau(Exception):
-    pass
 
 
 def gate_fn(rm: rmod.RewardModel):
@@ -76,121 +59,101 @@ def gate_fn(rm: rmod.RewardModel):
 
 
 def _algorithm(
-    inp: PipelineInputs, stage: str, tau: float, extra: dict[str, Any], gate_log: Path
+    inp: PipelineInputs, stage: str, tau: float, engine: dict[str, Any], **algo: Any
 ) -> tuple[Any, CPPO]:
-    s = inp.settings
-    algo_keys = {
-        "k": s["k"],
-        "m": ablation(str(s["ablation"]), int(s["m"])).m,  # an M-sweep row fixes M
-        "tau": tau,
-        "stage": stage,
-        "ablation": s["ablation"],
-        "gate_log": str(gate_log),
-    }
-    engine_cfg, algo_cfg = build_configs(CPPOAlgoConfig, [s["engine"], extra, algo_keys])
+    c = inp.config
+    engine_cfg = dataclasses.replace(c.engine, **engine)
+    algo_cfg = CPPOAlgoConfig(
+        k=c.k,
+        m=ablation(c.ablation, c.m).m or c.m,  # an M-sweep row fixes M
+        tau=tau,
+        stage=stage,
+        ablation=c.ablation,
+        **algo,
+    )
     return engine_cfg, CPPO(algo_cfg)
 
 
-def _policy_path(ctx: StageContext, stage: str) -> str:
-    return json.loads(ctx.use(stage, POLICY).read_text())["policy"]
-
-
-def _write_policy(ctx: StageContext, path: str | Path, **extra: Any) -> None:
-    (ctx.folder / POLICY).write_text(json.dumps({"policy": str(path), **extra}, indent=2))
-
-
 def _run(
-    ctx: StageContext, inp: PipelineInputs, engine_cfg: Any, algo: CPPO, model: str, on_step: Any
-) -> Path:
+    ctx: StageContext,
+    inp: PipelineInputs,
+    engine_cfg: Any,
+    algo: CPPO,
+    model: str,
+    on_step: Any,
+) -> tuple[Path, str | None]:
+    """The engine run of this stage in its own folder; (final HF folder, stop reason)."""
     from trainers.engine.loop import RunSpec, train
 
-    out = ctx.folder / RUN
     spec = RunSpec(
         algorithm=algo,
         config=engine_cfg,
         training=TrainingSet(list(inp.problems), inp.source, inp.removed, inp.eval_sets),
-        out_dir=out,
+        out_dir=ctx.folder,
         model=model,
-        resume=checkpoint.latest_state(out) is not None,
-        progress=False,
+        seed=inp.seed,
+        resume=checkpoint.latest_state(ctx.folder) is not None,
+        progress=ctx.progress,
         on_step=on_step,
-        extra_manifest={"cppo_stage": ctx.name, "consumed": dict(ctx.consumed)},
+        extra_manifest={"stage": ctx.name, "status": "running", "consumed": dict(ctx.consumed)},
     )
-    try:
-        train(spec)
-    except _Plateau:
-        pass
-    final = out / checkpoint.HF_DIR / "final"
+    result = train(spec)
+    final = ctx.folder / checkpoint.HF_DIR / "final"
     if not final.exists():
         raise PipelineStop(ctx.name, f"no checkpoint under {final.parent}")
-    return final.resolve()
+    return final.resolve(), result.stopped
 
 
 def stage_warmup(ctx: StageContext, inp: PipelineInputs) -> StageResult:
-    sft_policy = ctx.use("sft", CHECKPOINT)
-    if not ablation(inp.settings["ablation"]).warmup:
-        _write_policy(ctx, sft_policy, skipped=True)
-        return StageResult((POLICY,), {"skipped": "ablation no_warmup"})
-    section = dict(inp.settings["warmup"])
-    rule = PlateauRule(
-        **take(
-            {k: section.pop(k) for k in list(section) if k in PLATEAU_KEYS}, PLATEAU_KEYS, "warmup"
-        )
-    )
-    rm, tau = rmod.load(ctx.use("rm", RM_DIR))
-    # a plateau can stop any step: every step leaves an HF folder (only the newest is kept)
-    extra = {**section, "max_steps": rule.max_steps, "save_every": 1, "keep_folders": 1}
-    engine_cfg, algo = _algorithm(inp, "warmup", tau, extra, ctx.folder / GATE_LOG)
+    sft_policy = ctx.output("sft", "planner")
+    if not ablation(inp.config.ablation).warmup:
+        return StageResult((), {"skipped": "ablation no_warmup"}, {"policy": sft_policy})
+    w = inp.config.warmup
+    rule = PlateauRule(w.patience, w.min_gain, w.max_steps, w.target)
+    rm, tau = rmod.load(Path(ctx.output("rm", "reward_model")))
+    engine = {"max_steps": rule.max_steps}
+    if w.prompts_per_step is not None:
+        engine["prompts_per_step"] = w.prompts_per_step
+    engine_cfg, algo = _algorithm(inp, "warmup", tau, engine, gate_log=str(ctx.folder / GATE_LOG))
     algo.gate = gate_fn(rm)
-    metrics_file = ctx.folder / RUN / "metrics.jsonl"
-    curve = (
-        [
-            json.loads(line).get("j_accept_mean", 0.0)
-            for line in metrics_file.read_text().splitlines()
-        ]
-        if metrics_file.is_file()
-        else []
-    )
-    stopped: dict[str, str] = {}
+    curve = [float(r.get("j_accept_mean") or 0.0) for r in read_metrics(ctx.folder)]
 
-    def on_step(done: int, metrics: dict[str, Any]) -> None:
+    def on_step(done: int, metrics: dict[str, Any]) -> str | None:
+        del curve[done - 1 :]  # a resumed run recomputes the steps after its state
         curve.append(float(metrics.get("j_accept_mean") or 0.0))
-        ctx.log(done, {"j_accept": curve[-1]})
-        reason = rule.stop(curve)
-        if reason:
-            stopped["reason"] = reason
-            raise _Plateau(reason)
+        return rule.stop(curve)
 
-    final = _run(ctx, inp, engine_cfg, algo, str(sft_policy), on_step)
-    _write_policy(ctx, final)
+    final, stopped = _run(ctx, inp, engine_cfg, algo, sft_policy, on_step)
     exposure = write_exposure(
         ctx.folder, [("Planner warm-up", inp.source, inp.problems, "R_warm = J, solver frozen")]
     )
     return StageResult(
-        (POLICY, exposure),
+        (exposure,),
         {
             "acceptance_curve": curve,
-            "stop": stopped.get("reason", "max_steps"),
-            "rule": rule.__dict__,
+            "stop": stopped or f"max_steps {rule.max_steps}",
+            "rule": dataclasses.asdict(rule),
             "tau": tau,
         },
+        {"policy": str(final)},
     )
 
 
 def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
-    s = inp.settings
-    c = take(s["audit"], AUDIT_KEYS, "audit")
-    policy = _policy_path(ctx, "warmup")
-    rm, tau = rmod.load(ctx.use("rm", RM_DIR))
-    engine_cfg, algo = _algorithm(inp, "joint", tau, {}, ctx.folder / GATE_LOG)
+    c = inp.config.audit
+    policy = ctx.output("warmup", "policy")
+    rm, tau = rmod.load(Path(ctx.output("rm", "reward_model")))
+    engine_cfg, algo = _algorithm(inp, "joint", tau, {}, gate_log=str(ctx.folder / GATE_LOG))
     algo.gate = gate_fn(rm)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     model, tok, _ = load_model(policy, dtype=torch.float32)
+    model = model.to(device)
     rollout = HFRollout(model, tok, batch_size=engine_cfg.rollout_batch)
     sampling = SamplingParams(engine_cfg.temperature, engine_cfg.top_p, engine_cfg.max_tokens)
     score = REWARDS.get(engine_cfg.reward)(engine_cfg.verify_workers or None)
     step = StepContext(
         step=0,
-        seed=0,
+        seed=inp.seed,
         prompt=lambda p: (),
         stop=(),
         generate=lambda reqs: rollout.generate(reqs, sampling),
@@ -198,7 +161,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         completion_logprobs=lambda pairs: [],
         encode=lambda req: [],
     )
-    problems = subset(inp.problems, c["problems"])
+    problems = subset(inp.problems, c.problems)
     exposure = write_exposure(
         ctx.folder, [("Reward-density audit", inp.source, problems, "forward only")]
     )
@@ -208,14 +171,13 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     tuples = [t for p in prompts for t in p.tuples]
     j = torch.tensor([t.gate for t in tuples])
     r_out = torch.tensor([max((b.reward for b in t.branches), default=0.0) for t in tuples])
-    report = audit(j, r_out, AuditThresholds(c["min_pass_at_k"], c["min_r_plan_density"]))
+    report = audit(j, r_out, AuditThresholds(c.min_pass_at_k, c.min_r_plan_density))
     (ctx.folder / "audit.json").write_text(json.dumps(report.as_dict(), indent=2))
     if not report.passed:
         raise PipelineStop(
             "audit", f"{report.reason}; revisit stage {report.revisit}", revisit=report.revisit
         )
-    _write_policy(ctx, policy)
-    return StageResult(("audit.json", POLICY, exposure), {"audit": report.as_dict()})
+    return StageResult(("audit.json", exposure), {"audit": report.as_dict()}, {"policy": policy})
 
 
 def _boundary(done: int, phase: int, total: int) -> bool:
@@ -226,7 +188,7 @@ def _latest_rm(ctx: StageContext, start: int, records: Sequence[dict[str, Any]])
     """The RM of the newest accepted refresh recorded at or before ``start`` (else stage 2's):
     a refresh folder without its record was cut short and is not used."""
     accepted = [int(r["step"]) for r in records if r.get("accepted") and int(r["step"]) <= start]
-    return _refresh_dir(ctx, accepted[-1]) if accepted else ctx.use("rm", RM_DIR)
+    return _refresh_dir(ctx, accepted[-1]) if accepted else Path(ctx.output("rm", "reward_model"))
 
 
 def _refresh_dir(ctx: StageContext, step: int) -> Path:
@@ -234,27 +196,32 @@ def _refresh_dir(ctx: StageContext, step: int) -> Path:
 
 
 def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
-    section = dict(inp.settings["joint"])
-    own = take({k: section.pop(k) for k in list(section) if k in JOINT_KEYS}, JOINT_KEYS, "joint")
-    policy = _policy_path(ctx, "audit")
-    state = checkpoint.latest_state(ctx.folder / RUN)
+    own = inp.config.joint
+    policy = ctx.output("audit", "policy")
+    state = checkpoint.latest_state(ctx.folder)
     start = json.loads((state / checkpoint.TRAINER_STATE).read_text())["step"] if state else 0
     log = ctx.folder / REFRESH_LOG
     records = refresh_records(log)
     rm_dir = _latest_rm(ctx, start, records)
     rm, tau = rmod.load(rm_dir)
-    extra = {**section, "recent_file": str(ctx.folder / RECENT)}
-    engine_cfg, algo = _algorithm(inp, "joint", tau, extra, ctx.folder / GATE_LOG)
+    engine_cfg, algo = _algorithm(
+        inp,
+        "joint",
+        tau,
+        {"max_steps": own.max_steps},
+        gate_log=str(ctx.folder / GATE_LOG),
+        recent_file=str(ctx.folder / RECENT),
+    )
     algo.gate = gate_fn(rm)
     total = engine_cfg.max_steps or 1
-    phase = max(1, math.ceil(total / max(1, own["phases"])))
-    rm_cfg = rm_config(inp, take(inp.settings["rm"], RM_KEYS, "rm"))
+    phase = max(1, math.ceil(total / max(1, own.phases)))
+    rm_cfg = rm_config(inp, inp.config.rm)
     current = {"dir": rm_dir}
     by_id = {p.problem_id: p for p in inp.problems}
-    k = int(inp.settings["k"])
+    k = inp.config.k
 
     def refresh_at(done: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
-        fresh = judge_tuples(inp.judge, tuples[: own["refresh_problems"] * algo.config.m], k)
+        fresh = judge_tuples(inp.judge, tuples[: own.refresh_problems * algo.config.m], k)
         pool = read_pool(current["dir"], by_id)
         dest = _refresh_dir(ctx, done)
         shutil.rmtree(dest, ignore_errors=True)  # what an interrupted try left behind
@@ -273,7 +240,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         else:
             new_rm, new_tau = rmod.load(dest)
             algo.gate, current["dir"] = gate_fn(new_rm), dest
-            algo.config = CPPOAlgoConfig(**{**algo.config.__dict__, "tau": new_tau})
+            algo.config = dataclasses.replace(algo.config, tau=new_tau)
             record.update(accepted=True, metrics=result.metrics, weight_change=result.weight_change)
         record_refresh(log, record)  # last: only now is this boundary's refresh done
 
@@ -282,12 +249,10 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         refresh_at(start, read_recent(ctx.folder / RECENT, start, by_id))
 
     def on_step(done: int, metrics: dict[str, Any]) -> None:
-        ctx.log(done, {k: v for k, v in metrics.items() if isinstance(v, int | float)})
         if _boundary(done, phase, total):
             refresh_at(done, algo.recent)
 
-    final = _run(ctx, inp, engine_cfg, algo, policy, on_step)
-    _write_policy(ctx, final)
+    final, _ = _run(ctx, inp, engine_cfg, algo, policy, on_step)
     refreshed = sorted({i for r in refresh_records(log) for i in r.get("problem_ids", [])})
     exposure = write_exposure(
         ctx.folder,
@@ -302,12 +267,13 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         ],
     )
     return StageResult(
-        (POLICY, f"{RUN}/metrics.jsonl", exposure),
+        ("metrics.jsonl", exposure),
         {
             "steps": total,
-            "phases": own["phases"],
-            "ablation": inp.settings["ablation"],
+            "phases": own.phases,
+            "ablation": inp.config.ablation,
             "final_rm": str(current["dir"]),
             "checkpoint": str(final),
         },
+        {"policy": str(final)},
     )

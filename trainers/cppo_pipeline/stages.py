@@ -1,10 +1,13 @@
 """The stage runner: one folder per stage, skip what is complete, manifests name their inputs.
 
-A stage writes ``DIR/<stage>/`` with its artifacts and ``stage_manifest.json``. The manifest is
-written last and lists the artifacts the stage produced and those it consumed (path + sha256
-of the producing stage's manifest), so a stage is complete exactly when its manifest says
-``status: complete`` and every listed artifact exists; a complete stage is skipped on re-run,
-an incomplete one is run again (it resumes from its own checkpoint when it has one).
+A stage writes ``DIR/<stage>/`` in the layout every training run has (cppo_bench.training_schema):
+``train_manifest.json``, ``metrics.jsonl`` and its artifacts. The manifest is completed last:
+``status``, the artifacts the stage produced, its ``outputs`` (e.g. the policy it hands on) and
+what it consumed (path + sha256 of the producing stage's manifest). A stage is complete exactly
+when its manifest says ``status: complete`` and every listed artifact exists; a complete stage
+is skipped on re-run, an incomplete one is run again (resuming from its own state when it has
+one). Warm-up and joint training are engine runs in the stage folder itself, so the engine's
+manifest and metrics log are the stage's: one of each per stage.
 """
 
 from __future__ import annotations
@@ -17,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "stage_manifest.json"
-METRICS = "metrics.jsonl"
-STAGES = ("sft", "rm", "warmup", "audit", "joint")
+from cppo_bench.training_schema import STAGES, TRAIN_MANIFEST
+from cppo_bench.training_schema import read_manifest as read_training_manifest
+from trainers.engine.artifacts import atomic_write_text
+from trainers.engine.manifest import provenance
+from trainers.engine.metrics import MetricsLog
+
+MANIFEST = TRAIN_MANIFEST
+__all__ = ["MANIFEST", "STAGES", "PipelineStop", "StageContext", "StageResult", "run_stages"]
 
 
 class PipelineStop(Exception):
@@ -34,28 +42,38 @@ class PipelineStop(Exception):
 class StageContext:
     name: str
     folder: Path
-    config: Mapping[str, Any]
-    inputs: dict[str, Path]  # consumed stage name -> its folder
+    config: Mapping[str, Any]  # what every stage's manifest records (settings, judge, model)
+    inputs: dict[str, Path]  # stage name -> its folder
     consumed: dict[str, str] = field(default_factory=dict)  # artifact -> path (for the manifest)
     started: float = field(default_factory=time.monotonic)  # this run of the stage (wall time)
+    progress: bool = False
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
-        with (self.folder / METRICS).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"step": step, "time": time.time(), **metrics}) + "\n")
+        MetricsLog(self.folder, True).write({"step": step, "time": time.time(), **metrics})
 
     def use(self, stage: str, artifact: str) -> Path:
         """Path of an artifact of an earlier stage, recorded as consumed."""
         path = self.inputs[stage] / artifact
         if not path.exists():
-            raise FileNotFoundError(f"stage {self.name} needs {path} (from stage {stage})")
+            raise PipelineStop(self.name, f"needs {path} (from stage {stage})", revisit=stage)
         self.consumed[f"{stage}/{artifact}"] = str(path)
         return path
+
+    def output(self, stage: str, name: str) -> str:
+        """A named output of an earlier, complete stage (e.g. its policy), recorded as consumed."""
+        m = read_manifest(self.inputs[stage]) or {}
+        value = (m.get("outputs") or {}).get(name) if m.get("status") == "complete" else None
+        if not isinstance(value, str):
+            raise PipelineStop(self.name, f"stage {stage} has no output {name!r}", revisit=stage)
+        self.consumed[f"{stage}/{name}"] = str(self.inputs[stage] / MANIFEST)
+        return value
 
 
 @dataclass(frozen=True)
 class StageResult:
     artifacts: tuple[str, ...]  # paths relative to the stage folder
     summary: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)  # name -> value handed to later stages
 
 
 StageFn = Callable[[StageContext], StageResult]
@@ -66,12 +84,9 @@ def _digest(path: Path) -> str:
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
-    path = folder / MANIFEST
-    if not path.is_file():
-        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        return read_training_manifest(folder)
+    except Exception:  # a torn or foreign manifest: the stage is simply not complete
         return None
 
 
@@ -87,24 +102,30 @@ def is_complete(folder: Path) -> bool:
 def write_manifest(
     ctx: StageContext, status: str, result: StageResult | None, **extra: Any
 ) -> None:
+    """The stage's fields, merged into the manifest the engine wrote (if it ran one)."""
+    base = read_manifest(ctx.folder) or {}
     manifest = {
+        **base,
+        "kind": "training",
+        "algorithm": "cppo",
         "stage": ctx.name,
         "status": status,
         "artifacts": list(result.artifacts) if result else [],
+        "outputs": dict(result.outputs) if result else {},
         "consumed": {
             k: {"path": v, "manifest_sha256": _digest(Path(v).parent / MANIFEST)}
             for k, v in sorted(ctx.consumed.items())
         },
-        "config": dict(ctx.config),
+        "stage_config": dict(ctx.config),
         "summary": result.summary if result else {},
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         # this run only: a resumed stage counts from its resume
         "wall_seconds": round(time.monotonic() - ctx.started, 1),
+        **({} if base else provenance()),
         **extra,
     }
-    tmp = ctx.folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
-    tmp.replace(ctx.folder / MANIFEST)
+    ctx.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(ctx.folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
 
 
 def run_stages(
@@ -113,6 +134,7 @@ def run_stages(
     selected: Sequence[str],
     config: Mapping[str, Mapping[str, Any]],
     echo: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> dict[str, str]:
     """Run ``selected`` in pipeline order; returns stage -> "skipped" | "ran".
     A ``PipelineStop`` is recorded in the stage's manifest (status "stopped") and re-raised."""
@@ -128,7 +150,7 @@ def run_stages(
             continue
         folder.mkdir(parents=True, exist_ok=True)
         inputs = {s: out / s for s in stages}
-        ctx = StageContext(name, folder, config.get(name, {}), inputs)
+        ctx = StageContext(name, folder, config.get(name, {}), inputs, progress=progress)
         echo(f"[{name}] running")
         try:
             result = stages[name](ctx)

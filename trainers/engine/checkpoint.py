@@ -1,12 +1,11 @@
 """Checkpoints: resumable training state, and HF folders that `cppo-bench run` evaluates.
 
-Layout under the run's ``--out`` folder:
+Both are artifacts of the one checkpoint format (trainers.engine.artifacts: written to a
+temporary folder, manifest last, fsynced, swapped in by rename). Layout under ``--out``:
 
     state/step-00000004/   accelerate state (weights, optimizer, scheduler, every RNG) plus
                            trainer_state.json {step, data cursor, seed}; ``state/LATEST`` names
-                           the newest complete one. Written to a temporary name and renamed,
-                           so a SIGKILL mid-save leaves the previous state intact; only the
-                           newest is kept.
+                           the newest complete one; only the newest is kept.
     checkpoints/step-00000004/   an HF folder (config, safetensors, tokenizer, chat template)
                            every ``save_every`` steps and at the end; ``checkpoints/final``
                            links the last. `cppo-bench run --model DIR --trained ALGO` reads it.
@@ -15,10 +14,11 @@ Layout under the run's ``--out`` folder:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from trainers.engine import artifacts
 
 STATE_DIR = "state"
 HF_DIR = "checkpoints"
@@ -34,22 +34,16 @@ def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]
     """Save the full training state after ``step`` steps; returns its folder."""
     root = Path(out_dir) / STATE_DIR
     final = root / _name(step)
-    tmp = root / f".tmp-{_name(step)}"
     if accelerator.is_main_process:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        artifacts.prepare(final)
     accelerator.wait_for_everyone()
+    tmp = artifacts.tmp_path(final)
     accelerator.save_state(str(tmp))  # every process writes its own RNG state; main the rest
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         (tmp / TRAINER_STATE).write_text(json.dumps({"step": step, **extra}, indent=2) + "\n")
-        _fsync_tree(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        pointer = root / f".{LATEST}.tmp"
-        pointer.write_text(final.name + "\n")
-        os.replace(pointer, root / LATEST)
+        artifacts.finish(tmp, final, "training_state", {"step": step})
+        artifacts.atomic_write_text(root / LATEST, final.name + "\n")
         for old in root.glob("step-*"):
             if old.name != final.name:
                 shutil.rmtree(old, ignore_errors=True)
@@ -57,22 +51,19 @@ def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]
     return final
 
 
-def _fsync_tree(folder: Path) -> None:
-    for path in folder.rglob("*"):
-        if path.is_file():
-            with path.open("rb") as f:
-                os.fsync(f.fileno())
-
-
 def latest_state(out_dir: Path) -> Path | None:
     pointer = Path(out_dir) / STATE_DIR / LATEST
-    if not pointer.is_file():
+    if not pointer.is_file() or pointer.is_symlink():
         return None
-    folder = pointer.parent / pointer.read_text().strip()
-    return folder if (folder / TRAINER_STATE).is_file() else None
+    name = pointer.read_text(encoding="utf-8", errors="replace").strip()
+    if not name.startswith("step-") or "/" in name:
+        return None
+    folder = pointer.parent / name
+    return folder if artifacts.is_artifact(folder, "training_state") else None
 
 
 def load_state(accelerator: Any, folder: Path) -> dict[str, Any]:
+    artifacts.read_manifest(folder, "training_state")
     accelerator.load_state(str(folder))
     return json.loads((folder / TRAINER_STATE).read_text())
 
@@ -86,19 +77,15 @@ def save_hf(
     dest = root / _name(step)
     if not accelerator.is_main_process:
         return None
-    tmp = root / f".tmp-{_name(step)}"
-    shutil.rmtree(tmp, ignore_errors=True)
     unwrapped = accelerator.unwrap_model(model)
     was = unwrapped.config.use_cache
-    unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
-    try:
-        unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
-    finally:
-        unwrapped.config.use_cache = was
-    tokenizer.save_pretrained(tmp)
-    if dest.exists():
-        shutil.rmtree(dest)
-    os.replace(tmp, dest)
+    with artifacts.saving(dest, "policy", {"step": step}) as tmp:
+        unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
+        try:
+            unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+        finally:
+            unwrapped.config.use_cache = was
+        tokenizer.save_pretrained(tmp)
     link = root / "final"
     if link.is_symlink() or link.exists():
         link.unlink()

@@ -1,30 +1,21 @@
-"""Training configuration: one flat namespace of keys, from YAML files and ``--set KEY=VAL``.
+"""The engine's keys: ``TrainConfig``, shared by every algorithm, with the study's defaults.
 
-Keys are the fields of ``TrainConfig`` (the engine's, shared by every algorithm) plus the
-fields of the algorithm's own config dataclass. Layers, later wins: the algorithm's YAML in
-``trainers/configs/`` (the study's settings), the ``demo`` preset when asked for, the user's
-``--config FILE``, then each ``--set``. An unknown key or a value of the wrong type is one
-line naming it (``ConfigError``).
+An engine algorithm's config is one flat namespace: these keys plus the fields of the
+algorithm's own frozen dataclass (``--set lr=1e-6 --set n=8``); ``build_flat`` fills both from
+layered mappings through the one config system (trainers.engine.layers). A CPPO stage that runs
+the engine takes the same keys from the pipeline's ``engine`` section.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
-from dataclasses import dataclass, fields
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
+from trainers.engine.layers import CONFIG_DIR, ConfigError, build
 
-from cppo_bench.problem import DataError
-
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-
-
-class ConfigError(DataError):
-    """A bad configuration key or value; the CLI prints the one line."""
+__all__ = ["CONFIG_DIR", "ConfigError", "TrainConfig", "build_flat", "flat_keys"]
 
 
 @dataclass(frozen=True)
@@ -93,97 +84,25 @@ class TrainConfig:
             raise ConfigError(f"config report_to: none or tensorboard, got {self.report_to!r}")
 
 
-def _coerce(name: str, hint: Any, value: Any) -> Any:
-    """``value`` (from YAML or a --set string) as the field's type, or a ConfigError."""
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        choices = typing.get_args(hint)
-        if value not in choices:
-            raise ConfigError(f"config {name}: {value!r} is not one of {', '.join(choices)}")
-        return value
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None or value in ("none", "null", "None"):
-            return None
-        return _coerce(name, args[0], value)
-    try:
-        if hint is bool:
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(value)
-                return value.lower() in ("true", "1", "yes")
-            if not isinstance(value, bool):
-                raise ValueError(value)
-            return value
-        if hint is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError(value)
-            return int(value)
-        if hint is float:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            return float(value)
-        if hint is str:
-            return str(value)
-    except (TypeError, ValueError):
+def flat_keys(algo_config_cls: type) -> list[str]:
+    """Every key of an engine algorithm's flat namespace."""
+    return sorted(
+        {f.name for f in dataclasses.fields(TrainConfig)}
+        | {f.name for f in dataclasses.fields(algo_config_cls)}
+    )
+
+
+def build_flat(algo_config_cls: type, values: Mapping[str, Any]) -> tuple[TrainConfig, Any]:
+    """(engine config, algorithm config) from one flat mapping of keys; an algorithm key
+    shadows an engine key of the same name. Unknown keys are one line listing the known."""
+    algo_names = {f.name for f in dataclasses.fields(algo_config_cls)}
+    engine_names = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = [k for k in values if k not in algo_names | engine_names]
+    if unknown:
         raise ConfigError(
-            f"config {name}: expected {getattr(hint, '__name__', hint)}, got {value!r}"
-        ) from None
-    return value
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise ConfigError(f"config file {path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path}: not YAML ({exc})".splitlines()[0]) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path}: expected a mapping of keys to values")
-    return data
-
-
-def parse_sets(pairs: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE")
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-    return out
-
-
-def build_configs(algo_config_cls: type, layers: list[dict[str, Any]]) -> tuple[TrainConfig, Any]:
-    """(engine config, algorithm config) from the layered key/value mappings."""
-    engine_hints, algo_hints = _hints(TrainConfig), _hints(algo_config_cls)
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        merged.update(layer)
-    engine_kw, algo_kw = {}, {}
-    for key, value in merged.items():
-        if key in algo_hints:
-            algo_kw[key] = _coerce(key, algo_hints[key], value)
-        elif key in engine_hints:
-            engine_kw[key] = _coerce(key, engine_hints[key], value)
-        else:
-            known = sorted(set(engine_hints) | set(algo_hints))
-            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(known)})")
-    try:
-        return TrainConfig(**engine_kw), algo_config_cls(**algo_kw)
-    except ConfigError:
-        raise
-    except ValueError as exc:  # an algorithm config's own check
-        raise ConfigError(f"config: {exc}") from None
-
-
-def as_dict(engine: TrainConfig, algo: Any) -> dict[str, Any]:
-    return {**dataclasses.asdict(engine), **dataclasses.asdict(algo)}
-
-
-def config_keys(algo_config_cls: type) -> list[str]:
-    return sorted({f.name for f in fields(TrainConfig)} | {f.name for f in fields(algo_config_cls)})
+            f"unknown config key {unknown[0]!s:.60} "
+            f"(known: {', '.join(flat_keys(algo_config_cls))})"
+        )
+    engine = build(TrainConfig, {k: v for k, v in values.items() if k not in algo_names})
+    algo = build(algo_config_cls, {k: v for k, v in values.items() if k in algo_names})
+    return engine, algo

@@ -46,7 +46,9 @@ class RunSpec:
     stop: tuple[str, ...] | None = None
     reward: RewardFn | None = None  # default: REWARDS[config.reward]
     chat: str = "auto"
-    on_step: Callable[[int, dict[str, Any]], None] | None = None  # called after each step
+    # called after each step; a returned reason (plateau, target reached) ends the run there,
+    # with its state and HF folder saved: the explicit stop signal of a stage
+    on_step: Callable[[int, dict[str, Any]], str | None] | None = None
     extra_manifest: dict[str, Any] = field(default_factory=dict)
 
 
@@ -57,6 +59,7 @@ class TrainResult:
     checkpoint: Path | None
     last_metrics: dict[str, Any]
     base_model: str = ""
+    stopped: str | None = None  # the reason on_step gave for ending before the last step
 
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
@@ -91,15 +94,26 @@ def _all_reduce_sum(accelerator: Any) -> Callable[[Any], Any]:
 def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
     import torch
 
-    from cppo_bench.backends.default_model import DEFAULT_MODEL, ensure_default_model
+    from cppo_bench.backends.default_model import ensure_default_model
     from cppo_bench.backends.hf import load_model
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
         path = str(ensure_default_model()) if spec.model is None else spec.model
-        model, tokenizer, model_id = load_model(path, dtype=torch.float32)
+        model, tokenizer, _ = load_model(path, dtype=torch.float32)
     model.config.use_cache = False  # training forwards need no KV cache
-    label = DEFAULT_MODEL if spec.model is None else model_id
-    return model, tokenizer, label, path
+    return model, tokenizer, model_label(spec.model), path
+
+
+def model_label(model: str | None) -> str:
+    """The base-model label a run records (and `cppo-bench run --base-model` takes): the
+    embedded default's name, a local folder's resolved path, or the hub id as given. Every
+    trainer and every evaluation hint spells it this one way, so report columns never split."""
+    from cppo_bench.backends.default_model import DEFAULT_MODEL
+
+    if model is None:
+        return DEFAULT_MODEL
+    local = Path(model).expanduser()
+    return str(local.resolve()) if local.exists() else model
 
 
 def train(spec: RunSpec) -> TrainResult:
@@ -185,6 +199,7 @@ def train(spec: RunSpec) -> TrainResult:
     share = cfg.prompts_per_step // world
     metrics: dict[str, Any] = {}
     saved: Path | None = None
+    stopped: str | None = None
     bar = _progress(spec.progress and accelerator.is_main_process, total, start)
     sandboxes = keep_sandboxes()  # the verifier's sandboxes live across steps
     sandboxes.__enter__()
@@ -260,16 +275,31 @@ def train(spec: RunSpec) -> TrainResult:
             if cfg.report_to != "none":
                 accelerator.log(metrics, step=step + 1)
             done = step + 1
-            if done % cfg.state_every == 0 or done == total:
+            state_now = done % cfg.state_every == 0 or done == total
+            hf_now = done % cfg.save_every == 0 or done == total
+            if state_now:
                 checkpoint.save_state(accelerator, out, done, {"cursor": done, "seed": spec.seed})
-            if done % cfg.save_every == 0 or done == total:
+            if hf_now:
                 saved = (
                     checkpoint.save_hf(accelerator, model, tokenizer, out, done, cfg.keep_folders)
                     or saved
                 )
             if spec.on_step is not None:
-                spec.on_step(done, metrics)
+                stopped = spec.on_step(done, metrics) or None
             bar.advance(metrics)
+            if stopped is not None:  # end here, with this step's state and HF folder on disk
+                if not state_now:
+                    state = {"cursor": done, "seed": spec.seed}
+                    checkpoint.save_state(accelerator, out, done, state)
+                if not hf_now:
+                    saved = (
+                        checkpoint.save_hf(
+                            accelerator, model, tokenizer, out, done, cfg.keep_folders
+                        )
+                        or saved
+                    )
+                total = done
+                break
     finally:
         bar.close()
         rollout.close()
@@ -279,7 +309,7 @@ def train(spec: RunSpec) -> TrainResult:
     if saved is None and accelerator.is_main_process:
         final = out / checkpoint.HF_DIR / "final"
         saved = final if final.exists() else None
-    return TrainResult(out, total, saved, metrics, base_label)
+    return TrainResult(out, total, saved, metrics, base_label, stopped)
 
 
 def _context(

@@ -17,7 +17,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "train_manifest.json"
+from cppo_bench.problem import DataError
+from cppo_bench.training_schema import TRAIN_MANIFEST, read_manifest
+from trainers.engine.artifacts import atomic_write_text
+
+MANIFEST = TRAIN_MANIFEST
 
 
 def _git_commit() -> str | None:
@@ -48,6 +52,16 @@ def _version(pkg: str) -> str | None:
         return None
 
 
+def provenance() -> dict[str, Any]:
+    """Which code and libraries wrote a training artifact (every manifest carries these)."""
+    return {
+        "package_version": _version("cppo-bench"),
+        "versions": {k: _version(k) for k in ("torch", "transformers", "accelerate")},
+        "python": platform.python_version(),
+        "git_commit": _git_commit(),
+    }
+
+
 def topology(accelerator: Any) -> dict[str, Any]:
     state = accelerator.state
     return {
@@ -75,7 +89,10 @@ def write(
     start_step: int,
 ) -> Path:
     path = Path(out) / MANIFEST
-    previous = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        previous = read_manifest(Path(out)) or {}
+    except DataError:
+        previous = {}  # a torn or foreign manifest is rewritten, not trusted
     ts = spec.training
     record = {
         "kind": "training",
@@ -94,10 +111,7 @@ def write(
             "allow_overlap": bool(spec.extra_manifest.get("allow_overlap", False)),
         },
         "total_steps": total_steps,
-        "package_version": _version("cppo-bench"),
-        "versions": {k: _version(k) for k in ("torch", "transformers", "accelerate")},
-        "python": platform.python_version(),
-        "git_commit": _git_commit(),
+        **provenance(),
         "topology": topology(accelerator),
         "started_at": previous.get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "resumed_at_steps": [
@@ -107,7 +121,5 @@ def write(
         **{k: v for k, v in spec.extra_manifest.items() if k != "allow_overlap"},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
     return path

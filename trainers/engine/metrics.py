@@ -32,7 +32,9 @@ from typing import Any
 
 import torch
 
-METRICS_FILE = "metrics.jsonl"
+from cppo_bench.training_schema import METRICS
+
+METRICS_FILE = METRICS  # the one name (cppo_bench.training_schema)
 VARIANCE_OF = ("reward", "transformed_reward", "combined_reward", "r_mi", "r_correct")
 
 
@@ -105,14 +107,15 @@ class MetricsLog:
         """Drop lines past ``step`` (a resumed run recomputes them)."""
         if not self.enabled or not self.path.is_file():
             return
+        from cppo_bench.training_schema import read_jsonl
+        from trainers.engine.artifacts import atomic_write_text
+
         kept = [
-            line
-            for line in self.path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line).get("step", 0) <= step
+            json.dumps(obj, sort_keys=True)
+            for _, obj in read_jsonl(self.path)
+            if isinstance(obj, dict) and isinstance(obj.get("step"), int) and obj["step"] <= step
         ]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        tmp.replace(self.path)
+        atomic_write_text(self.path, "".join(line + "\n" for line in kept))
 
     def write(self, record: Mapping[str, Any]) -> None:
         if not self.enabled:
@@ -122,7 +125,3 @@ class MetricsLog:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

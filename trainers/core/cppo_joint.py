@@ -16,8 +16,8 @@ from torch import Tensor, nn
 
 from trainers.core.batch import PolicyBatch, Region, Row, collate
 from trainers.core.cppo import CPPOConfig, PlanReward, PromptRollouts, build_cppo_rows
+from trainers.core.cppo_ablation import Ablation, reward_diagnostics, tuple_rewards
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
-from trainers.cppo_pipeline.rewards import Ablation, reward_diagnostics, tuple_rewards
 
 
 @dataclass(frozen=True)

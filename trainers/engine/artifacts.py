@@ -1,0 +1,208 @@
+"""One checkpoint format for every trained artifact: policy, SFT planner, reward model, state.
+
+An artifact is a folder: its files (HF ``save_pretrained`` output, safetensors weights, JSON)
+plus ``artifact.json`` {schema, kind, created, files: {name: bytes}, meta}. ``saving(dest,
+kind)`` yields a fresh temporary folder beside ``dest``; only when the writer returns does it
+write the manifest, fsync every file, and swap the folder in by renames (``dest`` -> ``.old-``,
+temporary -> ``dest``, then the old one is removed). A kill at any moment therefore leaves
+either the old artifact or the new one: ``recover`` (run by every load and save) puts a
+stranded ``.old-`` folder back, and a folder without a complete manifest is never loaded.
+Weights are safetensors or HF folders: loading never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from cppo_bench.problem import DataError
+
+MANIFEST = "artifact.json"
+SCHEMA = "cppo-bench-artifact/1"
+KINDS = ("policy", "planner", "reward_model", "training_state")
+MAX_MANIFEST_BYTES = 1 << 20
+
+# test hook: called with a phase name at each step of a save (the kill-during-save tests)
+on_phase: Callable[[str], None] = lambda phase: None  # noqa: E731
+
+
+class ArtifactError(DataError):
+    """A folder that is not a complete artifact of the expected kind (one line)."""
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(folder: Path) -> None:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as fh:
+                os.fsync(fh.fileno())
+    for sub in [folder, *(p for p in folder.rglob("*") if p.is_dir())]:
+        _fsync_dir(sub)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """``path`` replaced in one rename by a fsynced temporary file; never through a link."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _old(dest: Path) -> Path:
+    return dest.with_name(f".old-{dest.name}")
+
+
+def recover(dest: Path) -> None:
+    """Finish or undo a swap a kill interrupted: the old artifact comes back if no new one
+    took its place; a leftover old copy beside a complete new one is removed."""
+    dest, old = Path(dest), _old(Path(dest))
+    if old.is_dir() and not old.is_symlink():
+        if dest.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, dest)
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def tmp_path(dest: Path) -> Path:
+    """Where the next artifact for ``dest`` is written before it is swapped in."""
+    return Path(dest).with_name(f".tmp-{Path(dest).name}")
+
+
+def prepare(dest: Path) -> Path:
+    """A fresh temporary folder beside ``dest`` for a new artifact (see ``saving``)."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    recover(dest)
+    tmp = tmp_path(dest)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    return tmp
+
+
+def finish(tmp: Path, dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Path:
+    """Write the manifest of the complete folder ``tmp``, fsync it and swap it in at ``dest``."""
+    if kind not in KINDS:
+        raise ValueError(f"artifact kind {kind!r} is not one of {', '.join(KINDS)}")
+    on_phase("written")
+    manifest = {
+        "schema": SCHEMA,
+        "kind": kind,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "files": _files(tmp),
+        "meta": meta or {},
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str), "utf-8")
+    fsync_tree(tmp)
+    on_phase("fsynced")
+    commit(tmp, Path(dest))
+    return Path(dest)
+
+
+@contextmanager
+def saving(dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Iterator[Path]:
+    """Write an artifact of ``kind`` at ``dest`` atomically; the body writes into the yielded
+    temporary folder. An exception in the body leaves ``dest`` as it was."""
+    if kind not in KINDS:
+        raise ValueError(f"artifact kind {kind!r} is not one of {', '.join(KINDS)}")
+    tmp = prepare(dest)
+    try:
+        yield tmp
+        finish(tmp, dest, kind, meta)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def commit(tmp: Path, dest: Path) -> None:
+    """Swap the complete folder ``tmp`` in at ``dest`` (see the module docstring)."""
+    old = _old(dest)
+    if dest.exists() or dest.is_symlink():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(dest, old)
+        on_phase("old_moved")
+    os.replace(tmp, dest)
+    _fsync_dir(dest.parent)
+    on_phase("new_moved")
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:
+    """The manifest of a complete artifact (of ``kind`` when given), or one ArtifactError line."""
+    folder = Path(folder)
+    recover(folder)
+    path = folder / MANIFEST
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)
+        data = json.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"{folder}: not a cppo-bench artifact (no {MANIFEST})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ArtifactError(f"{path}: unreadable artifact manifest") from None
+    if len(raw) > MAX_MANIFEST_BYTES or not isinstance(data, dict):
+        raise ArtifactError(f"{path}: not an artifact manifest")
+    if data.get("schema") != SCHEMA:
+        raise ArtifactError(f"{path}: schema {str(data.get('schema'))[:40]!r}, expected {SCHEMA}")
+    if kind is not None and data.get("kind") != kind:
+        raise ArtifactError(f"{folder}: a {str(data.get('kind'))[:40]!r} artifact, not a {kind}")
+    files = data.get("files")
+    if not isinstance(files, dict):
+        raise ArtifactError(f"{path}: no file list")
+    for name, size in files.items():
+        f = folder / str(name)
+        if not f.is_file() or f.stat().st_size != size:
+            raise ArtifactError(f"{folder}: {str(name)[:80]} is missing or has the wrong size")
+    return data
+
+
+def is_artifact(folder: Path, kind: str | None = None) -> bool:
+    try:
+        read_manifest(folder, kind)
+    except ArtifactError:
+        return False
+    return True
+
+
+def save_tensors(path: Path, tensors: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(path))
+
+
+def load_tensors(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types for a bad header
+        raise ArtifactError(f"{path}: not a safetensors file ({type(exc).__name__})") from None
