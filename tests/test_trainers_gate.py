@@ -1,4 +1,5 @@
-"""Plan-validity gate: metrics, balancing, CPU training on a synthetic set, refusal rule."""
+"""Plan-validity gate: metrics, balancing, CPU training of the n-gram reward model on a
+synthetic set through the one gate stack (trainers.cppo_pipeline.reward_model), refusal rule."""
 
 from __future__ import annotations
 
@@ -9,16 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from cppo_bench.problem import DataError
-from trainers.core.gate import (
-    CHECKPOINT_FORMAT,
-    GateConfig,
-    GateExample,
-    GateRejected,
-    load_gate,
-    save_gate,
-    train_gate,
-)
+from cppo_bench.problem import DataError, Problem
+from cppo_bench.problem import Test as ProblemTest
 from trainers.core.gate_metrics import (
     PREREGISTERED_RULE,
     GateMetrics,
@@ -27,6 +20,8 @@ from trainers.core.gate_metrics import (
     gate_metrics,
     roc_auc,
 )
+from trainers.cppo_pipeline import reward_model as rmod
+from trainers.cppo_pipeline.negatives import LabelledTuple
 
 FAMILIES = {
     "graph": (
@@ -49,7 +44,7 @@ FAMILIES = {
 TASKS = ["count the answers", "find the minimum cost", "print yes or no", "report the maximum"]
 
 
-def synthetic(n_prompts: int, seed: int, noise: float = 0.1) -> list[GateExample]:
+def synthetic(n_prompts: int, seed: int, noise: float = 0.1) -> list[LabelledTuple]:
     """Valid: four distinct strategies of the problem's family. Invalid: strategies of another
     family, or a tuple with no strategy at all. Prompts contribute unequal numbers of examples,
     and a share ``noise`` of the labels is flipped (annotators disagree)."""
@@ -59,18 +54,18 @@ def synthetic(n_prompts: int, seed: int, noise: float = 0.1) -> list[GateExample
         fam = rng.choice(sorted(FAMILIES))
         intro, strategies = FAMILIES[fam]
         problem = f"{intro} {rng.choice(TASKS)} case {rng.randrange(10**6)}"
-        pid = f"p{seed}-{i}"
+        prob = Problem("synthetic", f"p{seed}-{i}", problem, (ProblemTest("", ""),))
         for _ in range(rng.randint(1, 4)):
-            out.append(GateExample(pid, problem, "; ".join(rng.sample(strategies, 4)), 1))
+            out.append(LabelledTuple(prob, tuple(rng.sample(strategies, 4)), 1, "synthetic"))
         for _ in range(rng.randint(1, 3)):
             if rng.random() < 0.8:
                 other = FAMILIES[rng.choice(sorted(set(FAMILIES) - {fam}))][1]
-                plan = "; ".join(rng.sample(other, 4))
+                plans = tuple(rng.sample(other, 4))
             else:
-                plan = "just write the code; try again; think; done"
-            out.append(GateExample(pid, problem, plan, 0))
+                plans = ("just write the code", "try again", "think", "done")
+            out.append(LabelledTuple(prob, plans, 0, "synthetic"))
     return [
-        GateExample(e.prompt_id, e.problem, e.plan, 1 - e.label) if rng.random() < noise else e
+        LabelledTuple(e.problem, e.plans, 1 - e.label, e.source) if rng.random() < noise else e
         for e in out
     ]
 
@@ -118,64 +113,54 @@ def test_balance_weights_equalise_prompts_and_labels() -> None:
     assert pos == pytest.approx(sum(v for (_, y), v in by.items() if y == 0))
 
 
+CFG = rmod.RMConfig(kind="ngram", epochs=15, batch_size=64, lr=1e-2)
+
+
 @pytest.fixture(scope="module")
 def trained():
     train, held_out = synthetic(160, seed=1), synthetic(60, seed=2)
-    gate = train_gate(train, GateConfig(epochs=15, seed=0))
-    return gate, held_out
+    rm = rmod.RM_KINDS.get("ngram").create(CFG)
+    rmod.fit(rm, train, CFG)
+    return rm, held_out
 
 
-def test_gate_trains_on_cpu_and_passes_the_rule(trained, tmp_path: Path) -> None:
-    gate, held_out = trained
-    metrics = gate.evaluate(held_out)
-    assert metrics.tau == 0.17
-    assert metrics.passes(), metrics.failures()
-    j = gate([e.problem for e in held_out], [e.plan for e in held_out])
-    assert set(j.unique().tolist()) <= {0.0, 1.0}
-    path = tmp_path / "gate.pt"
-    save_gate(gate, metrics, path)
-    loaded, loaded_metrics = load_gate(path)
-    assert loaded_metrics == metrics
-    probs = [e.problem for e in held_out], [e.plan for e in held_out]
-    assert torch.equal(loaded.probabilities(*probs), gate.probabilities(*probs))
-
-
-def test_tau_chosen_on_validation_reaches_the_recall(trained) -> None:
-    _, held_out = trained
-    train, valid = synthetic(160, seed=1), synthetic(40, seed=3)
-    gate = train_gate(train, GateConfig(epochs=15), validation=valid, min_recall=0.95)
-    assert gate.evaluate(valid).recall >= 0.95
+def test_gate_trains_on_cpu_passes_the_rule_and_reloads(trained, tmp_path: Path) -> None:
+    rm, held_out = trained
+    # tau chosen on a validation split for high recall (tau: null), then checked held out
+    chosen, _ = rmod.evaluate(rm, synthetic(40, 3), rmod.RMConfig(kind="ngram", tau=None))
+    assert chosen.recall >= 0.9 and chosen.tau != 0.17
+    cfg = rmod.RMConfig(kind="ngram", tau=chosen.tau)
+    metrics, scores = rmod.evaluate(rm, held_out, cfg)
+    assert metrics.auc > 0.85 and metrics.passes(), metrics.failures()
+    j = rmod.gate_verdicts(rm, metrics.tau, held_out)
+    assert set(j.unique().tolist()) == {0.0, 1.0}
+    rmod.save(rm, tmp_path / "rm", metrics, cfg, held_out[:5])
+    loaded, tau = rmod.load(tmp_path / "rm")
+    assert tau == metrics.tau
+    assert torch.equal(rmod.probabilities(loaded, held_out), scores)
+    assert not list(tmp_path.glob("rm/*.pt"))  # safetensors only: loading unpickles nothing
 
 
 def test_a_gate_failing_the_rule_is_refused(trained, tmp_path: Path) -> None:
     rng = random.Random(0)
     noisy = [
-        GateExample(e.prompt_id, e.problem, e.plan, rng.randint(0, 1)) for e in synthetic(80, 4)
+        LabelledTuple(e.problem, e.plans, rng.randint(0, 1), e.source) for e in synthetic(80, 4)
     ]
-    gate = train_gate(noisy, GateConfig(epochs=5))
+    cfg = rmod.RMConfig(kind="ngram", epochs=5, batch_size=64, lr=1e-2)
+    rm = rmod.RM_KINDS.get("ngram").create(cfg)
+    rmod.fit(rm, noisy, cfg)
     held_out = [
-        GateExample(e.prompt_id, e.problem, e.plan, rng.randint(0, 1)) for e in synthetic(60, 5)
+        LabelledTuple(e.problem, e.plans, rng.randint(0, 1), e.source) for e in synthetic(60, 5)
     ]
-    metrics = gate.evaluate(held_out)
+    metrics, _ = rmod.evaluate(rm, held_out, cfg)
     assert not metrics.passes()
-    path = tmp_path / "bad.pt"
-    with pytest.raises(GateRejected, match="acceptance rule"):
-        save_gate(gate, metrics, path)
-    assert not path.exists()
-    # a checkpoint written around save_gate is still refused at load time
-    good_gate, _ = trained
-    torch.save(
-        {
-            "format": CHECKPOINT_FORMAT,
-            "config": vars(good_gate.model.config),
-            "tau": gate.tau,
-            "metrics": vars(metrics),
-            "state_dict": gate.model.state_dict(),
-        },
-        path,
-    )
-    with pytest.raises(GateRejected, match="acceptance rule"):
-        load_gate(path)
-    (tmp_path / "junk.pt").write_text("not a checkpoint")
-    with pytest.raises(DataError, match="junk.pt"):
-        load_gate(tmp_path / "junk.pt")
+    with pytest.raises(rmod.RMRejected, match="reward model rejected"):
+        rmod.accept(metrics)
+    # a checkpoint written with failing metrics is still refused at load time
+    rmod.save(rm, tmp_path / "bad", metrics, cfg)
+    with pytest.raises(rmod.RMRejected, match="reward model rejected"):
+        rmod.load(tmp_path / "bad")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "ngram.safetensors").write_text("not a checkpoint")
+    with pytest.raises(DataError, match="junk"):
+        rmod.load(tmp_path / "junk")

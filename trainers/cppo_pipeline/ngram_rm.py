@@ -139,8 +139,12 @@ def create(seed: int) -> NgramRM:
 
 
 def load(folder: Path, meta: dict) -> NgramRM:
+    from cppo_bench.problem import DataError
     from trainers.engine.artifacts import load_tensors
 
-    module = NgramVerifier(GateConfig(**meta["gate_config"]))
-    module.load_state_dict(load_tensors(folder / FILE))
+    try:
+        module = NgramVerifier(GateConfig(**meta["gate_config"]))
+        module.load_state_dict(load_tensors(folder / FILE))
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise DataError(f"{folder}: not an n-gram reward model ({exc!s:.80})") from None
     return NgramRM(module.eval())

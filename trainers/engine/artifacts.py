@@ -106,6 +106,7 @@ def prepare(dest: Path) -> Path:
     tmp = tmp_path(dest)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
+    on_phase("prepared")
     return tmp
 
 
