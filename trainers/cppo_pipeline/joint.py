@@ -98,7 +98,7 @@ def update(
         }
     )
     if reference is not None and cfg.beta != 0:
-        batch = batch.replace(ref_logprobs=frozen_logprobs(reference, batch))
+        batch = batch.replace(ref_logprobs=frozen_logprobs(reference, batch, cfg.temperature))
     model.train()
     loss, diag = policy_loss(model, batch, cfg)
     optimizer.zero_grad()
