@@ -46,6 +46,9 @@ class StepContext:
         [Sequence[tuple[Sequence[int], Sequence[int]]]], list[torch.Tensor]
     ]
     encode: Callable[[RolloutRequest], list[int]]  # a request's prompt ids, as rollouts see them
+    # sums a tensor over every process (identity in one): for statistics of the global batch,
+    # e.g. CPPO's M = 1 leave-one-out baseline. Every process must call it the same times.
+    reduce_sum: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda t: t)
 
     def seed_for(self, problem: Problem, kind: str, index: int) -> int:
         # per-request seeds from (run seed, step, problem, kind, index): a rollout does not

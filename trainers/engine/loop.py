@@ -210,6 +210,7 @@ def train(spec: RunSpec) -> TrainResult:
                 cfg.micro_batch_rows,
                 spec.chat,
             )
+            ctx.reduce_sum = reduce_sum  # global-batch statistics (CPPO M = 1 "loo")
             scored = algo.collect(local, ctx)
             with timer.phase("advantage"):
                 step_rows = algo.rows(scored, ctx)
