@@ -104,7 +104,13 @@ def response_rows(scored: Sequence[Scored], advantages: Sequence[float]) -> list
     """One row per rollout: its prompt (no loss) then its completion, trained with its
     advantage. A rollout with no completion tokens gives no row."""
     return [
-        Row.prompt_completion(s.rollout.prompt_ids, s.rollout.completion_ids, Region.RESPONSE, a)
+        Row.prompt_completion(
+            s.rollout.prompt_ids,
+            s.rollout.completion_ids,
+            Region.RESPONSE,
+            a,
+            s.rollout.sampling_logprobs,  # the rollout engine's, when it reported them (vllm)
+        )
         for s, a in zip(scored, advantages, strict=True)
         if s.rollout.completion_ids
     ]

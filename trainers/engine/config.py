@@ -90,8 +90,10 @@ class TrainConfig:
             raise ConfigError(f"config lr: must be > 0, got {self.lr}")
         if not self.temperature > 0:  # T = 0: greedy groups have no variance; logits / 0
             raise ConfigError(f"config temperature: training needs > 0, got {self.temperature}")
-        if self.vllm_is_cap is not None and not self.vllm_is_cap > 0:
-            raise ConfigError(f"config vllm_is_cap: must be > 0 or null, got {self.vllm_is_cap}")
+        if self.vllm_is_cap is not None and not (
+            self.vllm_is_cap > 0 and self.rollout_engine == "vllm"
+        ):
+            raise ConfigError("config vllm_is_cap: > 0 or null, and only with rollout_engine vllm")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"config top_p: must be in (0, 1], got {self.top_p}")
         if self.clip_eps <= 0 or self.kl_beta < 0 or self.max_grad_norm < 0:
