@@ -49,7 +49,8 @@ def test_joint_step_routes_each_advantage_to_its_own_region(monkeypatch) -> None
 
     monkeypatch.setattr(loss_mod, "token_logprobs", spy)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    metrics = update(model, opt, step.rows, pad_id=0, loss_config=LossConfig(beta=0.0))
+    cfg = LossConfig(beta=0.0, aggregation="token-mean")
+    metrics = update(model, opt, step.rows, pad_id=0, loss_config=cfg)
     batch = collate(step.rows, 0)
     grad = captured["logp"].grad
     n = int(batch.loss_mask.sum())

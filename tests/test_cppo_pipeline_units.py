@@ -58,10 +58,13 @@ def test_frozen_solver_and_m1_rows() -> None:
     frozen = joint_rows(_prompts(8), ablation("frozen_solver"))
     assert {r.segments[1].region.name for r in full.rows} == {"PLANNER", "SOLVER"}
     assert {r.segments[1].region.name for r in frozen.rows} == {"PLANNER"}
+    rplan = [1.0 * (p % 2) for p in range(4)]  # gate of tuple 0 is 1; R_out alternates by prompt
+    # M = 1: the study's single-sample REINFORCE, A = R_plan
     single = joint_rows(_prompts(1, n_prompts=4), ablation("m1"))
-    # M = 1: REINFORCE with the leave-one-out baseline over the other prompts
-    rplan = [0.0, 0.0, 0.0, 0.0]  # gate of tuple 0 is 1; R_out alternates by prompt
-    rplan = [1.0 * (p % 2) for p in range(4)]
+    adv = [r.segments[1].advantage for r in single.rows if r.segments[1].region.name == "PLANNER"]
+    assert adv == pytest.approx(rplan)
+    # option m1_loo: REINFORCE with the leave-one-out baseline over the other prompts
+    single = joint_rows(_prompts(1, n_prompts=4), ablation("m1_loo"))
     adv = [r.segments[1].advantage for r in single.rows if r.segments[1].region.name == "PLANNER"]
     loo = [x - (sum(rplan) - x) / 3 for x in rplan]
     assert adv == pytest.approx(loo)

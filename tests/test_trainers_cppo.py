@@ -58,16 +58,34 @@ def test_planner_advantages_normalise_across_the_m_tuples_of_a_prompt(m: int) ->
     assert torch.allclose(a.mean(dim=1), torch.zeros(3), atol=1e-6)
 
 
-def test_m1_uses_the_leave_one_out_baseline_over_prompts() -> None:
+def test_m1_is_single_sample_reinforce_by_default() -> None:
+    # study: M = 1 replaces Eq. planner-adv with single-sample REINFORCE: A = R_plan as it is
     r_plan = torch.tensor([[1.0], [0.0], [0.5]])
-    a = planner_advantages(r_plan)
+    assert planner_advantages(r_plan).view(-1).tolist() == [1.0, 0.0, 0.5]
+    # one prompt on a process (8 prompts on 8 GPUs) is fine: nothing is shared between prompts
+    assert planner_advantages(torch.tensor([[0.25]])).tolist() == [[0.25]]
+    rows, _ = build_cppo_rows(_rollouts(1, 1, 2, seed=3))
+    plan = [r for r in rows if r.segments[1].region == Region.PLANNER]
+    assert len(plan) == 1
+    prompts = _rollouts(1, 1, 2, seed=3)
+    t = prompts[0].tuples[0]
+    assert plan[0].segments[1].advantage == pytest.approx(
+        t.gate * max(b.reward for b in t.branches)
+    )
+
+
+def test_m1_loo_option_uses_the_leave_one_out_baseline_over_prompts() -> None:
+    r_plan = torch.tensor([[1.0], [0.0], [0.5]])
+    a = planner_advantages(r_plan, m1_baseline="loo")
     assert a.view(-1).tolist() == pytest.approx([0.75, -0.75, 0.0])
     # unbiased: a sample's own reward never enters its baseline (dA_p / dR_p = 1 exactly)
     bumped = reinforce_loo_advantages(torch.tensor([1.5, 0.0, 0.5]))
     assert float(bumped[0] - a[0, 0]) == pytest.approx(0.5)
     assert float(bumped[1] - a[1, 0]) == pytest.approx(-0.25)
     with pytest.raises(ValueError, match="at least 2 prompts"):
-        planner_advantages(torch.tensor([[1.0]]))
+        planner_advantages(torch.tensor([[1.0]]), m1_baseline="loo")
+    with pytest.raises(ValueError, match="m1_baseline"):
+        planner_advantages(r_plan, m1_baseline="mean")
 
 
 def _rollouts(p: int, m: int, k: int, seed: int = 0, branches: bool = True) -> list[PromptRollouts]:

@@ -100,7 +100,8 @@ def test_k3_is_zero_at_equality_nonnegative_and_unbiased() -> None:
 def test_aggregation_modes() -> None:
     per_token = torch.tensor([[1.0, 2.0, 3.0, 0.0], [4.0, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]])
-    assert float(aggregate(per_token, mask)) == pytest.approx(10 / 4)  # token-mean default
+    assert float(aggregate(per_token, mask, "token-mean")) == pytest.approx(10 / 4)
+    assert float(aggregate(per_token, mask)) == pytest.approx((2 + 4) / 2)  # sequence-mean
     assert float(aggregate(per_token, mask, "sequence-mean")) == pytest.approx((2 + 4) / 2)
     assert float(aggregate(per_token, mask, "constant", max_tokens=8)) == pytest.approx(10 / 16)
     with pytest.raises(ValueError, match="max_tokens"):

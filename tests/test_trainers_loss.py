@@ -132,12 +132,12 @@ def test_on_policy_zero_kl_loss_is_minus_mean_advantage(tokenizer, model) -> Non
     batch = cppo_batch(tokenizer)
     mask = batch.loss_mask
     expected = -float((batch.advantages * mask).sum() / mask.sum())
-    loss, diag = policy_loss(model, batch, LossConfig(beta=0.0))
+    loss, diag = policy_loss(model, batch, LossConfig(beta=0.0, aggregation="token-mean"))
     assert float(loss) == pytest.approx(expected, abs=1e-6)
     # same with the KL term on and a reference identical to the policy: k3 is exactly zero
     ref = make_reference(model, torch.float32)
     with_ref = batch.replace(ref_logprobs=frozen_logprobs(ref, batch))
-    loss_kl, diag_kl = policy_loss(model, with_ref, LossConfig(beta=0.01))
+    loss_kl, diag_kl = policy_loss(model, with_ref, LossConfig(beta=0.01, aggregation="dapo"))
     assert float(loss_kl) == pytest.approx(expected, abs=1e-6)
     assert diag_kl.kl == 0.0 and diag.clip_fraction == 0.0
     assert diag.ratio_mean == pytest.approx(1.0)
@@ -153,6 +153,8 @@ def test_sequence_and_constant_aggregation_on_policy(tokenizer, model) -> None:
     m = batch.loss_mask.float()
     per_row = (batch.advantages * m).sum(-1) / m.sum(-1)
     loss, _ = policy_loss(model, batch, LossConfig(beta=0.0, aggregation="sequence-mean"))
+    assert float(loss) == pytest.approx(-float(per_row.mean()), abs=1e-6)
+    loss, _ = policy_loss(model, batch, LossConfig(beta=0.0))  # the default: the study's
     assert float(loss) == pytest.approx(-float(per_row.mean()), abs=1e-6)
     loss, _ = policy_loss(model, batch, LossConfig(beta=0.0, aggregation="constant", max_tokens=64))
     expected = -float((batch.advantages * m).sum()) / (batch.input_ids.shape[0] * 64)
@@ -180,7 +182,7 @@ def test_one_step_moves_the_completion_log_probability(tokenizer, model, sign: f
 
     before = completion_logp()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    loss, diag = policy_loss(model, batch)  # default config: clip 0.2, beta 0.01, token-mean
+    loss, diag = policy_loss(model, batch)  # default config: clip 0.2, beta 0.01, sequence-mean
     assert 0.0 <= diag.kl < 1e-2, "a bf16 reference stays close to the fp32 policy"
     loss.backward()
     opt.step()

@@ -49,14 +49,15 @@ def bf_sloo(g: list[float], k: int) -> list[float]:
 
 
 def bf_sloo_minus_one(g: list[float], k: int) -> list[float]:
-    # every k-subset holding i, baselined by the max of the same subset without i
+    # every k-subset holding i, baselined by the max of the same subset without i; at k = 1
+    # that subset is empty and, as in the public PKPO code, its max counts as 0
     total = math.comb(len(g), k)
     out = []
     for i in range(len(g)):
         acc = 0.0
         for s in combinations(range(len(g)), k):
             if i in s:
-                acc += max(g[j] for j in s) - max(g[j] for j in s if j != i)
+                acc += max(g[j] for j in s) - max((g[j] for j in s if j != i), default=0.0)
         out.append(acc / total)
     return out
 
@@ -84,11 +85,11 @@ def test_transforms_equal_brute_force(g: list[float], data: st.DataObject) -> No
     k = data.draw(st.integers(1, n))
     assert float(maxg_at_k(t64(g), k)) == pytest.approx(bf_rho(g, k), abs=1e-9)
     assert pkpo_s(t64(g), k).tolist() == pytest.approx(bf_s(g, k), abs=1e-9)
-    if k < n:
-        assert pkpo_sloo(t64(g), k).tolist() == pytest.approx(bf_sloo(g, k), abs=1e-9)
-    if k >= 2:
-        got = pkpo_sloo_minus_one(t64(g), k).tolist()
-        assert got == pytest.approx(bf_sloo_minus_one(g, k), abs=1e-9)
+    # SLOO at k = n: no k-subset of the n-1 others, the public code falls back to s
+    sloo = bf_sloo(g, k) if k < n else bf_s(g, k)
+    assert pkpo_sloo(t64(g), k).tolist() == pytest.approx(sloo, abs=1e-9)
+    got = pkpo_sloo_minus_one(t64(g), k).tolist()
+    assert got == pytest.approx(bf_sloo_minus_one(g, k), abs=1e-9)
 
 
 @pytest.mark.parametrize("n", range(1, 10))
@@ -97,12 +98,11 @@ def test_every_n_k_pair_on_a_fixed_continuous_vector(n: int) -> None:
     g = [((7 * i) % 5) / 4 - 0.3 * (i % 2) for i in range(n)]
     for k in range(1, n + 1):
         assert pkpo_s(t64(g), k).tolist() == pytest.approx(bf_s(g, k), abs=1e-12)
-        if k < n:
-            assert pkpo_sloo(t64(g), k).tolist() == pytest.approx(bf_sloo(g, k), abs=1e-12)
-        if k >= 2:
-            assert pkpo_sloo_minus_one(t64(g), k).tolist() == pytest.approx(
-                bf_sloo_minus_one(g, k), abs=1e-12
-            )
+        sloo = bf_sloo(g, k) if k < n else bf_s(g, k)
+        assert pkpo_sloo(t64(g), k).tolist() == pytest.approx(sloo, abs=1e-12)
+        assert pkpo_sloo_minus_one(t64(g), k).tolist() == pytest.approx(
+            bf_sloo_minus_one(g, k), abs=1e-12
+        )
 
 
 @pytest.mark.parametrize(("c", "rho"), [(1, 0.25), (2, 0.45), (4, 0.72802)])
@@ -150,11 +150,30 @@ def test_grouped_transform_and_argument_errors() -> None:
     assert out[:5].tolist() == pytest.approx([0.3, 0, 0.3, 0, 0], abs=1e-6)
     assert out[5:].tolist() == pytest.approx(pkpo_sloo_minus_one(r[5:], 3).tolist())
     with pytest.raises(ValueError, match="k < n"):
-        pkpo_sloo(t64([1, 0]), 2)
+        pkpo_sloo(t64([1, 0]), 2, "loo")
+    with pytest.raises(ValueError, match="edge cases"):
+        pkpo_sloo(t64([1, 0]), 1, "strict")
     with pytest.raises(ValueError, match="1 <= k <= n"):
         pkpo_s(t64([1, 0]), 3)
     with pytest.raises(ValueError, match="unknown PKPO estimator"):
         pkpo_transform(r, ids, 3, "mean")  # type: ignore[arg-type]
+
+
+def test_edge_cases_public_by_default_and_loo_as_an_option() -> None:
+    g = [1.0, 0.0, 0.5, 0.25]
+    # k = 1, public: SLOO-1 has no baseline, s_i = g_i / n; option "loo": SLOO's (RLOO / n)
+    assert pkpo_sloo_minus_one(t64(g), 1).tolist() == pytest.approx([x / 4 for x in g])
+    assert pkpo_sloo_minus_one(t64(g), 1, "loo").tolist() == pytest.approx(bf_sloo(g, 1))
+    r, ids = t64(g), torch.zeros(4, dtype=torch.long)
+    assert pkpo_transform(r, ids, 1).tolist() == pytest.approx([x / 4 for x in g])
+    assert pkpo_transform(r, ids, 1, edge="loo").tolist() == pytest.approx(bf_sloo(g, 1))
+    # k = n: SLOO falls back to s (every sample gets max g), the option refuses
+    assert pkpo_sloo(t64(g), 4).tolist() == pytest.approx([1.0] * 4)
+    from trainers.pkpo import PKPOConfig
+
+    assert PKPOConfig().edge_cases == "public"
+    with pytest.raises(ValueError, match="edge_cases"):
+        PKPOConfig(edge_cases="none")
 
 
 # ---- pass@k-RL (Chen et al. 2025) -------------------------------------------------------
@@ -179,7 +198,8 @@ def test_passk_rl_equals_rescaled_pkpo_s(g: list[float], data: st.DataObject) ->
     if sigma < 1e-12:
         assert (adv == 0).all()
     else:
-        expected = ((n / k) * pkpo_s(t64(g), k) - rho) / sigma
+        # the released code divides by sigma + 1e-6
+        expected = ((n / k) * pkpo_s(t64(g), k) - rho) / (sigma + 1e-6)
         assert adv.tolist() == pytest.approx(expected.tolist(), abs=1e-9)
 
 

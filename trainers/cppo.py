@@ -164,7 +164,7 @@ class CPPO(Algorithm):
         if c.stage == "warmup":
             step = warmup_rows(prompts)
         else:
-            step = joint_rows(prompts, ablation(c.ablation, c.m))
+            step = joint_rows(prompts, ablation(c.ablation, c.m), ctx.reduce_sum)
         tuples = [t for p in prompts for t in p.tuples]
         r_out = [max((b.reward for b in t.branches), default=0.0) for t in tuples]
         metas = [s.rollout.request.meta for s in planners]

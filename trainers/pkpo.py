@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cppo_bench.problem import Problem
-from trainers.core.pkpo import ESTIMATORS, pkpo_transform
+from trainers.core.pkpo import EDGE_CASES, ESTIMATORS, pkpo_transform
 from trainers.engine.algorithm import (
     ALGORITHMS,
     Algorithm,
@@ -30,8 +30,12 @@ class PKPOConfig:
     n: int = 16  # samples per problem
     k_opt: int = 4  # the k of the pass@k whose gradient is estimated
     estimator: str = "sloo_minus_one"  # s | sloo | sloo_minus_one
+    # k = 1 / k = n: "public" (the public PKPO code's) | "loo" (see trainers/core/pkpo.py)
+    edge_cases: str = "public"
 
     def __post_init__(self) -> None:
+        if self.edge_cases not in EDGE_CASES:
+            raise ValueError(f"edge_cases: {self.edge_cases!r} is not one of {EDGE_CASES}")
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator: {self.estimator!r} is not one of {sorted(ESTIMATORS)}")
         if not 1 <= self.k_opt <= self.n:
@@ -65,7 +69,8 @@ class PKPO(Algorithm):
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
         rewards, groups = group_tensors(scored)
         # PKPO Eq. SLOO-1 per problem group; the transformed rewards ARE the advantages
-        adv = pkpo_transform(rewards, groups, self.config.k_opt, self.config.estimator)
+        c = self.config
+        adv = pkpo_transform(rewards, groups, c.k_opt, c.estimator, c.edge_cases)
         return StepRows(
             response_rows(scored, adv.tolist()),
             {

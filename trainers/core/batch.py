@@ -34,6 +34,8 @@ class Segment:
     ids: tuple[int, ...]
     region: Region = Region.NONE
     advantage: float = 0.0
+    # per-token log-probs the rollout engine reported when it sampled these ids (vLLM), or None
+    sampling_logprobs: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,17 @@ class Row:
 
     @classmethod
     def prompt_completion(
-        cls, prompt: Sequence[int], completion: Sequence[int], region: Region, advantage: float
+        cls,
+        prompt: Sequence[int],
+        completion: Sequence[int],
+        region: Region,
+        advantage: float,
+        sampling_logprobs: Sequence[float] | None = None,
     ) -> Row:
-        return cls((Segment(tuple(prompt)), Segment(tuple(completion), region, float(advantage))))
+        lp = tuple(float(x) for x in sampling_logprobs) if sampling_logprobs is not None else None
+        return cls(
+            (Segment(tuple(prompt)), Segment(tuple(completion), region, float(advantage), lp))
+        )
 
     def __len__(self) -> int:
         return sum(len(s.ids) for s in self.segments)
@@ -61,6 +71,8 @@ class PolicyBatch:
     advantages: Tensor
     old_logprobs: Tensor | None = None
     ref_logprobs: Tensor | None = None
+    # the rollout engine's own log-probs of the trained tokens (vLLM), NaN where not reported
+    sampling_logprobs: Tensor | None = None
 
     @property
     def loss_mask(self) -> Tensor:
@@ -73,7 +85,8 @@ class PolicyBatch:
         shape = self.input_ids.shape
         if self.input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (B, T), got {tuple(shape)}")
-        for name in ("attention_mask", "region", "advantages", "old_logprobs", "ref_logprobs"):
+        names = ("attention_mask", "region", "advantages", "old_logprobs", "ref_logprobs")
+        for name in (*names, "sampling_logprobs"):
             t = getattr(self, name)
             if t is not None and t.shape != shape:
                 raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(shape)}")
@@ -93,6 +106,8 @@ def collate(rows: Sequence[Row], pad_id: int) -> PolicyBatch:
     attention = torch.zeros((b, width), dtype=torch.long)
     region = torch.zeros((b, width), dtype=torch.long)
     adv = torch.zeros((b, width), dtype=torch.float32)
+    reported = any(s.sampling_logprobs is not None for r in rows for s in r.segments)
+    sampled = torch.full((b, width), float("nan")) if reported else None
     for i, row in enumerate(rows):
         t = 0
         for seg in row.segments:
@@ -103,6 +118,10 @@ def collate(rows: Sequence[Row], pad_id: int) -> PolicyBatch:
             region[i, t : t + n] = int(seg.region)
             if seg.region != Region.NONE:
                 adv[i, t : t + n] = seg.advantage
+            if sampled is not None and seg.sampling_logprobs is not None:
+                if len(seg.sampling_logprobs) != n:
+                    raise ValueError(f"row {i}: {len(seg.sampling_logprobs)} log-probs for {n} ids")
+                sampled[i, t : t + n] = torch.tensor(seg.sampling_logprobs, dtype=torch.float32)
             t += n
         attention[i, :t] = 1
-    return PolicyBatch(input_ids, attention, region, adv)
+    return PolicyBatch(input_ids, attention, region, adv, sampling_logprobs=sampled)

@@ -9,17 +9,18 @@ program y_i per strategy and the verifier scores r_i = V(x, y_i) in [0, 1].
 * warm-up stage: R_warm = J(x, S) (study Eq. warmup-reward), no solver execution needed.
 
 Ablations: ``PlanReward.NO_GATE`` (R_plan = R_out), ``PlanReward.GATE_ONLY`` (R_plan = J) and any
-M >= 1. With M = 1 there is nothing to normalise against inside a prompt, so the planner update is
-single-sample REINFORCE with a leave-one-out baseline: the mean R_plan of the *other* prompts in
-the batch. It is unbiased (the baseline never sees the sample's own reward), stateless (a resumed
-run reproduces it exactly, unlike a running mean that would have to be checkpointed) and, unlike
-a zero baseline, it also pushes down plans that do worse than typical: R_plan >= 0, so with a
-zero baseline every plan that ever succeeds is reinforced and failures carry no signal.
+M >= 1. With M = 1 there is nothing to normalise against inside a prompt, and the study replaces
+Eq. planner-adv by a single-sample REINFORCE update: A = R_plan, no baseline, no normalisation
+(``m1_baseline="none"``, the default). ``m1_baseline="loo"`` keeps a leave-one-out baseline, the
+mean R_plan of the *other* prompts of the GLOBAL batch (every process's prompts: the sums are
+all-reduced, so the advantage does not depend on how many processes share the step): unbiased,
+stateless (a resumed run reproduces it) and, unlike A = R_plan >= 0, it also pushes down plans
+that do worse than typical. It is not the study's update; it is an option.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -57,6 +58,11 @@ class PromptRollouts:
     tuples: tuple[TupleRollout, ...]  # the M tuples sampled for one prompt
 
 
+M1_BASELINES = ("none", "loo")
+# sums a tensor over every process (the engine's all-reduce); the identity in one process
+ReduceSum = Callable[[Tensor], Tensor]
+
+
 @dataclass(frozen=True)
 class CPPOConfig:
     plan_reward: PlanReward = PlanReward.GATED
@@ -64,6 +70,11 @@ class CPPOConfig:
     eps: float = ADV_EPS
     train_planner: bool = True
     train_solver: bool = True
+    m1_baseline: str = "none"  # M = 1 only: "none" (study: A = R_plan) | "loo" (global batch)
+
+    def __post_init__(self) -> None:
+        if self.m1_baseline not in M1_BASELINES:
+            raise ValueError(f"m1_baseline: {self.m1_baseline!r} is not one of {M1_BASELINES}")
 
 
 @dataclass(frozen=True)
@@ -106,23 +117,41 @@ def warmup_reward(gate: Tensor) -> Tensor:
 
 
 def planner_advantages(
-    r_plan: Tensor, *, std: StdKind = DEFAULT_STD, eps: float = ADV_EPS
+    r_plan: Tensor,
+    *,
+    std: StdKind = DEFAULT_STD,
+    eps: float = ADV_EPS,
+    m1_baseline: str = "none",
+    reduce_sum: ReduceSum | None = None,
 ) -> Tensor:
     # study Eq. planner-adv: normalise R_plan across the M tuples of each prompt, (P, M) -> (P, M)
+    """M = 1: the study's single-sample REINFORCE, A = R_plan (``m1_baseline="none"``), or the
+    leave-one-out baseline over the global batch (``"loo"``; ``reduce_sum`` sums over the
+    processes, and every process must then call this, as the engine's step does)."""
     p, m = r_plan.shape
     if m > 1:
         ids = torch.arange(p).repeat_interleave(m)
         return group_normalised_advantages(r_plan.reshape(-1), ids, std=std, eps=eps).view(p, m)
-    return reinforce_loo_advantages(r_plan.reshape(-1)).view(p, 1)
+    if m1_baseline == "none":  # study: "a single-sample REINFORCE update", A = R_plan
+        return r_plan.to(torch.float32).clone()
+    if m1_baseline == "loo":
+        return reinforce_loo_advantages(r_plan.reshape(-1), reduce_sum).view(p, 1)
+    raise ValueError(f"m1_baseline: {m1_baseline!r} is not one of {M1_BASELINES}")
 
 
-def reinforce_loo_advantages(rewards: Tensor) -> Tensor:
-    # REINFORCE Eq. loo-baseline (M = 1): A_p = R_p - mean_{q != p} R_q over the batch's prompts
-    n = rewards.numel()
-    if n < 2:
-        raise ValueError("M = 1 needs at least 2 prompts per batch for the leave-one-out baseline")
+def reinforce_loo_advantages(rewards: Tensor, reduce_sum: ReduceSum | None = None) -> Tensor:
+    # REINFORCE Eq. loo-baseline (M = 1): A_p = R_p - mean_{q != p} R_q over the GLOBAL batch
     r = rewards.to(torch.float64)
-    baseline = (r.sum() - r) / (n - 1)
+    totals = torch.tensor([float(r.sum()), float(r.numel())], dtype=torch.float64)
+    if reduce_sum is not None:  # every process's prompts: the sum and count over all of them
+        totals = reduce_sum(totals).to(torch.float64).cpu()
+    total, n = float(totals[0]), int(round(float(totals[1])))
+    if n < 2:
+        raise ValueError(
+            "M = 1 with m1_baseline 'loo' needs at least 2 prompts per step for the "
+            "leave-one-out baseline"
+        )
+    baseline = (total - r) / (n - 1)
     return (r - baseline).to(torch.float32)
 
 
@@ -146,17 +175,23 @@ def _reward_tensors(prompts: Sequence[PromptRollouts]) -> tuple[Tensor, Tensor |
 
 
 def build_cppo_rows(
-    prompts: Sequence[PromptRollouts], config: CPPOConfig | None = None
+    prompts: Sequence[PromptRollouts],
+    config: CPPOConfig | None = None,
+    *,
+    reduce_sum: ReduceSum | None = None,
 ) -> tuple[list[Row], CPPOStats]:
     """Planner rows (prompt + tuple) and solver rows (solver prompt + program) with their
-    advantages; ``collate`` turns them into one batch for one ``policy_loss`` call."""
+    advantages; ``collate`` turns them into one batch for one ``policy_loss`` call.
+    ``reduce_sum``: the all-reduce for M = 1's global leave-one-out baseline (option "loo")."""
     cfg = config or CPPOConfig()
     gate, branch_r, m = _reward_tensors(prompts)
     if branch_r is None and (cfg.train_solver and cfg.plan_reward != PlanReward.WARMUP):
         raise ValueError("tuples have no solver branches; only the warm-up stage runs without")
     r_out = outcome_reward(branch_r) if branch_r is not None else None
     r_plan = plan_reward(gate, r_out, cfg.plan_reward).view(len(prompts), m)
-    a_plan = planner_advantages(r_plan, std=cfg.std, eps=cfg.eps).reshape(-1)
+    a_plan = planner_advantages(
+        r_plan, std=cfg.std, eps=cfg.eps, m1_baseline=cfg.m1_baseline, reduce_sum=reduce_sum
+    ).reshape(-1)
     a_solve = (
         solver_advantages(branch_r, std=cfg.std, eps=cfg.eps) if branch_r is not None else None
     )

@@ -3,8 +3,16 @@
 R_out = max_i r_i over a tuple's K branches, J = gate verdict, R_plan = J * R_out (CPPO),
 R_warm = J (warm-up). Ablation rows of the study's tables change exactly one thing:
 ``no_gate`` (R_plan = R_out), ``gate_only`` (R_plan = J), ``m1``/``m2``/``m4``/``m8`` (tuples per
-prompt; M = 1 is single-sample REINFORCE with a leave-one-out baseline over the batch's prompts),
-``frozen_solver`` (planner RL only: solver rows get no update) and ``no_warmup`` (stage 3 skipped).
+prompt; M = 1 is the study's single-sample REINFORCE, A = R_plan), ``m1_loo`` (M = 1 with a
+leave-one-out baseline over the global batch's prompts: an option, not the study's),
+``frozen_solver`` and ``no_warmup`` (stage 3 skipped).
+
+``frozen_solver`` drops the solver rows from the loss: no gradient ever comes from a solver
+token. It does NOT freeze the solver's behaviour: planner and solver share one backbone, so
+every planner update also moves the weights the solver samples from (and the KL to the
+reference still acts on planner tokens only). What the ablation holds fixed is the solver's
+own learning signal (its within-tuple advantages), not its parameters; a truly frozen solver
+would need a second, untrained copy of the model to write the programs.
 The arithmetic lives in trainers.core.cppo; this module only selects it and adds diagnostics.
 """
 
@@ -29,9 +37,14 @@ class Ablation:
     m: int | None = None  # None: the run's M setting; the M-sweep rows fix it
     train_solver: bool = True
     warmup: bool = True
+    m1_baseline: str = "none"  # M = 1: "none" (study: A = R_plan) | "loo" (global batch)
 
     def core_config(self) -> CPPOConfig:
-        return CPPOConfig(plan_reward=self.plan_reward, train_solver=self.train_solver)
+        return CPPOConfig(
+            plan_reward=self.plan_reward,
+            train_solver=self.train_solver,
+            m1_baseline=self.m1_baseline,
+        )
 
 
 ABLATIONS: Registry[Ablation] = Registry("ablation")
@@ -42,6 +55,7 @@ for _ab in (
     Ablation("frozen_solver", train_solver=False),
     Ablation("no_warmup", warmup=False),
     *(Ablation(f"m{m}", m=m) for m in (1, 2, 4, 8)),
+    Ablation("m1_loo", m=1, m1_baseline="loo"),
 ):
     ABLATIONS.register(_ab.name)(_ab)
 

@@ -15,7 +15,13 @@ import torch
 from torch import Tensor, nn
 
 from trainers.core.batch import PolicyBatch, Region, Row, collate
-from trainers.core.cppo import CPPOConfig, PlanReward, PromptRollouts, build_cppo_rows
+from trainers.core.cppo import (
+    CPPOConfig,
+    PlanReward,
+    PromptRollouts,
+    ReduceSum,
+    build_cppo_rows,
+)
 from trainers.core.cppo_ablation import Ablation, reward_diagnostics, tuple_rewards
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
 
@@ -34,11 +40,14 @@ def _tensors(prompts: Sequence[PromptRollouts]) -> tuple[Tensor, Tensor | None]:
     return gate, torch.tensor([[b.reward for b in t.branches] for t in tuples])
 
 
-def joint_rows(prompts: Sequence[PromptRollouts], row: Ablation) -> StepRows:
-    """Stage 5 rows and reward diagnostics under the ablation ``row``."""
+def joint_rows(
+    prompts: Sequence[PromptRollouts], row: Ablation, reduce_sum: ReduceSum | None = None
+) -> StepRows:
+    """Stage 5 rows and reward diagnostics under the ablation ``row``. ``reduce_sum``: the
+    engine's all-reduce (M = 1 with the global leave-one-out baseline needs it)."""
     if any(len(p.tuples) != row.m for p in prompts):
         raise ValueError(f"ablation {row.name!r} expects M = {row.m} tuples per prompt")
-    rows, stats = build_cppo_rows(prompts, row.core_config())
+    rows, stats = build_cppo_rows(prompts, row.core_config(), reduce_sum=reduce_sum)
     gate, branch = _tensors(prompts)
     if branch is None:
         raise ValueError("joint CPPO needs solver branches (K rewards per tuple)")
@@ -98,7 +107,7 @@ def update(
         }
     )
     if reference is not None and cfg.beta != 0:
-        batch = batch.replace(ref_logprobs=frozen_logprobs(reference, batch))
+        batch = batch.replace(ref_logprobs=frozen_logprobs(reference, batch, cfg.temperature))
     model.train()
     loss, diag = policy_loss(model, batch, cfg)
     optimizer.zero_grad()

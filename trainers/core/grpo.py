@@ -21,7 +21,15 @@ import torch
 from torch import Tensor, nn
 
 StdKind = Literal["bessel", "population"]
-Aggregation = Literal["token-mean", "sequence-mean", "constant"]
+Aggregation = Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"]
+# TRL's GRPOTrainer ``loss_type`` names for the same aggregations (tests/test_trainers_trl_oracle.py
+# checks loss and gradient against TRL for each pair). TRL's "bnpo" is a token mean over one
+# micro-batch; ours is over the global batch, which is what TRL's "dapo" does.
+TRL_NAMES: dict[str, str] = {"grpo": "sequence-mean", "dapo": "token-mean", "dr_grpo": "constant"}
+AGGREGATIONS = ("sequence-mean", "token-mean", "constant", *TRL_NAMES)
+# The study's loss (Eq. cppo-loss) is a sum of per-sequence GRPO objectives: each sequence's
+# token mean, then the mean over sequences, TRL's "grpo".
+DEFAULT_AGGREGATION = "sequence-mean"
 
 CLIP_EPS = 0.2
 KL_BETA = 0.01
@@ -81,10 +89,17 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return torch.exp(d) - d - 1.0
 
 
+def canonical_aggregation(mode: str) -> str:
+    """Our name for an aggregation given by our name or by TRL's (``TRL_NAMES``)."""
+    if mode not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {mode!r}: one of {', '.join(AGGREGATIONS)}")
+    return TRL_NAMES.get(mode, mode)
+
+
 def aggregate(
     per_token: Tensor,
     mask: Tensor,
-    mode: Aggregation = "token-mean",
+    mode: Aggregation = DEFAULT_AGGREGATION,
     max_tokens: int | None = None,
     denominator: float | None = None,
 ) -> Tensor:
@@ -92,10 +107,9 @@ def aggregate(
     """``denominator`` replaces this batch's own count (``aggregation_count``) by the count of
     the whole global batch, so micro-batches and processes each contribute their exact share
     of the global loss (summing their gradients then gives the single-batch gradient)."""
+    mode = canonical_aggregation(mode)
     m = mask.to(per_token.dtype)
     total = (per_token * m).sum()
-    if mode not in ("token-mean", "sequence-mean", "constant"):
-        raise ValueError(f"unknown aggregation {mode!r}: token-mean, sequence-mean or constant")
     if mode == "constant" and (max_tokens is None or max_tokens < 1):
         raise ValueError("aggregation 'constant' (Dr.GRPO) needs max_tokens >= 1")
     count = denominator if denominator is not None else aggregation_count(mask, mode)
@@ -109,10 +123,11 @@ def aggregate(
     return total / (count * max_tokens)
 
 
-def aggregation_count(mask: Tensor, mode: Aggregation = "token-mean") -> float:
+def aggregation_count(mask: Tensor, mode: Aggregation = DEFAULT_AGGREGATION) -> float:
     """What ``aggregate`` divides by: trained tokens (token-mean), rows with a trained token
     (sequence-mean) or all rows (constant). Sum it over micro-batches and processes to get the
     global denominator."""
+    mode = canonical_aggregation(mode)
     if mode == "token-mean":
         return float(mask.sum())
     if mode == "sequence-mean":

@@ -1,9 +1,16 @@
 """``policy_loss(model, batch)``: the one GRPO-family loss every trainer in the study calls.
 
 Per token: clipped surrogate with the token's advantage plus beta * k3 KL to the reference,
-aggregated over the batch's trained tokens (study Eq. cppo-loss when the batch mixes planner and
-solver rows: each token only ever sees its own region's advantage, set by ``collate``).
-Works with any Hugging Face causal LM: logits come from model(input_ids, attention_mask).
+aggregated per sequence by default (study Eq. cppo-loss, a sum of per-sequence GRPO objectives,
+when the batch mixes planner and solver rows: each token only ever sees its own region's
+advantage, set by ``collate``). Works with any Hugging Face causal LM: logits come from
+model(input_ids, attention_mask).
+
+Temperature: rollouts sample from softmax(logits / T), so every log-prob the loss uses (the
+policy's, the old policy's and the reference's) is taken from logits / T, as TRL's GRPOTrainer
+does: the ratio and the KL then compare the distributions that were actually sampled.
+``LossConfig.temperature`` is that T; the old and reference log-probs must be computed at the
+same T (``frozen_logprobs(model, batch, temperature)``). See docs/training-loss.md.
 """
 
 from __future__ import annotations
@@ -14,15 +21,40 @@ import torch
 from torch import Tensor, nn
 
 from trainers.core.batch import PolicyBatch, Region
-from trainers.core.grpo import CLIP_EPS, KL_BETA, Aggregation, aggregate, clipped_surrogate, kl_k3
+from trainers.core.grpo import (
+    CLIP_EPS,
+    DEFAULT_AGGREGATION,
+    KL_BETA,
+    Aggregation,
+    aggregate,
+    canonical_aggregation,
+    clipped_surrogate,
+    kl_k3,
+)
 
 
 @dataclass(frozen=True)
 class LossConfig:
     clip_eps: float = CLIP_EPS
     beta: float = KL_BETA
-    aggregation: Aggregation = "token-mean"
+    aggregation: Aggregation = DEFAULT_AGGREGATION
     max_tokens: int | None = None  # Dr.GRPO's constant normaliser, required for "constant"
+    # the sampling temperature: log-probs come from logits / temperature (must be > 0)
+    temperature: float = 1.0
+    # TRL's truncated importance-sampling correction for rollouts drawn by another engine
+    # (vLLM): each token's loss is multiplied by min(exp(logp_old - logp_sampler), cap),
+    # detached. None = off. Needs the batch's ``sampling_logprobs``.
+    is_cap: float | None = None
+
+    def __post_init__(self) -> None:
+        canonical_aggregation(self.aggregation)  # an unknown name fails here, not mid-step
+        if not self.temperature > 0:
+            raise ValueError(
+                f"temperature must be > 0, got {self.temperature}: greedy (T = 0) rollouts "
+                "give a group no variance and the log-probs would divide by zero"
+            )
+        if self.is_cap is not None and not self.is_cap > 0:
+            raise ValueError(f"is_cap must be > 0 or None, got {self.is_cap}")
 
 
 @dataclass(frozen=True)
@@ -37,10 +69,17 @@ class LossDiagnostics:
     # on its own samples that needs no (B, T, V) entropy pass
     entropy: float = 0.0
     tokens: dict[str, int] = field(default_factory=dict)  # trained tokens per region
+    # sum and count of |log pi_sampler(y_t) - log pi_old(y_t)| over trained tokens the rollout
+    # engine reported a log-prob for (vLLM: weights one sync behind, other kernels)
+    sampler_gap_sum: float = 0.0
+    sampler_tokens: int = 0
 
     def as_dict(self) -> dict[str, float]:
         d = asdict(self)
-        flat = {k: float(v) for k, v in d.items() if k != "tokens"}
+        skip = ("tokens", "sampler_gap_sum", "sampler_tokens")
+        flat = {k: float(v) for k, v in d.items() if k not in skip}
+        if self.sampler_tokens:
+            flat["sampler_logp_gap"] = self.sampler_gap_sum / self.sampler_tokens
         flat.update({f"tokens/{k}": float(v) for k, v in self.tokens.items()})
         return flat
 
@@ -50,8 +89,10 @@ def _logits(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tens
     return out.logits if hasattr(out, "logits") else out
 
 
-def logprobs_from_logits(logits: Tensor, input_ids: Tensor, only: Tensor | None = None) -> Tensor:
-    # Eq. token-logp: log pi(y_t | y_<t) = logit[t-1, y_t] - logsumexp(logit[t-1]); entry 0 is 0
+def logprobs_from_logits(
+    logits: Tensor, input_ids: Tensor, only: Tensor | None = None, temperature: float = 1.0
+) -> Tensor:
+    # Eq. token-logp: log pi_T(y_t | y_<t) = z[y_t] - logsumexp(z), z = logit[t-1] / T; entry 0 is 0
     # Row by row: the fp32 upcast of a half-precision reference's (T, V) logits then exists for
     # one row at a time instead of the whole (B, T, V) batch (gigabytes at 150k-token vocabs).
     # ``only`` (B, T): score just these tokens (the trained ones), 0 elsewhere. The logsumexp
@@ -68,24 +109,32 @@ def logprobs_from_logits(logits: Tensor, input_ids: Tensor, only: Tensor | None 
             if idx.numel() == 0:
                 continue
         lg = logits[i, idx].float()  # logits at position p predict token p + 1
+        if temperature != 1.0:
+            lg = lg / temperature
         picked = lg.gather(-1, ids_row[idx].unsqueeze(-1)).squeeze(-1)
         out = out.index_put((torch.full_like(idx, i), idx + 1), picked - torch.logsumexp(lg, -1))
     return out
 
 
 def token_logprobs(
-    model: nn.Module, input_ids: Tensor, attention_mask: Tensor, only: Tensor | None = None
+    model: nn.Module,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    only: Tensor | None = None,
+    temperature: float = 1.0,
 ) -> Tensor:
     """(B, T) log-probs aligned with input_ids (entry [b, t] scores token t); differentiable.
-    ``only``: score just these (B, T) tokens, 0 elsewhere."""
-    return logprobs_from_logits(_logits(model, input_ids, attention_mask), input_ids, only)
+    ``only``: score just these (B, T) tokens, 0 elsewhere. ``temperature``: of softmax(logits/T)."""
+    logits = _logits(model, input_ids, attention_mask)
+    return logprobs_from_logits(logits, input_ids, only, temperature)
 
 
 @torch.no_grad()
-def frozen_logprobs(model: nn.Module, batch: PolicyBatch) -> Tensor:
-    """Log-probs under a model without building a graph: the old policy or the reference.
-    Only the batch's trained tokens are scored (the loss reads no others)."""
-    return token_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask).float()
+def frozen_logprobs(model: nn.Module, batch: PolicyBatch, temperature: float = 1.0) -> Tensor:
+    """Log-probs under a model without building a graph: the old policy or the reference, at
+    the sampling ``temperature`` (the loss's). Only the batch's trained tokens are scored."""
+    lp = token_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask, temperature)
+    return lp.float()
 
 
 def policy_loss(
@@ -101,11 +150,13 @@ def policy_loss(
     cfg = config or LossConfig()
     batch.validate()
     mask = batch.loss_mask
-    logp = token_logprobs(model, batch.input_ids, batch.attention_mask, mask)
+    logp = token_logprobs(model, batch.input_ids, batch.attention_mask, mask, cfg.temperature)
     # No stored old log-probs = one update per rollout: the ratio is 1 but still carries gradient.
     old = batch.old_logprobs if batch.old_logprobs is not None else logp.detach()
     adv = batch.advantages.to(logp.dtype)
     surrogate, was_clipped = clipped_surrogate(logp, old.to(logp.dtype), adv, cfg.clip_eps)
+    if cfg.is_cap is not None:
+        surrogate = surrogate * sampling_weights(batch, old, cfg.is_cap)
     per_token = surrogate
     kl = torch.zeros_like(logp)
     if cfg.beta != 0:
@@ -118,6 +169,21 @@ def policy_loss(
         per_token = surrogate + cfg.beta * kl
     loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens, denominator)
     return loss, _diagnostics(loss, surrogate, kl, was_clipped, logp, old, adv, batch, cfg)
+
+
+@torch.no_grad()
+def sampling_weights(batch: PolicyBatch, old: Tensor, cap: float) -> Tensor:
+    # TRL Eq. truncated-IS (vllm_importance_sampling_mode "token_truncate"):
+    # w_t = min(pi_old(y_t) / pi_sampler(y_t), cap), a constant weight on the token's loss
+    if batch.sampling_logprobs is None:
+        raise ValueError(
+            "is_cap is set but the batch has no sampling_logprobs (the rollout engine's "
+            "per-token log-probs); only the vllm engine reports them"
+        )
+    # a token the engine gave no log-prob for gets weight 1 (TRL: nan_to_num of the difference)
+    diff = torch.nan_to_num(old.float() - batch.sampling_logprobs.float(), nan=0.0)
+    w = torch.exp(diff).clamp(max=cap)
+    return torch.where(batch.loss_mask, w, torch.zeros_like(w))
 
 
 @torch.no_grad()
@@ -138,6 +204,11 @@ def _diagnostics(
     tokens = {
         r.name.lower(): int(((batch.region == r) & mask).sum()) for r in Region if r != Region.NONE
     }
+    gap, seen_n = 0.0, 0
+    if batch.sampling_logprobs is not None:
+        seen = mask & ~torch.isnan(batch.sampling_logprobs)
+        seen_n = int(seen.sum())
+        gap = float((batch.sampling_logprobs.float() - old.float()).abs()[seen].sum())
     return LossDiagnostics(
         loss=float(loss),
         policy_loss=float(aggregate(surrogate, mask, cfg.aggregation, cfg.max_tokens)),
@@ -147,4 +218,6 @@ def _diagnostics(
         adv_nonzero_rate=float(((adv != 0) & mask).sum() / n),
         entropy=float((-logp * m).sum() / n),
         tokens=tokens,
+        sampler_gap_sum=gap,
+        sampler_tokens=seen_n,
     )

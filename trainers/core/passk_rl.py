@@ -7,7 +7,9 @@ rollout gets A_pos and every failed one A_neg, in closed form (no subset samplin
 ((N/k) s_i - R) / sigma with s_i the PKPO gradient weights, which the tests check.
 
 Groups whose sigma is zero (all fail, all pass, or fewer than k failures so every k-subset
-passes) carry no contrast and get advantage 0.
+passes) carry no contrast and get advantage 0. As the released code (RUCAIBox/Passk_Training,
+code/passk_adv.py) does, the divisor is sigma + 1e-6 (``SIGMA_EPS``); its degenerate groups
+come out 0 as here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import torch
 from torch import Tensor
 
 from trainers.core.pkpo import binom_ratio
+
+SIGMA_EPS = 1e-6  # the released code's sigma + 1e-6
 
 
 def passk_group_reward(n: int, n_neg: int, k: int) -> float:
@@ -35,10 +39,10 @@ def passk_advantage_values(n: int, n_neg: int, k: int) -> tuple[float, float]:
     sigma = math.sqrt(max(r * (1.0 - r), 0.0))
     if sigma < 1e-12:
         return 0.0, 0.0
-    a_pos = (1.0 - r) / sigma
+    a_pos = (1.0 - r) / (sigma + SIGMA_EPS)
     # C(N_neg-1, k-1) / C(N-1, k-1): share of the (k-1)-subsets of the others that all fail
     others_fail = float(binom_ratio(n_neg - 1, n - 1, k - 1)) if n_neg >= 1 else 0.0
-    a_neg = (1.0 - r - others_fail) / sigma
+    a_neg = (1.0 - r - others_fail) / (sigma + SIGMA_EPS)
     return a_pos, a_neg
 
 

@@ -10,6 +10,12 @@ products of factors <= 1 (``binom_ratio``) so nothing overflows for any n.
 
 The outputs are NOT zero-mean and must not be re-normalised (doing so breaks unbiasedness and
 changes the objective); feed them to the policy loss as advantages as they are.
+
+Edge cases, ``edge="public"`` (default) as the public PKPO code does them: SLOO-1 at k = 1 is
+s_i = g_i / n (the max of the empty (k-1)-subset is taken as 0: no baseline), and SLOO at k = n
+falls back to s (the n-1 other samples hold no k-subset to baseline with). ``edge="loo"`` is
+this project's earlier choice, kept as an option: SLOO-1 at k = 1 uses the leave-one-out
+baseline (SLOO at k = 1, i.e. RLOO / n), and SLOO at k = n is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import torch
 from torch import Tensor
 
 Estimator = Literal["s", "sloo", "sloo_minus_one"]
+EDGE_CASES = ("public", "loo")
 
 
 def binom_ratio(a: Tensor | int, b: int, r: int) -> Tensor:
@@ -101,34 +108,47 @@ def _loo_maxg_sorted(gs: Tensor, k: int) -> Tensor:
     return left + right
 
 
-def pkpo_s(g: Tensor, k: int) -> Tensor:
+def _check_edge(edge: str) -> None:
+    if edge not in EDGE_CASES:
+        raise ValueError(f"PKPO edge cases: {edge!r} is not one of {EDGE_CASES}")
+
+
+def pkpo_s(g: Tensor, k: int, edge: str = "public") -> Tensor:
     # PKPO Eq. s: s_i = (1/C(n,k)) sum_{|I|=k, i in I} max_{j in I} g_j
+    """``edge`` is accepted for a uniform signature: s has no edge case."""
+    _check_edge(edge)
     gs, order = _sorted(g)
     _check_nk(gs.numel(), k)
     return _unsort(_s_sorted(gs, k), order, g)
 
 
-def pkpo_sloo(g: Tensor, k: int) -> Tensor:
+def pkpo_sloo(g: Tensor, k: int, edge: str = "public") -> Tensor:
     # PKPO Eq. SLOO: s_i - (1/(n-1)) sum_{j!=i} s_j(g without i) = s_i - k/(n-1) rho^(g)_k(g_-i)
+    _check_edge(edge)
     gs, order = _sorted(g)
     n = gs.numel()
     _check_nk(n, k)
     if k >= n:
+        if edge == "public":  # the public code: no k-subset of the n-1 others, so plain s
+            return pkpo_s(g, k)
         raise ValueError(f"SLOO needs k < n (the baseline uses n-1 samples), got k={k}, n={n}")
     out = _s_sorted(gs, k) - (k / (n - 1)) * _loo_maxg_sorted(gs, k)
     return _unsort(out, order, g)
 
 
-def pkpo_sloo_minus_one(g: Tensor, k: int) -> Tensor:
+def pkpo_sloo_minus_one(g: Tensor, k: int, edge: str = "public") -> Tensor:
     # PKPO Eq. SLOO-1: (1/C(n,k)) sum_{I ni i} [max g_I - max g_(I-i)] = s_i - (k/n) rho_{k-1}(g_-i)
+    _check_edge(edge)
     gs, order = _sorted(g)
     n = gs.numel()
     _check_nk(n, k)
     if k == 1:
-        # max over an empty set is undefined; for k = 1 the paper's LOO baseline (RLOO) applies.
+        if edge == "public":  # the public code: the empty subset's max is 0, s_i = g_i / n
+            return pkpo_s(g, k)
+        # option "loo": the leave-one-out baseline of SLOO at k = 1 (RLOO / n)
         if n == 1:
             raise ValueError("k = 1 with a single sample has no leave-one-out baseline")
-        return pkpo_sloo(g, k)
+        return pkpo_sloo(g, k, edge)
     # Only subsets where i is the top-ranked member contribute, so on sorted rewards
     # out_(q) = [C(q, k-1) g_(q) - sum_{p<q} C(p, k-2) g_(p)] / C(n, k). This prefix form keeps a
     # reward tied with everything below it (e.g. every failure in a binary group) exactly 0.
@@ -138,7 +158,7 @@ def pkpo_sloo_minus_one(g: Tensor, k: int) -> Tensor:
     return _unsort(out, order, g)
 
 
-ESTIMATORS: dict[str, Callable[[Tensor, int], Tensor]] = {
+ESTIMATORS: dict[str, Callable[[Tensor, int, str], Tensor]] = {
     "s": pkpo_s,
     "sloo": pkpo_sloo,
     "sloo_minus_one": pkpo_sloo_minus_one,
@@ -146,7 +166,11 @@ ESTIMATORS: dict[str, Callable[[Tensor, int], Tensor]] = {
 
 
 def pkpo_transform(
-    rewards: Tensor, group_ids: Tensor, k: int, estimator: Estimator = "sloo_minus_one"
+    rewards: Tensor,
+    group_ids: Tensor,
+    k: int,
+    estimator: Estimator = "sloo_minus_one",
+    edge: str = "public",
 ) -> Tensor:
     # PKPO Eq. SLOO-1 (default) applied independently within each prompt group
     if estimator not in ESTIMATORS:
@@ -159,5 +183,5 @@ def pkpo_transform(
     out = torch.empty(rewards.shape, dtype=torch.float64)
     for gid in torch.unique(group_ids):
         idx = (group_ids == gid).nonzero(as_tuple=True)[0]
-        out[idx] = fn(rewards[idx].to(torch.float64), k)
+        out[idx] = fn(rewards[idx].to(torch.float64), k, edge)
     return out.to(rewards.dtype if rewards.is_floating_point() else torch.float32)

@@ -46,6 +46,9 @@ class StepContext:
         [Sequence[tuple[Sequence[int], Sequence[int]]]], list[torch.Tensor]
     ]
     encode: Callable[[RolloutRequest], list[int]]  # a request's prompt ids, as rollouts see them
+    # sums a tensor over every process (identity in one): for statistics of the global batch,
+    # e.g. CPPO's M = 1 leave-one-out baseline. Every process must call it the same times.
+    reduce_sum: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda t: t)
 
     def seed_for(self, problem: Problem, kind: str, index: int) -> int:
         # per-request seeds from (run seed, step, problem, kind, index): a rollout does not
@@ -101,7 +104,13 @@ def response_rows(scored: Sequence[Scored], advantages: Sequence[float]) -> list
     """One row per rollout: its prompt (no loss) then its completion, trained with its
     advantage. A rollout with no completion tokens gives no row."""
     return [
-        Row.prompt_completion(s.rollout.prompt_ids, s.rollout.completion_ids, Region.RESPONSE, a)
+        Row.prompt_completion(
+            s.rollout.prompt_ids,
+            s.rollout.completion_ids,
+            Region.RESPONSE,
+            a,
+            s.rollout.sampling_logprobs,  # the rollout engine's, when it reported them (vllm)
+        )
         for s, a in zip(scored, advantages, strict=True)
         if s.rollout.completion_ids
     ]

@@ -32,7 +32,10 @@ class TrainConfig:
     # loss (study: clip 0.2, KL 0.01 with the k3 estimator)
     clip_eps: float = 0.2
     kl_beta: float = 0.01
-    aggregation: Literal["token-mean", "sequence-mean", "constant"] = "token-mean"
+    # study Eq. cppo-loss: per-sequence GRPO objectives (TRL "grpo"); docs/training-loss.md
+    aggregation: Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"] = (
+        "sequence-mean"
+    )
     updates_per_rollout: int = 1  # PPO epochs over one rollout batch (>1 makes the clip bite)
     reference_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     # sampling (study: temperature 0.7, at most 2048 decoded tokens)
@@ -49,6 +52,8 @@ class TrainConfig:
     rollout_engine: str = "hf"
     rollout_batch: int = 8
     vllm_gpu_memory_utilization: float = 0.3
+    # TRL's truncated importance-sampling cap on pi_old / pi_vllm per token; null = off
+    vllm_is_cap: float | None = None
     reward: str = "pass"
     verify_workers: int = 0  # 0 = one per CPU core
     # checkpoints and logs
@@ -74,8 +79,12 @@ class TrainConfig:
                 raise ConfigError(f"config {name}: must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
             raise ConfigError(f"config lr: must be > 0, got {self.lr}")
-        if self.temperature < 0:
-            raise ConfigError(f"config temperature: must be >= 0, got {self.temperature}")
+        if not self.temperature > 0:  # T = 0: greedy groups have no variance; logits / 0
+            raise ConfigError(f"config temperature: training needs > 0, got {self.temperature}")
+        if self.vllm_is_cap is not None and not (
+            self.vllm_is_cap > 0 and self.rollout_engine == "vllm"
+        ):
+            raise ConfigError("config vllm_is_cap: > 0 or null, and only with rollout_engine vllm")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"config top_p: must be in (0, 1], got {self.top_p}")
         if self.clip_eps <= 0 or self.kl_beta < 0 or self.max_grad_norm < 0:

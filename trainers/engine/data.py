@@ -8,6 +8,15 @@ listed in the manifest. ``allow_overlap`` keeps them (and still lists them).
 The stream is stateless: step s takes problems [s*P, (s+1)*P) of the concatenation of
 per-epoch permutations (each seeded by the run seed and the epoch), so the data cursor of a
 checkpoint is just the step number and a resumed run sees exactly the same problems.
+
+A step never holds a problem twice. A step that straddles an epoch boundary ends epoch e with
+some problems and begins epoch e + 1 with others; a plain reshuffle could deal the same problem
+to both halves (measured: 8 of 188 steps with 50 problems and P = 8), and with per-request seeds
+the two copies would be identical samples (CPPO then crashed merging them by problem id; PKPO,
+pass@K-RL and UpSkill silently formed one group of 2n duplicates). So epoch e + 1's permutation
+moves the problems of that step's epoch-e half behind its own half of the step (a stable
+partition: still a permutation, each problem still once per epoch). This needs at least P
+problems; fewer is refused in one line.
 """
 
 from __future__ import annotations
@@ -113,15 +122,55 @@ def decontaminated(
 
 
 def step_problems(problems: list[Problem], step: int, per_step: int, seed: int) -> list[Problem]:
-    """The problems of global step ``step`` (0-based) in the seeded epoch-permutation stream."""
+    """The problems of global step ``step`` (0-based) in the seeded epoch-permutation stream:
+    ``per_step`` distinct problems."""
     n = len(problems)
+    if per_step > n:
+        raise DataError(
+            f"config prompts_per_step: {per_step} exceeds the {n} training problems (a step "
+            "would hold a problem twice)"
+        )
     out = []
     for pos in range(step * per_step, (step + 1) * per_step):
         epoch, offset = divmod(pos, n)
-        order = list(range(n))
-        random.Random(f"{seed}:epoch{epoch}").shuffle(order)
-        out.append(problems[order[offset]])
+        out.append(problems[_epoch_order(n, per_step, str(seed), epoch)[offset]])
     return out
+
+
+# (n, per_step, seed) -> the last two epochs' orders: steps walk forward, so each new epoch
+# costs one shuffle; a jump backwards (a resume) recomputes from epoch 0, without recursion
+_ORDERS: dict[tuple[int, int, str], dict[int, tuple[int, ...]]] = {}
+
+
+def _epoch_order(n: int, per_step: int, seed: str, epoch: int) -> tuple[int, ...]:
+    known = _ORDERS.setdefault((n, per_step, seed), {})
+    if epoch in known:
+        return known[epoch]
+    last = max((e for e in known if e < epoch), default=-1)
+    order = known.get(last)
+    for e in range(last + 1, epoch + 1):
+        order = _next_order(n, per_step, seed, e, order)
+        known[e] = order
+        for old in [k for k in known if k < e - 1]:
+            del known[old]
+    assert order is not None
+    return order
+
+
+def _next_order(
+    n: int, per_step: int, seed: str, epoch: int, previous: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    # the seeded shuffle of ``epoch``, with the problems its first step shares with the end of
+    # the previous epoch moved behind that step (a stable partition)
+    order = list(range(n))
+    random.Random(f"{seed}:epoch{epoch}").shuffle(order)
+    tail = (epoch * n) % per_step  # draws of the boundary step that come from epoch - 1
+    if previous is None or tail == 0:
+        return tuple(order)
+    taken = set(previous[n - tail :])
+    head = [i for i in order if i not in taken][: per_step - tail]
+    chosen = set(head)
+    return tuple(head + [i for i in order if i not in chosen])
 
 
 def steps_for(n_problems: int, per_step: int, epochs: int, max_steps: int) -> int:

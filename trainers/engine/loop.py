@@ -193,6 +193,8 @@ def train(spec: RunSpec) -> TrainResult:
         beta=cfg.kl_beta,
         aggregation=cfg.aggregation,
         max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,  # every log-prob of the loss is taken at the sampling T
+        is_cap=cfg.vllm_is_cap,
     )
     params = [p for p in model.parameters() if p.requires_grad]
     sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
@@ -223,6 +225,7 @@ def train(spec: RunSpec) -> TrainResult:
                 cfg.micro_batch_rows,
                 spec.chat,
             )
+            ctx.reduce_sum = reduce_sum  # global-batch statistics (CPPO M = 1 "loo")
             scored = algo.collect(local, ctx)
             with timer.phase("advantage"):
                 step_rows = algo.rows(scored, ctx)
@@ -239,7 +242,12 @@ def train(spec: RunSpec) -> TrainResult:
                 old = None
                 if cfg.updates_per_rollout > 1:
                     old = old_policy_logprobs(
-                        model, step_rows.rows, cfg.micro_batch_rows, pad_id, accelerator.device
+                        model,
+                        step_rows.rows,
+                        cfg.micro_batch_rows,
+                        pad_id,
+                        accelerator.device,
+                        cfg.temperature,
                     )
                 for _ in range(cfg.updates_per_rollout):
                     result = policy_update(
@@ -256,7 +264,7 @@ def train(spec: RunSpec) -> TrainResult:
                         on_before_step=before_step,
                         old_logprobs=old,
                     )
-                scheduler.step()
+                    scheduler.step()  # once per optimizer step, not once per rollout
                 rollout.sync(policy)
             metrics = _step_metrics(
                 step,
@@ -348,7 +356,9 @@ def _context(
         stop=stop,
         generate=generate,
         score=score,
-        completion_logprobs=lambda pairs: completion_logprobs(policy, pairs, pad_id, micro),
+        completion_logprobs=lambda pairs: completion_logprobs(
+            policy, pairs, pad_id, micro, sampling.temperature
+        ),
         encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), chat),
     )
 

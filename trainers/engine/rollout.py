@@ -57,6 +57,9 @@ class Rollout:
     completion_ids: tuple[int, ...]
     text: str  # the completion as the verifier sees it (a fence cut by the stop re-closed)
     finish_reason: str
+    # the engine's log-prob of each completion token at the sampling temperature (vllm); None
+    # when the engine is the policy itself (hf: nothing to compare)
+    sampling_logprobs: tuple[float, ...] | None = None
 
 
 class RolloutEngine(Protocol):
@@ -77,9 +80,17 @@ ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry(
 )
 
 
-def _finish(req: RolloutRequest, prompt: Sequence[int], out: Sequence[int], text: str, why: str):
+def _finish(
+    req: RolloutRequest,
+    prompt: Sequence[int],
+    out: Sequence[int],
+    text: str,
+    why: str,
+    logprobs: Sequence[float] | None = None,
+) -> Rollout:
     text = close_fence(text) if req.stop and why == "stop" else text
-    return Rollout(req, tuple(int(t) for t in prompt), tuple(int(t) for t in out), text, why)
+    lp = tuple(float(x) for x in logprobs) if logprobs is not None else None
+    return Rollout(req, tuple(int(t) for t in prompt), tuple(int(t) for t in out), text, why, lp)
 
 
 class _TokenHF(HFBackend):

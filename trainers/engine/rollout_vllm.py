@@ -7,6 +7,12 @@ the engine is built from the policy's starting folder, so its tokenizer and conf
 
 Prompts are encoded by the same ``chat.encode`` as the hf path and handed to vLLM as token
 ids, so both engines sample the same prompts; each request keeps its own seed.
+
+Each completion token's log-prob is asked for (``logprobs=0``: the sampled token's) after
+temperature scaling (``logprobs_mode="processed_logprobs"``, as TRL does), so the update can log
+the mean |logp_vllm - logp_policy| and, when ``vllm_is_cap`` is set, apply TRL's truncated
+importance-sampling correction. A vLLM without ``logprobs_mode`` reports raw (T = 1) log-probs,
+which would not compare; it reports none then.
 """
 
 from __future__ import annotations
@@ -39,14 +45,20 @@ class VLLMRollout:
         self._vllm = vllm
         self.tokenizer = tokenizer
         extra = {k: options[k] for k in ("enforce_eager", "max_model_len") if k in options}
-        self.llm = vllm.LLM(
-            model=model_path,
-            gpu_memory_utilization=float(options.get("gpu_memory_utilization", 0.3)),
-            enable_prefix_caching=True,
-            seed=0,
-            dtype=str(options.get("dtype", "auto")),
+        kwargs = {
+            "model": model_path,
+            "gpu_memory_utilization": float(options.get("gpu_memory_utilization", 0.3)),
+            "enable_prefix_caching": True,
+            "seed": 0,
+            "dtype": str(options.get("dtype", "auto")),
             **extra,
-        )
+        }
+        try:  # log-probs after temperature, comparable with the policy's (vLLM >= 0.10.2)
+            self.llm = vllm.LLM(**kwargs, logprobs_mode="processed_logprobs")
+            self.logprobs = True
+        except TypeError:
+            self.llm = vllm.LLM(**kwargs)
+            self.logprobs = False
 
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
@@ -62,6 +74,7 @@ class VLLMRollout:
                     max_tokens=sampling.max_tokens,
                     seed=req.seed,
                     stop=list(req.stop) or None,
+                    logprobs=0 if self.logprobs else None,
                 )
             )
         outs = self.llm.generate(prompts, params, use_tqdm=False)
@@ -72,6 +85,7 @@ class VLLMRollout:
                 out.outputs[0].token_ids,
                 out.outputs[0].text,
                 out.outputs[0].finish_reason or "length",
+                sampled_logprobs(out.outputs[0]) if self.logprobs else None,
             )
             for req, out in zip(requests, outs, strict=True)
         ]
@@ -86,6 +100,19 @@ class VLLMRollout:
 
     def close(self) -> None:
         self.llm = None
+
+
+def sampled_logprobs(completion: Any) -> list[float] | None:
+    """The log-prob vLLM reported for each sampled token (NaN where it reported none)."""
+    per_token = getattr(completion, "logprobs", None)
+    if not per_token:
+        return None
+    out = []
+    for tok, entry in zip(completion.token_ids, per_token, strict=False):
+        lp = entry.get(tok) if entry else None
+        out.append(float(getattr(lp, "logprob", lp)) if lp is not None else float("nan"))
+    out += [float("nan")] * (len(completion.token_ids) - len(out))
+    return out
 
 
 @ROLLOUT_ENGINES.register("vllm")

@@ -7,6 +7,9 @@ gradients). Summed over micro-batches and processes that is the gradient of the 
 global batch taken at once, so 1 process and N processes, or any micro-batch size, take the
 same step (to float round-off). Only the last micro-batch synchronises gradients
 (``no_sync`` before it), so processes may hold different numbers of rows.
+
+Every log-prob here (reference, old policy, UpSkill's MI scoring) is taken at the sampling
+temperature ``loss_config.temperature``, like the policy's own inside ``policy_loss``.
 """
 
 from __future__ import annotations
@@ -40,25 +43,27 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
 
 
 def _to(batch: PolicyBatch, device: Any) -> PolicyBatch:
+    keys = ("input_ids", "attention_mask", "region", "advantages", "sampling_logprobs")
     return batch.replace(
-        **{
-            k: getattr(batch, k).to(device)
-            for k in ("input_ids", "attention_mask", "region", "advantages")
-        }
+        **{k: getattr(batch, k).to(device) for k in keys if getattr(batch, k) is not None}
     )
 
 
 @torch.no_grad()
 def completion_logprobs(
-    model: Any, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int, size: int
+    model: Any,
+    pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
+    pad_id: int,
+    size: int,
+    temperature: float = 1.0,
 ) -> list[torch.Tensor]:
-    """Per-token log-probs of each completion after its prompt (no gradient)."""
+    """Per-token log-probs of each completion after its prompt (no gradient), at ``temperature``."""
     device = next(model.parameters()).device
     out: list[torch.Tensor] = []
     for i in range(0, len(pairs), size):
         chunk = pairs[i : i + size]
         rows = [Row.prompt_completion(p, c, Region.RESPONSE, 0.0) for p, c in chunk]
-        lp = frozen_logprobs(model, _to(collate(rows, pad_id), device))
+        lp = frozen_logprobs(model, _to(collate(rows, pad_id), device), temperature)
         for j, (p, c) in enumerate(chunk):
             out.append(lp[j, len(p) : len(p) + len(c)].float().cpu())
     return out
@@ -82,8 +87,9 @@ def policy_update(
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
     started = time.perf_counter()
+    t = loss_config.temperature
     if reference is not None and loss_config.beta != 0:
-        batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b)) for b in batches]
+        batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b, t)) for b in batches]
     reference_s = time.perf_counter() - started
     if old_logprobs is not None:
         batches = [
@@ -92,7 +98,7 @@ def policy_update(
     local = sum(aggregation_count(b.loss_mask, loss_config.aggregation) for b in batches)
     total = float(all_reduce_sum(torch.tensor([local], dtype=torch.float64))[0])
     scale = float(accelerator.num_processes)
-    sums: dict[str, float] = {}
+    sums: dict[str, float] = {"sampler_gap_sum": 0.0, "sampler_tokens": 0.0}
     weight = 0.0
     tokens = 0
     for i, batch in enumerate(batches):
@@ -105,8 +111,12 @@ def policy_update(
         weight += n
         tokens += int(batch.attention_mask.sum())
         for k, v in diag.as_dict().items():
-            if not k.startswith("tokens/") and k not in ("loss", "policy_loss"):
+            skip = ("loss", "policy_loss", "sampler_logp_gap")
+            if not k.startswith("tokens/") and k not in skip:
                 sums[k] = sums.get(k, 0.0) + v * n
+        # summed, not token-weighted: every process sends both keys, so the all-reduce lines up
+        sums["sampler_gap_sum"] += diag.sampler_gap_sum
+        sums["sampler_tokens"] += diag.sampler_tokens
         sums["loss"] = sums.get("loss", 0.0) + float(
             loss.detach()
         )  # already a share of the global loss
@@ -120,16 +130,24 @@ def policy_update(
     keys = sorted(sums)
     reduced = all_reduce_sum(torch.tensor([*(sums[k] for k in keys), weight], dtype=torch.float64))
     w = max(float(reduced[-1]), 1.0)
-    loss_stats = {
-        k: float(v) / (1.0 if k == "loss" else w)
-        for k, v in zip(keys, reduced[:-1].tolist(), strict=True)
-    }
+    totals = dict(zip(keys, reduced[:-1].tolist(), strict=True))
+    gap_sum, gap_n = totals.pop("sampler_gap_sum"), totals.pop("sampler_tokens")
+    loss_stats = {k: float(v) / (1.0 if k == "loss" else w) for k, v in totals.items()}
+    if gap_n > 0:  # mean |logp_sampler - logp_policy| over the tokens the engine scored
+        loss_stats["sampler_logp_gap"] = gap_sum / gap_n
     return UpdateResult(float(norm), loss_stats, tokens, reference_s)
 
 
 @torch.no_grad()
 def old_policy_logprobs(
-    model: Any, rows: Sequence[Row], micro_rows: int, pad_id: int, device: Any
+    model: Any,
+    rows: Sequence[Row],
+    micro_rows: int,
+    pad_id: int,
+    device: Any,
+    temperature: float = 1.0,
 ) -> list[torch.Tensor]:
-    """Log-probs of the rollout policy, fixed before the first of several updates."""
-    return [frozen_logprobs(model, _to(b, device)) for b in micro_batches(rows, micro_rows, pad_id)]
+    """Log-probs of the rollout policy at the sampling temperature, fixed before the first of
+    several updates."""
+    batches = micro_batches(rows, micro_rows, pad_id)
+    return [frozen_logprobs(model, _to(b, device), temperature) for b in batches]
