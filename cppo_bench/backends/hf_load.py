@@ -1,0 +1,123 @@
+"""Loading a checkpoint for the hf backend: the causal LM that writes text, whatever its family.
+
+* A text checkpoint (Llama, SmolLM2, Qwen2/3) loads with `AutoModelForCausalLM`.
+* A composite (multimodal) checkpoint keeps its text model under `model.language_model`:
+  Qwen3.5 (text + vision), Gemma 4 E2B / E4B (text + vision + audio). Where transformers'
+  causal-LM mapping already sends the composite config to the text class (Qwen3.5 ->
+  `Qwen3_5ForCausalLM`), that is used. Where it sends it to the whole multimodal model
+  (Gemma 4 -> `Gemma4ForConditionalGeneration`, towers and all), we load the text config's
+  own causal-LM class instead (`Gemma4ForCausalLM`), renaming `model.language_model.*` to
+  `model.*`; the towers' weights are left on disk. A text weight missing from the checkpoint
+  is an error: a silently random layer would generate plausible-looking garbage.
+
+The decision reads transformers' own mappings, so a new family with the same layout needs
+no code here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cppo_bench.backends.base import ModelLoadError
+from cppo_bench.backends.default_model import (
+    DEFAULT_MODEL,
+    ensure_default_model,
+    load_from_gguf,
+    quiet_loading,
+)
+
+# where composite checkpoints keep the text model, and where its causal-LM class expects it
+TEXT_PREFIX = {r"^model\.language_model\.": "model."}
+
+
+def dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """transformers renamed `torch_dtype` to `dtype` in 4.56; we support both sides."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": dtype}
+
+
+def text_model_class(config: Any) -> tuple[Any, Any] | None:
+    """(causal-LM class, text config) when `config` is a composite whose causal-LM mapping
+    would load the whole multimodal model; None when AutoModelForCausalLM already gives a
+    text-only model (plain checkpoints, Qwen3.5)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    get_text = getattr(config, "get_text_config", None)
+    text = get_text() if get_text else config
+    if text is config:
+        return None
+    try:
+        text_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(text)]
+    except KeyError:
+        return None  # no text-only class: the multimodal class is the only way in
+    try:
+        whole_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    except KeyError:
+        whole_cls = None
+    return None if whole_cls is text_cls else (text_cls, text)
+
+
+def _load_text_model(path: str, text_cls: Any, text_config: Any, **kwargs: Any) -> Any:
+    model, info = text_cls.from_pretrained(
+        path, config=text_config, key_mapping=TEXT_PREFIX, output_loading_info=True, **kwargs
+    )
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        shown = ", ".join(missing[:3]) + (
+            f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
+        )
+        raise ModelLoadError(
+            f"model {path!r}: the text model {text_cls.__name__} lacks {len(missing)} "
+            f"weight(s) in the checkpoint: {shown}"
+        )
+    return model
+
+
+def _resolve(model: str | None) -> tuple[str, str]:
+    """(path or hub id to load, model id to record)."""
+    if model is None:
+        return str(ensure_default_model()), DEFAULT_MODEL
+    local = Path(model).expanduser()
+    if local.exists():
+        if not (local / "config.json").is_file():
+            raise ModelLoadError(f"model {model!r}: folder has no config.json")
+        return str(local), str(local.resolve())
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise ModelLoadError(f"model {model!r}: no such folder")
+    return model, model  # a hub id
+
+
+def load_model(
+    model: str | None, *, dtype: Any, trust_remote_code: bool = False
+) -> tuple[Any, Any, str]:
+    """(model, tokenizer, model_id) from None (embedded default), a folder, a .gguf or a hub id.
+    The model is always a text causal LM (see the module doc for multimodal checkpoints)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    if model is not None and Path(model).expanduser().suffix == ".gguf":
+        local = Path(model).expanduser()
+        if not local.is_file():
+            raise ModelLoadError(f"model {model!r}: no such GGUF file")
+        m, tok = load_from_gguf(local)
+        return m.to(dtype), tok, str(local.resolve())
+    path, model_id = _resolve(model)
+    remote = {"trust_remote_code": trust_remote_code}
+    try:
+        with quiet_loading():
+            tokenizer = AutoTokenizer.from_pretrained(path, **remote)
+            config = AutoConfig.from_pretrained(path, **remote)
+            text = text_model_class(config)
+            if text is None:
+                m = AutoModelForCausalLM.from_pretrained(path, **remote, **dtype_kwarg(dtype))
+            else:
+                m = _load_text_model(path, *text, **remote, **dtype_kwarg(dtype))
+    except OSError as exc:  # offline hub, missing files, gated repo
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where = "local folder" if Path(path).exists() else "Hugging Face hub (offline?)"
+        raise ModelLoadError(
+            f"model {model or path!r}: cannot load from the {where}: {first}"
+        ) from None
+    return m, tokenizer, model_id
