@@ -50,11 +50,22 @@ def requests(temperature: float = 0.0) -> list[GenRequest]:
     ]
 
 
+def whole_model(path: str):  # noqa: ANN201
+    """The checkpoint's own architecture: the class it was saved from (for Qwen3.5 and
+    Gemma 4 the multimodal one, whose weights need no renaming)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    config = AutoConfig.from_pretrained(path)
+    composite = config.get_text_config() is not config
+    auto = AutoModelForImageTextToText if composite else AutoModelForCausalLM
+    model, info = auto.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    assert not info["missing_keys"]
+    return model.eval()
+
+
 def oracle(path: str, backend: hfmod.HFBackend, req: GenRequest) -> str:
     """transformers' greedy generate on this one prompt, with the checkpoint's own class."""
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    model = whole_model(path)
     ids = chatmod.encode(backend.tokenizer, req, "auto", backend.enable_thinking)
     out = model.generate(
         torch.tensor([ids]),
@@ -103,14 +114,16 @@ def test_sampled_rows_do_not_depend_on_their_batch(family: str, tiny: dict[str, 
         assert backend.generate([reqs[i]])[0].text == batched[i].text
 
 
-def test_gemma4_loads_its_text_model_only(tiny: dict[str, str]) -> None:
-    from transformers import AutoModelForCausalLM
-
-    backend = BACKENDS.get("hf")(tiny["gemma4"], device="cpu", dtype="float32")
+@pytest.mark.parametrize("family", ["qwen3_5", "gemma4"])
+def test_multimodal_checkpoints_load_their_text_model_only(
+    family: str, tiny: dict[str, str]
+) -> None:
+    backend = BACKENDS.get("hf")(tiny[family], device="cpu", dtype="float32")
     names = [n for n, _ in backend.model.named_parameters()]
-    assert not any("vision" in n or "audio" in n for n in names)
-    whole = AutoModelForCausalLM.from_pretrained(tiny["gemma4"], dtype=torch.float32).eval()
-    assert any("vision" in n for n, _ in whole.named_parameters())  # the oracle is multimodal
+    towers = ("vision", "visual", "audio")
+    assert not any(t in n for n in names for t in towers)
+    whole = whole_model(tiny[family])
+    assert any(t in n for n, _ in whole.named_parameters() for t in towers)
     ids = torch.tensor([chatmod.encode(backend.tokenizer, requests()[3])])
     with torch.no_grad():
         assert torch.allclose(backend.model(input_ids=ids).logits, whole(input_ids=ids).logits)
@@ -128,7 +141,7 @@ def test_missing_text_weights_are_one_error(tiny: dict[str, str], tmp_path) -> N
     layer = next(k for k in weights if "language_model.layers.1." in k)
     del weights[layer]
     save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
-    with pytest.raises(ModelLoadError, match=r"lacks 1 weight\(s\).*layers\.1\."):
+    with pytest.raises(ModelLoadError, match=r"found no weights for 1 parameter\(s\).*layers\.1\."):
         BACKENDS.get("hf")(str(broken), device="cpu")
 
 

@@ -2,13 +2,14 @@
 
 * A text checkpoint (Llama, SmolLM2, Qwen2/3) loads with `AutoModelForCausalLM`.
 * A composite (multimodal) checkpoint keeps its text model under `model.language_model`:
-  Qwen3.5 (text + vision), Gemma 4 E2B / E4B (text + vision + audio). Where transformers'
-  causal-LM mapping already sends the composite config to the text class (Qwen3.5 ->
-  `Qwen3_5ForCausalLM`), that is used. Where it sends it to the whole multimodal model
-  (Gemma 4 -> `Gemma4ForConditionalGeneration`, towers and all), we load the text config's
-  own causal-LM class instead (`Gemma4ForCausalLM`), renaming `model.language_model.*` to
-  `model.*`; the towers' weights are left on disk. A text weight missing from the checkpoint
-  is an error: a silently random layer would generate plausible-looking garbage.
+  Qwen3.5 (text + vision), Gemma 4 E2B / E4B (text + vision + audio). We load the text
+  config's own causal-LM class (`Qwen3_5ForCausalLM`, `Gemma4ForCausalLM`) with
+  `model.language_model.*` renamed to `model.*`; the towers' weights stay on disk. Left to
+  itself transformers does not do this everywhere: `AutoModelForCausalLM` maps Gemma 4 to
+  the whole multimodal model (towers and all), and in transformers 5.5 it maps Qwen3.5 to
+  the text class *without* renaming the weights, so every layer is silently random.
+* Every load asks transformers which weights it did not find: any missing weight is an
+  error, since a randomly initialised layer generates plausible-looking garbage.
 
 The decision reads transformers' own mappings, so a new family with the same layout needs
 no code here.
@@ -40,9 +41,8 @@ def dtype_kwarg(dtype: Any) -> dict[str, Any]:
 
 
 def text_model_class(config: Any) -> tuple[Any, Any] | None:
-    """(causal-LM class, text config) when `config` is a composite whose causal-LM mapping
-    would load the whole multimodal model; None when AutoModelForCausalLM already gives a
-    text-only model (plain checkpoints, Qwen3.5)."""
+    """(causal-LM class, text config) when `config` is a composite (multimodal) config whose
+    text config has a causal-LM class; None for a plain text checkpoint."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
     get_text = getattr(config, "get_text_config", None)
@@ -50,28 +50,21 @@ def text_model_class(config: Any) -> tuple[Any, Any] | None:
     if text is config:
         return None
     try:
-        text_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(text)]
+        return MODEL_FOR_CAUSAL_LM_MAPPING[type(text)], text
     except KeyError:
         return None  # no text-only class: the multimodal class is the only way in
-    try:
-        whole_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
-    except KeyError:
-        whole_cls = None
-    return None if whole_cls is text_cls else (text_cls, text)
 
 
-def _load_text_model(path: str, text_cls: Any, text_config: Any, **kwargs: Any) -> Any:
-    model, info = text_cls.from_pretrained(
-        path, config=text_config, key_mapping=TEXT_PREFIX, output_loading_info=True, **kwargs
-    )
+def _checked(path: str, loaded: tuple[Any, dict[str, Any]]) -> Any:
+    model, info = loaded
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         shown = ", ".join(missing[:3]) + (
             f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
         )
         raise ModelLoadError(
-            f"model {path!r}: the text model {text_cls.__name__} lacks {len(missing)} "
-            f"weight(s) in the checkpoint: {shown}"
+            f"model {path!r}: {type(model).__name__} found no weights for {len(missing)} "
+            f"parameter(s) in the checkpoint: {shown}"
         )
     return model
 
@@ -110,10 +103,15 @@ def load_model(
             tokenizer = AutoTokenizer.from_pretrained(path, **remote)
             config = AutoConfig.from_pretrained(path, **remote)
             text = text_model_class(config)
+            kwargs = {**remote, **dtype_kwarg(dtype), "output_loading_info": True}
             if text is None:
-                m = AutoModelForCausalLM.from_pretrained(path, **remote, **dtype_kwarg(dtype))
+                loaded = AutoModelForCausalLM.from_pretrained(path, **kwargs)
             else:
-                m = _load_text_model(path, *text, **remote, **dtype_kwarg(dtype))
+                text_cls, text_config = text
+                loaded = text_cls.from_pretrained(
+                    path, config=text_config, key_mapping=TEXT_PREFIX, **kwargs
+                )
+            m = _checked(model or path, loaded)
     except OSError as exc:  # offline hub, missing files, gated repo
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = "local folder" if Path(path).exists() else "Hugging Face hub (offline?)"
