@@ -151,7 +151,7 @@ class HFBackend:
         self._keep_kw = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None
         )
-        # transformers 5.2x renamed the forward's `past_key_values` to `cache` (the old name
+        # transformers 5.24 renamed the forward's `past_key_values` to `cache` (the old name
         # warns, and goes in 5.40); older versions know only the old one
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._torch = torch
