@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -24,7 +25,7 @@ from cppo_bench.backends import hf as hfmod
 from cppo_bench.backends.base import ModelLoadError
 from tests import tiny_models
 
-FAMILIES = ["llama", "qwen3_5", "gemma4"]
+FAMILIES = ["llama", "qwen3_5", "gemma4", "gemma3"]
 WORDS = tiny_models.WORDS
 LIMITS = [3, 11, 6, 14, 1, 9]  # max_tokens per request: every row leaves at its own step
 
@@ -128,6 +129,42 @@ def test_multimodal_checkpoints_load_their_text_model_only(
     with torch.no_grad():
         assert torch.allclose(backend.model(input_ids=ids).logits, whole(input_ids=ids).logits)
     assert backend.context == 256  # from the text config, not the composite one
+
+
+def legacy_layout(folder: str, dest: Path) -> str:
+    """A copy of a composite checkpoint with its text weights under `language_model.model.`
+    (how Gemma 3 checkpoints on the hub are laid out)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(folder, dest)
+    new, old = "model.language_model.", "language_model.model."
+    weights = load_file(dest / "model.safetensors")
+    weights = {(old + k[len(new) :] if k.startswith(new) else k): v for k, v in weights.items()}
+    assert any(k.startswith(old) for k in weights)
+    save_file(weights, dest / "model.safetensors", metadata={"format": "pt"})
+    return str(dest)
+
+
+def test_a_composite_in_another_layout_falls_back_to_the_whole_model(
+    tiny: dict[str, str], tmp_path: Path
+) -> None:
+    from transformers import AutoModelForCausalLM
+
+    legacy = legacy_layout(tiny["gemma3"], tmp_path / "gemma3")
+    # transformers' own answer: does the whole model's class map the legacy names back?
+    _, info = AutoModelForCausalLM.from_pretrained(legacy, output_loading_info=True)
+    if info["missing_keys"]:  # (transformers 5.5: no) then it is one clear error
+        with pytest.raises(ModelLoadError, match="found no weights for"):
+            BACKENDS.get("hf")(legacy, device="cpu")
+        return
+    backend = BACKENDS.get("hf")(legacy, device="cpu", dtype="float32")
+    whole = whole_model(tiny["gemma3"])  # the original folder, in the current layout
+    assert type(backend.model) is type(whole)  # every weight found, none random
+    ids = torch.tensor([chatmod.encode(backend.tokenizer, requests()[3])])
+    with torch.no_grad():
+        assert torch.equal(backend.model(input_ids=ids).logits, whole(input_ids=ids).logits)
 
 
 def test_missing_text_weights_are_one_error(tiny: dict[str, str], tmp_path) -> None:

@@ -11,6 +11,8 @@ template) that `AutoTokenizer` / the hf backend / vLLM load offline, and returns
 * ``tiny_gemma4(dest)``: a hub-shaped Gemma 4 (E2B / E4B layout): the composite ``gemma4``
   config (text + vision + audio) saved from ``Gemma4ForConditionalGeneration``, with
   per-layer inputs, sliding and full attention layers and KV-shared layers.
+* ``tiny_gemma3(dest)``: Gemma 3 (text + vision), saved by transformers in the legacy
+  ``language_model.model.*`` layout.
 
 The tokenizer is a byte-level BPE (Qwen's pre-tokenizer split) trained on ``WORDS``, so
 every word is one token and any text round-trips. The chat templates are small ones
@@ -256,7 +258,54 @@ def tiny_gemma4(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPL
     return _save(Gemma4ForConditionalGeneration(cfg), tok, dest)
 
 
-BUILDERS = {"llama": tiny_llama, "qwen3_5": tiny_qwen35, "gemma4": tiny_gemma4}
+def tiny_gemma3(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE) -> Path:
+    """Gemma 3 (text + vision). transformers saves it in the legacy layout
+    (`language_model.model.*`), which only the multimodal class maps back: the loader's
+    fallback path."""
+    import torch
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+
+    tok = tiny_tokenizer(chat_template, eos="<end_of_turn>")
+    torch.manual_seed(seed)
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "sliding_window": 4,
+        "max_position_embeddings": 256,
+        **_ids(tok),
+    }
+    vision = {
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "image_size": 28,
+        "patch_size": 14,
+    }
+    unk = tok.unk_token_id  # no image tokens in text prompts
+    cfg = Gemma3Config(
+        text_config=text,
+        vision_config=vision,
+        mm_tokens_per_image=4,
+        image_token_index=unk,
+        boi_token_index=unk,
+        eoi_token_index=unk,
+    )
+    cfg.eos_token_id = tok.eos_token_id
+    return _save(Gemma3ForConditionalGeneration(cfg), tok, dest)
+
+
+BUILDERS = {
+    "llama": tiny_llama,
+    "qwen3_5": tiny_qwen35,
+    "gemma4": tiny_gemma4,
+    "gemma3": tiny_gemma3,
+}
 
 
 def build(family: str, dest: Path, seed: int = 0) -> Path:

@@ -4,7 +4,9 @@
 * A composite (multimodal) checkpoint keeps its text model under `model.language_model`:
   Qwen3.5 (text + vision), Gemma 4 E2B / E4B (text + vision + audio). We load the text
   config's own causal-LM class (`Qwen3_5ForCausalLM`, `Gemma4ForCausalLM`) with
-  `model.language_model.*` renamed to `model.*`; the towers' weights stay on disk. Left to
+  `model.language_model.*` renamed to `model.*`; the towers' weights stay on disk (a
+  composite laid out otherwise falls back to what `AutoModelForCausalLM` gives, if that
+  finds every weight). Left to
   itself transformers does not do this everywhere: `AutoModelForCausalLM` maps Gemma 4 to
   the whole multimodal model (towers and all), and in transformers 5.5 it maps Qwen3.5 to
   the text class *without* renaming the weights, so every layer is silently random.
@@ -105,13 +107,22 @@ def load_model(
             text = text_model_class(config)
             kwargs = {**remote, **dtype_kwarg(dtype), "output_loading_info": True}
             if text is None:
-                loaded = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+                m = _checked(model or path, AutoModelForCausalLM.from_pretrained(path, **kwargs))
             else:
                 text_cls, text_config = text
                 loaded = text_cls.from_pretrained(
                     path, config=text_config, key_mapping=TEXT_PREFIX, **kwargs
                 )
-            m = _checked(model or path, loaded)
+                try:
+                    m = _checked(model or path, loaded)
+                except ModelLoadError:
+                    # a composite laid out otherwise (not under model.language_model): the
+                    # whole model, if transformers finds every weight of it, else the error
+                    # about the text model
+                    whole = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+                    if whole[1].get("missing_keys"):
+                        raise
+                    m = whole[0]
     except OSError as exc:  # offline hub, missing files, gated repo
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = "local folder" if Path(path).exists() else "Hugging Face hub (offline?)"
