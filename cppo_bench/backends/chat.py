@@ -15,6 +15,18 @@ from cppo_bench.backends.base import GenRequest
 
 CHAT_MODES = ("auto", "template", "plain")  # backend option `chat`
 
+# backend option `enable_thinking`, handed to the chat template. The study's prompts ask for
+# a direct answer (a plan list, one code block), so it is False unless asked otherwise:
+# Qwen3-family templates (Qwen3.5 included) open a <think> block when the key is absent.
+# Templates that do not read the key render the same text either way. None: pass nothing.
+DEFAULT_ENABLE_THINKING: bool | None = False
+
+
+def check_enable_thinking(value: object) -> None:
+    """One clear error for an enable_thinking that is not true, false or null."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"enable_thinking must be true, false or null, got {value!r}")
+
 
 def has_chat_template(tokenizer: Any) -> bool:
     return bool(getattr(tokenizer, "chat_template", None))
@@ -43,23 +55,36 @@ def uses_template(tokenizer: Any, chat: str = "auto") -> bool:
     return has_chat_template(tokenizer)
 
 
-def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]], chat: str = "auto") -> str:
+def render_messages(
+    tokenizer: Any,
+    messages: Sequence[dict[str, str]],
+    chat: str = "auto",
+    enable_thinking: bool | None = DEFAULT_ENABLE_THINKING,
+) -> str:
     if not uses_template(tokenizer, chat):
         return plain_prompt(messages)
+    check_enable_thinking(enable_thinking)
     msgs = [dict(m) for m in messages]
     prefill = msgs[-1]["role"] == "assistant"
     kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": not prefill}
     if prefill:
         kwargs["continue_final_message"] = True
+    if enable_thinking is not None:
+        kwargs["enable_thinking"] = enable_thinking  # a template variable, like vLLM's
     return tokenizer.apply_chat_template(msgs, **kwargs)
 
 
-def render(tokenizer: Any, request: GenRequest, chat: str = "auto") -> str:
+def render(
+    tokenizer: Any,
+    request: GenRequest,
+    chat: str = "auto",
+    enable_thinking: bool | None = DEFAULT_ENABLE_THINKING,
+) -> str:
     """The prompt text of one request."""
     if request.prompt is not None:
         return request.prompt
     assert request.messages is not None
-    return render_messages(tokenizer, request.messages, chat)
+    return render_messages(tokenizer, request.messages, chat, enable_thinking)
 
 
 def templated(tokenizer: Any, request: GenRequest, chat: str = "auto") -> bool:
@@ -67,8 +92,13 @@ def templated(tokenizer: Any, request: GenRequest, chat: str = "auto") -> bool:
     return request.messages is not None and uses_template(tokenizer, chat)
 
 
-def encode(tokenizer: Any, request: GenRequest, chat: str = "auto") -> list[int]:
+def encode(
+    tokenizer: Any,
+    request: GenRequest,
+    chat: str = "auto",
+    enable_thinking: bool | None = DEFAULT_ENABLE_THINKING,
+) -> list[int]:
     """Prompt token ids. Template output already holds its special tokens, so no second BOS."""
-    text = render(tokenizer, request, chat)
+    text = render(tokenizer, request, chat, enable_thinking)
     add_special = not templated(tokenizer, request, chat)
     return list(tokenizer(text, add_special_tokens=add_special)["input_ids"])

