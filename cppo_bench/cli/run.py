@@ -32,6 +32,43 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def strict_plans(method: str, method_options: dict[str, Any]) -> None:
+    """--strict-plans: no fill rule; an invalid tuple's branches count as failed."""
+    from cppo_bench.methods import METHODS
+
+    fields = getattr(METHODS.get(method).options_type, "__dataclass_fields__", {})
+    if "fill" not in fields:
+        raise click.UsageError(
+            f"--strict-plans: method {method!r} has no plan tuples to be strict about "
+            "(it applies to cppo)"
+        )
+    if method_options.get("fill") not in (None, "fail"):
+        raise click.UsageError(f"--strict-plans contradicts --fill {method_options['fill']}")
+    method_options["fill"] = "fail"
+
+
+def backend_as_model(opts: dict[str, Any]) -> None:
+    """`--model hf` (a backend name given as the model, as lm-eval's `--model hf` reads) is
+    the backend, with its default model: recognised here instead of asking the hub for a
+    model called 'hf' (which retries for a minute before failing)."""
+    from cppo_bench.backends import BACKENDS
+
+    model = opts["model"]
+    if model is None or model not in BACKENDS.names() or Path(model).exists():
+        return
+    source = click.get_current_context().get_parameter_source("backend")
+    if source is not None and source.name != "DEFAULT" and opts["backend"] != model:
+        raise click.UsageError(
+            f"--model {model!r} is a backend name, not a model, and --backend is "
+            f"{opts['backend']!r}: give the model id or path in --model"
+        )
+    click.echo(
+        f"note: --model {model} is a backend name; using --backend {model} with its default model",
+        err=True,
+    )
+    opts["backend"], opts["model"] = model, None
+
+
 def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     """Manifest tags that let `cppo-bench report` place a trained checkpoint's run."""
     if opts["trained"] is None:
@@ -54,6 +91,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "-k",
     "--k",
+    "--n",  # lm-eval / LiveCodeBench spelling
     "k",
     default=4,
     show_default=True,
@@ -75,10 +113,19 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
 @click.option("--temperature", default=0.7, show_default=True, type=float)
-@click.option("--top-p", default=0.95, show_default=True, type=float)
-@click.option("--max-tokens", default=2048, show_default=True, type=click.IntRange(1))
+@click.option("--top-p", "--top_p", "top_p", default=0.95, show_default=True, type=float)
+@click.option(
+    "--max-tokens",
+    "--max_tokens",
+    "max_tokens",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(1),
+)
 @click.option(
     "--out",
+    "--output_path",  # lm-eval's spelling
+    "out",
     default="runs",
     show_default=True,
     type=click.Path(path_type=Path),
@@ -92,6 +139,12 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--strategies", help="fixed_strategy: ';'-separated hints, or @FILE (one a line).")
 @click.option("--fill", type=click.Choice(["cycle", "generic"]), help="cppo: short-tuple rule.")
+@click.option(
+    "--strict-plans",
+    is_flag=True,
+    help="cppo: a tuple that breaks the PLAN contract scores its branches as failed "
+    "instead of being filled (sets -m fill=fail).",
+)
 @click.option(
     "-m",
     "--method-option",
@@ -148,6 +201,9 @@ def run(**opts: Any) -> None:
         raise click.ClickException(str(exc)) from None
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "-m/--method-option"))
+    if opts["strict_plans"]:
+        strict_plans(opts["method"], method_options)
+    backend_as_model(opts)
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
@@ -205,6 +261,39 @@ def run(**opts: Any) -> None:
         print_seed_table(results)
 
 
+def registered_names(what: str) -> list[str]:
+    if what == "method":
+        from cppo_bench.methods import METHODS
+
+        return METHODS.names()
+    from cppo_bench.benchmarks import BENCHMARKS
+
+    return BENCHMARKS.names()
+
+
+def unmatched_filter(out: Path, bench: str | None, method: str | None) -> None:
+    """A --bench / --method that matches no stored run is an error naming what exists (a
+    typo such as `--method dirct` must not read as "no runs yet")."""
+    from cppo_bench.runindex import scan
+
+    runs_ = scan(out).runs
+    parts = []
+    for flag, value, attr in (("--bench", bench, "bench"), ("--method", method, "method")):
+        if value is None:
+            continue
+        stored = sorted({getattr(r.manifest, attr) for r in runs_})
+        if value not in stored:
+            known = registered_names(attr)
+            hint = "" if value in known else f" (not a known {attr}: {', '.join(known)})"
+            parts.append(
+                f"{flag} {value!r} matches no stored run{hint}; stored: "
+                f"{', '.join(stored) or 'none'}"
+            )
+    if not parts:
+        parts.append(f"no stored run has both --bench {bench!r} and --method {method!r}")
+    raise click.ClickException(f"under {out}: " + "; ".join(parts))
+
+
 _OUT = click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
 
 
@@ -227,6 +316,8 @@ def runs(
         rows = run_rows(out, bench=bench, method=method)
     except DataError as exc:
         raise click.ClickException(str(exc)) from None
+    if (bench or method) and not any("bench" in r for r in rows):
+        unmatched_filter(out, bench, method)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row, sort_keys=True))
@@ -258,6 +349,8 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None
         and (bench is None or r.manifest.bench == bench)
         and (method is None or r.manifest.method == method)
     ]
+    if not todo and (bench or method):
+        unmatched_filter(out, bench, method)
     if not todo:
         click.echo(f"no sharded runs under {out}")
         return

@@ -72,6 +72,7 @@ class RichReporter:
 
 def print_summary(result: Any, skipped: int = 0) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     s, st, t, k = result.summary, result.stats, result.timings, result.manifest.k
@@ -90,6 +91,9 @@ def print_summary(result: Any, skipped: int = 0) -> None:
     table.add_row(f"pass@{k}", f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']})")
     if s["maj_at_k"] is not None:
         table.add_row(f"maj@{k}", _fmt(s["maj_at_k"]))
+    validity = validity_text(result.records)
+    if validity:
+        table.add_row("plans", escape(validity))
     table.add_row(
         "tokens",
         f"planner {s['planner_tokens']} ({s['planner_tokens'] / n:.1f}/problem), "
@@ -111,6 +115,13 @@ def print_summary(result: Any, skipped: int = 0) -> None:
     console.print(table)
 
 
+def validity_text(records: list[Any]) -> str:
+    """The tuple validity / fallback line of a run ('' for a method with nothing to say)."""
+    from cppo_bench.validity import run_tally
+
+    return run_tally(records).text()
+
+
 def print_seed_table(results: list[Any]) -> None:
     from rich.console import Console
 
@@ -127,6 +138,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
     not skipped, and so is what keeps a sharded run from merging."""
     from cppo_bench.runindex import scan
     from cppo_bench.scoring import summarize
+    from cppo_bench.validity import run_tally
 
     store = scan(out)
     rows: list[dict] = [
@@ -142,6 +154,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             rows.append({"path": str(run.path), "status": f"unreadable: {exc}"})
             continue
         s = summarize(list(records.values()), m.k)
+        tally = run_tally(records.values())
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
@@ -158,6 +171,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "maj_at_k": s["maj_at_k"],
             "status": status,
             "created_at": m.created_at,
+            "validity": tally.to_dict(),
+            "validity_text": tally.text(),
         }
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]
@@ -177,12 +192,13 @@ def print_runs(rows: list[dict], out: Path) -> None:
         console.print(f"no runs under {out}")
         return
     table = Table(title=f"runs under {out}")
-    for col in ("bench", "method", "model", "K", "seed", "done", "pass@K", "status", "run"):
+    cols = ("bench", "method", "model", "K", "seed", "done", "pass@K", "plans", "status", "run")
+    for col in cols:
         table.add_column(col, overflow="fold")
     for r in rows:
         name = Path(r["path"]).name  # bench/method/model are the other columns
         if "bench" not in r:
-            table.add_row(*["-"] * 7, r["status"], r["path"])
+            table.add_row(*["-"] * 8, r["status"], r["path"])
             continue
         if r.get("shards"):
             name += f" ({len(r['shards'])} shards)"
@@ -199,6 +215,7 @@ def print_runs(rows: list[dict], out: Path) -> None:
             str(r["seed"]),
             f"{r['done']}/{r['total']}",
             score,
+            r["validity_text"] or "-",
             r["status"],
             name,
         )

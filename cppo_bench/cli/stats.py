@@ -108,39 +108,65 @@ def stats() -> None:
 @_source
 @click.option("--k", "k_text", default="1,2,4", show_default=True, help="Comma-separated K.")
 @_scoring
+@click.option(
+    "--spread",
+    type=click.Choice(["study", "seed-std", "bootstrap-se"]),
+    default="study",
+    show_default=True,
+    help="The ±, named next to it. study: trained methods std over training seeds, "
+    "inference-only bootstrap SE over problems (as `report`); seed-std or bootstrap-se: "
+    "that one for every method.",
+)
+@click.option(
+    "--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
+    help="Bootstrap resamples of the SE (the report's default).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def passk(runs, csv_path, bench, k_text, estimator, select, seed, as_json) -> None:
-    """pass@K per benchmark and method: mean ± std over seeds (trained) or problems (one seed)."""
-    from cppo_bench.metrics import mean_std
+def passk(
+    runs, csv_path, bench, k_text, estimator, select, seed, spread, resamples, as_json
+) -> None:
+    """pass@K per benchmark and method: mean ± the study's uncertainty (trained: std over
+    training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
+    from cppo_bench.metrics.cells import stats_cells
 
     with _clean_errors():
         rows, ks = _load(runs, csv_path, bench), _ks(k_text)
         cells: dict[tuple[str, str], dict[int, Any]] = {}
+        warnings: list[str] = []
         for k in ks:
-            for b, methods in _scores(rows, k, estimator, select, seed).items():
-                for m, seeds in methods.items():
-                    mat = [list(seeds[s].values()) for s in sorted(seeds)]
-                    if len({len(r) for r in mat}) > 1:  # seeds cover different problems:
-                        # over seeds, mean_std reads each seed's mean only, so keep just that
-                        mat = [[sum(r) / len(r)] for r in mat]
-                    cells.setdefault((b, m), {})[k] = (
-                        mean_std(mat, trained=len(mat) > 1),
-                        len(mat),
-                    )
+            got, warned = stats_cells(
+                rows, _scores(rows, k, estimator, select, seed), k, spread, resamples, seed
+            )
+            warnings += [w for w in warned if w not in warnings]
+            for c in got:
+                cells.setdefault((c.benchmark, c.method), {})[k] = c
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
     if as_json:
-        out = [
-            {"benchmark": b, "method": m, "seeds": n, "k": k, "mean": v.mean, "std": v.std, "std_over": v.over}
-            for (b, m), per_k in sorted(cells.items()) for k, (v, n) in per_k.items()
-        ]  # fmt: skip
+        out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
         click.echo(json.dumps(out, indent=1))
         return
-    body = [
-        [b, m, str(next(iter(per_k.values()))[1])] + [str(per_k[k][0]) for k in ks]
-        for (b, m), per_k in sorted(cells.items())
-    ]
+    body, notes = [], []
+    for (b, m), per_k in sorted(cells.items()):
+        first = next(iter(per_k.values()))
+        line = [b, m, str(len(first.seeds))]
+        line += [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
+        line += [first.tally.text() or "-"]
+        body.append(line)
+        if first.missing_text() and first.missing_text() not in notes:
+            notes.append(first.missing_text())
     _table(
-        f"pass@K ({estimator})", ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks], body
+        f"pass@K ({estimator})",
+        ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks] + ["plans"],
+        body,
     )
+    for note in notes:
+        click.echo(f"missing: {note}")
+
+
+def _pm(u: Any) -> str:
+    """'0.625 ± 0.086 (bootstrap SE, n=32, 3 seeds)': the ± named, with its coverage."""
+    return str(u)
 
 
 @stats.command("bootstrap")
@@ -194,7 +220,7 @@ def bootstrap(
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",
-         f"{r['p_value']:.4f}", "†" if r["significant"] else "", f"{r['problems']} (-{r['dropped']})"]
+         f"{r['p_value']:.4f}", "†" if r["significant"] else "", _shared(r['problems'], r['dropped'])]
         for r in out
     ]  # fmt: skip
     cols = [
@@ -208,6 +234,11 @@ def bootstrap(
         "problems",
     ]
     _table(f"hierarchical bootstrap, {resamples} resamples, seed {seed}", cols, body)
+
+
+def _shared(problems: int, dropped: int) -> str:
+    """'30 shared (2 not in every run)' instead of '30 (-2)'."""
+    return f"{problems} shared ({dropped} not in every run)" if dropped else str(problems)
 
 
 @stats.command("seeds")
