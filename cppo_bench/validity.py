@@ -43,6 +43,10 @@ def tuple_flags(report: Mapping[str, Any], finish: str | None = None) -> dict[st
         "truncated": finish == "length",
         "repaired": report.get("parse_mode") == "numbered" or (k > 0 and count > k),
         "failed": bool(report.get("strict_failed")),
+        # filled with the generic plan: no idea of the planner's in the slot (the generic
+        # rule, or a cycle over nothing when no method parsed)
+        "generic": bool(report.get("filled"))
+        and (report.get("fill_rule") == "generic" or count == 0),
     }
 
 
@@ -81,7 +85,7 @@ class Tally:
     def to_dict(self) -> dict[str, Any]:
         return {
             "tuples": self.tuples,
-            **{kind: self.counts[kind] for kind in TUPLE_KINDS},
+            **{kind: self.counts[kind] for kind in (*TUPLE_KINDS, "generic")},
             "fallbacks": dict(sorted(self.fallbacks.items())),
             "degraded": self.degraded(),
         }
@@ -92,7 +96,10 @@ class Tally:
         parts = []
         if self.tuples:
             c = self.counts
-            detail = f"{c['filled']} filled, {c['truncated']} truncated, {c['repaired']} repaired"
+            filled = f"{c['filled']} filled"
+            if c["generic"]:
+                filled += f" ({c['generic']} with the generic plan)"
+            detail = f"{filled}, {c['truncated']} truncated, {c['repaired']} repaired"
             if c["failed"]:
                 detail += f", {c['failed']} failed (strict)"
             parts.append(f"{self.valid}/{self.tuples} tuples valid ({detail})")

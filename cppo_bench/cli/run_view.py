@@ -88,7 +88,15 @@ def print_summary(result: Any, skipped: int = 0) -> None:
         + (f"; {skipped} source records skipped" if skipped else ""),
     )
     solved = sum(r.passed for r in result.records)
-    table.add_row(f"pass@{k}", f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']})")
+    m = result.manifest
+    total = m.dataset_size
+    cover = ""
+    if total and s["problems"] < total:  # a --limit or --shard run: not the whole benchmark
+        cover = f"; n={s['problems']}/{total} partial: {total} problems in the benchmark"
+    table.add_row(
+        f"pass@{k}",
+        f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']}) solved, seed {m.seed}{cover}",
+    )
     if s["maj_at_k"] is not None:
         table.add_row(f"maj@{k}", _fmt(s["maj_at_k"]))
     validity = validity_text(result.records)
@@ -130,7 +138,11 @@ def print_seed_table(results: list[Any]) -> None:
     per_seed = ", ".join(f"seed {r.manifest.seed}: {_fmt(r.summary['pass_at_k'])}" for r in results)
     mean = statistics.fmean(values) if values else None
     std = statistics.stdev(values) if len(values) > 1 else 0.0
-    Console().print(f"pass@{k} over seeds: {_fmt(mean)} +- {std:.3f} ({per_seed})")
+    n = len(values)
+    Console().print(
+        f"pass@{k} over seeds: {_fmt(mean)} ± {std:.3f} (sd over {n} sampling seeds; {per_seed})",
+        highlight=False,
+    )
 
 
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:

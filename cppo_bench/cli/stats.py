@@ -92,7 +92,10 @@ def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
         table.add_column(c, justify="left" if c in ("benchmark", "method") else "right")
     for line in body:
         table.add_row(*line)
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped or logged: never fold a labelled number
+        console = Console(width=100_000)
+    console.print(table)
 
 
 @click.group("stats")

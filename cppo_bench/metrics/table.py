@@ -11,7 +11,8 @@ CSV schema (a header row; comma-separated; one row per benchmark, method, seed a
     seed          optional  training seed (int, default 0; inference-only methods use one)
     trained       optional  the trained checkpoint's tag (e.g. cppo, pkpo); empty for an
                   inference-only method. Decides the ± `stats passk` shows (std over
-                  training seeds vs bootstrap SE over problems)
+                  training seeds vs bootstrap SE over problems); without the column, a
+                  method with several seeds counts as trained
     benchmark     optional  default "-"
     planner_tokens, solver_tokens   optional  decoded tokens for the problem
 
@@ -22,6 +23,7 @@ the row scores `passed` whatever k is asked.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -148,7 +150,23 @@ def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
             )
     if not rows:
         raise DataError(f"{path}: no data rows")
+    if "trained" not in header:
+        rows = _trained_by_seeds(rows)
     return rows
+
+
+def _trained_by_seeds(rows: list[OutcomeRow]) -> list[OutcomeRow]:
+    """A CSV without a `trained` column: `seed` is a training seed (schema above), so a
+    method with several seeds is a trained one (its ± is the std over them)."""
+    seeds: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for r in rows:
+        seeds[(r.benchmark, r.method)].add(r.seed)
+    return [
+        dataclasses.replace(r, trained="(several seeds)")
+        if len(seeds[(r.benchmark, r.method)]) > 1
+        else r
+        for r in rows
+    ]
 
 
 def tuple_texts(record: object) -> tuple[tuple[str, ...], ...]:
