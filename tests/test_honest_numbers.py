@@ -218,3 +218,52 @@ def test_trained_runs_are_std_over_training_seeds_in_both(tmp_path, demo):
     ]
     assert st["spread_kind"] == "seed_std" and np.std(means) > 0
     assert st["spread"] == pytest.approx(np.std(means, ddof=1))
+
+
+def _gen_lines(out: Path) -> int:
+    runs = list(iter_runs(out)) if out.exists() else []
+    cache = runs[0] / "gen_cache.jsonl" if runs else None
+    return cache.read_text().count("\n") if cache and cache.exists() else 0
+
+
+def test_sigint_keeps_every_finished_generation_and_prints_the_resume_command(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests_paths import toy_env
+
+    out = tmp_path / "runs"
+    # one chunk of 4 problems x 4 branches: no record is stored before the chunk ends,
+    # so what survives the interrupt is the per-generation cache
+    cmd = [sys.executable, "-m", "cppo_bench", "run", "--method", "direct", "--bench", "demo",
+           "--limit", "4", "--backend", "run_scripted:make", "--out", str(out), "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(
+        [*cmd, "-b", "delay_s=0.2"], env=toy_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and _gen_lines(out) < 3:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    seen = _gen_lines(out)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    kept = _gen_lines(out)
+    assert 3 <= seen <= kept < 16  # nothing lost, and not the whole chunk
+    (run_dir,) = iter_runs(out)
+    assert not read_records(run_dir)  # the chunk never finished: only the cache holds work
+    text = " ".join(err.split())
+    assert "stored 0 of 4 problems" in text and f"{kept} finished generations" in text
+    resume = err.split("resume with: ", 1)[1].splitlines()[0]
+    assert resume.startswith("cppo-bench run --method direct --bench demo --limit 4")
+    assert "Traceback" not in err
+    # the printed command resumes: the kept generations are served from the cache
+    again = subprocess.run(
+        [sys.executable, "-m", "cppo_bench", *resume.split()[1:]], env=toy_env(),
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert f"{kept} cached, {16 - kept} generated" in " ".join(again.stdout.split())

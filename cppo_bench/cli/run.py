@@ -32,6 +32,18 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def resume_command() -> str:
+    """The command line that resumes this run: the same command (finished problems are
+    skipped, finished generations come from the run's cache)."""
+    import shlex
+    import sys
+
+    args = sys.argv[1:]
+    if not args or args[0] != "run":  # not started from a shell (e.g. in-process)
+        return "the same `cppo-bench run` command"
+    return "cppo-bench " + shlex.join(args)
+
+
 def strict_plans(method: str, method_options: dict[str, Any]) -> None:
     """--strict-plans: no fill rule; an invalid tuple's branches count as failed."""
     from cppo_bench.methods import METHODS
@@ -182,7 +194,12 @@ def run(**opts: Any) -> None:
     generations are served from the run's generation cache.
     """
     from cppo_bench.backends.base import ModelLoadError, SamplingParams
-    from cppo_bench.cli.run_view import RichReporter, print_seed_table, print_summary
+    from cppo_bench.cli.run_view import (
+        RichReporter,
+        print_interrupted,
+        print_seed_table,
+        print_summary,
+    )
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
     from cppo_bench.runstore import parse_shard
@@ -241,14 +258,19 @@ def run(**opts: Any) -> None:
                     f" shard {opts['shard']}" if shard else ""
                 )
                 with RichReporter(title, opts["k"], opts["quiet"]) as rep:
-                    result = execute(
-                        spec,
-                        loaded.problems,
-                        backend,
-                        opts["out"],
-                        data_source=loaded.source or opts["bench"],
-                        reporter=rep,
-                    )
+                    try:
+                        result = execute(
+                            spec,
+                            loaded.problems,
+                            backend,
+                            opts["out"],
+                            data_source=loaded.source or opts["bench"],
+                            reporter=rep,
+                        )
+                    except KeyboardInterrupt:
+                        rep.__exit__(None, None, None)  # the bar off the screen first
+                        print_interrupted(rep.run_dir, rep.total, resume_command())
+                        raise
                 print_summary(result, skipped=len(loaded.errors))
                 results.append(result)
     except (DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError) as exc:

@@ -28,7 +28,8 @@ class RichReporter:
         )
 
         self.k = k
-        self.passed = self.done = 0
+        self.passed = self.done = self.total = 0
+        self.run_dir: Path | None = None
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -52,6 +53,7 @@ class RichReporter:
         return f"{self.passed / self.done:.3f}" if self.done else "-"
 
     def start(self, run_dir: Path, total: int, done: list[Any]) -> None:
+        self.run_dir, self.total = run_dir, total  # what an interrupt reports on
         self.done, self.passed = len(done), sum(r.passed for r in done)
         self.progress.update(self.task, total=total, completed=self.done, passk=self._passk())
 
@@ -121,6 +123,33 @@ def print_summary(result: Any, skipped: int = 0) -> None:
         f"which {t.wait_s:.1f} waited for, harness {harness:.1f})",
     )
     console.print(table)
+
+
+def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
+    """What an interrupted run kept, and the command that resumes it (to stderr)."""
+    import click
+
+    from cppo_bench.gencache import GEN_CACHE
+    from cppo_bench.runstore import read_records
+
+    if run_dir is None:
+        click.echo("interrupted before any generation: nothing stored", err=True)
+    else:
+        try:
+            records = len(read_records(run_dir))
+        except DataError:
+            records = 0
+        cache = run_dir / GEN_CACHE
+        gens = 0
+        if cache.exists():
+            with open(cache, "rb") as fh:
+                gens = sum(1 for line in fh if line.endswith(b"\n"))
+        click.echo(
+            f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
+            f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",
+            err=True,
+        )
+    click.echo(f"resume with: {resume}", err=True)
 
 
 def validity_text(records: list[Any]) -> str:
