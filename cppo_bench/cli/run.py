@@ -32,6 +32,18 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
+    """Read / kept / dropped-and-why (stderr), and how many of the kept ones --limit uses."""
+    from cppo_bench.loadreport import load_line
+
+    click.echo(load_line(bench, loaded), err=True)
+    n = len(loaded.problems)
+    if limit is not None and limit < n:
+        click.echo(
+            f"--limit {limit}: the first {limit} of these {n} problems (a partial run)", err=True
+        )
+
+
 def resume_command() -> str:
     """The command line that resumes this run: the same command (finished problems are
     skipped, finished generations come from the run's cache)."""
@@ -162,7 +174,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     "--method-option",
     multiple=True,
     metavar="KEY=VAL",
-    help="Any method option, e.g. -m planner_max_tokens=512 -m n_skills=4.",
+    help="Any option of the method, e.g. -m planner_max_tokens=512 (cppo), -m n_skills=4 (skills).",
 )
 @click.option("--base-url", default=None, help="openai backend: server URL.")
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Backend batch size.")
@@ -230,6 +242,7 @@ def run(**opts: Any) -> None:
         loaded = load_problems(
             opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
         )
+        say_what_was_loaded(opts["bench"], loaded, opts["limit"])
         label = opts["model"] or default_model_label(
             opts["backend"], backend_factory(opts["backend"])
         )
