@@ -8,7 +8,8 @@ the report cell), and `degraded` marks a run whose valid share is below a thresh
 
 Per tuple (one planner tuple's validity report, see cppo_bench.plans.ValidityReport):
 
-- valid: every rule of the PLAN contract holds as parsed (nothing filled or cut);
+- valid: every rule of the PLAN contract holds as parsed (nothing filled, cut or
+  repaired: the validity report's verdict, less the repaired tuples);
 - filled: at least one slot was completed by the fill rule (cycle or generic plan);
 - truncated: the planner's completion hit its token cap (finish reason "length");
 - repaired: usable only after a repair: parsed by the numbered-list fallback parser, or
@@ -37,11 +38,13 @@ def tuple_flags(report: Mapping[str, Any], finish: str | None = None) -> dict[st
     """The kinds (see module doc) one tuple's validity report and planner finish reason
     say it is."""
     k, count = int(report.get("k", 0) or 0), int(report.get("count", 0) or 0)
+    repaired = report.get("parse_mode") == "numbered" or (k > 0 and count > k)
     return {
-        "valid": bool(report.get("valid")),
+        # a repaired tuple may pass every rule once repaired; it still broke the contract
+        "valid": bool(report.get("valid")) and not repaired,
         "filled": bool(report.get("filled")),
         "truncated": finish == "length",
-        "repaired": report.get("parse_mode") == "numbered" or (k > 0 and count > k),
+        "repaired": repaired,
         "failed": bool(report.get("strict_failed")),
         # filled with the generic plan: no idea of the planner's in the slot (the generic
         # rule, or a cycle over nothing when no method parsed)

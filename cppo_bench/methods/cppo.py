@@ -42,6 +42,7 @@ from cppo_bench.methods.base import (
 from cppo_bench.plans import ValidityReport, fill_plans, parse_plans, plan_tuple, validate_plans
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
+from cppo_bench.validity import tuple_flags
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class CPPO(Method):
             plans, report = plan_tuple(text, opts.tuple_size, fill=fill, problem=p)
             rng = random.Random(ctx.seed_for(p, "select", t))
             idx = select_indices(opts.select, opts.tuple_size, m, rng)
-            failed = strict and not report.valid
+            failed = strict and not contract_valid(report)
             if strict:
                 report.filled, report.fill_rule = [], None  # nothing is filled in strict mode
             out.plans.append(plans)
@@ -152,10 +153,15 @@ class CPPO(Method):
         plans, filled = fill_plans(got, k, "cycle" if strict else opts.fill)
         if filled and not strict:
             report.filled, report.fill_rule = filled, opts.fill
-        failed = strict and not report.valid
+        failed = strict and not contract_valid(report)
         out.plans.append(plans)
         out.plan_validity.append(_report_dict(report, failed))
         return [(None if failed else plan, 0) for plan in plans]
+
+
+def contract_valid(report: ValidityReport) -> bool:
+    """Valid as the tallies count it (cppo_bench.validity): a repaired tuple is not."""
+    return tuple_flags(report.to_dict())["valid"]
 
 
 def _report_dict(report: ValidityReport, strict_failed: bool) -> dict[str, Any]:
