@@ -310,6 +310,8 @@ def _tooltip(cell: Cell) -> str:
         parts.append(f"{cell.n_problems} problems")
     if cell.spread_over:
         parts.append(f"± over {cell.spread_over}")
+    if cell.validity:
+        parts.append(cell.validity)
     if cell.p_value is not None:
         parts.append(f"p = {cell.p_value:.4f}")
     return ", ".join(parts)
