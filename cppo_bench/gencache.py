@@ -10,6 +10,7 @@ cached never even loads the model (the inner backend is built on the first miss)
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -99,6 +100,17 @@ class GenCache:
             fh.flush()
 
 
+def _takes_on_result(backend: Backend) -> bool:
+    """The backend streams (`streams_results`) and its generate takes on_result (a
+    subclass may override generate without it)."""
+    if not getattr(backend, "streams_results", False):
+        return False
+    try:
+        return "on_result" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
+
+
 def generate_streaming(
     backend: Backend,
     requests: Sequence[GenRequest],
@@ -107,7 +119,7 @@ def generate_streaming(
 ) -> list[GenResult]:
     """`backend.generate`, with `on_result` called for each result: as it finishes when
     the backend streams (`streams_results`), else after the whole batch."""
-    if on_result is not None and getattr(backend, "streams_results", False):
+    if on_result is not None and _takes_on_result(backend):
         return backend.generate(requests, progress, on_result=on_result)  # type: ignore[call-arg]
     results = backend.generate(requests, progress)
     if on_result is not None:

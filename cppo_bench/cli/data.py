@@ -75,7 +75,8 @@ def show(
             click.echo(f"skipped: {error}", err=True)
         for note in result.notes:
             click.echo(f"note: {note}", err=True)
-        click.echo(load_line(bench, result), err=True)
+        if result.dropped or result.errors:  # a pipe stays quiet unless something was left out
+            click.echo(load_line(bench, result), err=True)
         return
     Console().print(*summary_renderables(bench, result))
 
