@@ -267,3 +267,22 @@ def test_sigint_keeps_every_finished_generation_and_prints_the_resume_command(tm
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert f"{kept} cached, {16 - kept} generated" in " ".join(again.stdout.split())
+
+
+def test_stats_names_the_problems_a_seed_lacks(tmp_path, demo):
+    for seed, limit in ((0, 3), (1, 2)):
+        args = ["run", "--method", "direct", "--bench", "demo", "--limit", str(limit),
+                "--seeds", str(seed), "-k", "1", "--out", str(tmp_path), "--quiet"]  # fmt: skip
+        assert invoke(args, ScriptedBackend(demo)).exit_code == 0
+    lacking = demo[2].problem_id
+    res = CliRunner().invoke(main, ["stats", "passk", "--runs", str(tmp_path), "--k", "1"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert f"seed 1 lacks 1 problem(s) ({lacking})" in text
+    assert "the 2 problems all seeds share are used" in text
+    (cell,) = json.loads(
+        CliRunner()
+        .invoke(main, ["stats", "passk", "--runs", str(tmp_path), "--k", "1", "--json"])
+        .output
+    )
+    assert cell["missing"] == {"1": [lacking]} and cell["problems"] == 2
