@@ -1,7 +1,8 @@
 """Generation cache: every generation a run made, keyed by model + prompt + sampling + seed.
 
 `gen_cache.jsonl` in the run directory is append-only: one line per finished generation,
-written and flushed as soon as its batch returns. `CachedBackend` wraps a backend, serves
+written and flushed as soon as it finishes (backends that stream results: hf, openai) or
+its batch returns (the others, e.g. vllm's offline engine). `CachedBackend` wraps a backend, serves
 hits from the file and sends all misses to the real backend in one batch, so a resumed or
 re-verified run never regenerates what it already has, and a run whose generations are all
 cached never even loads the model (the inner backend is built on the first miss).
@@ -9,13 +10,14 @@ cached never even loads the model (the inner backend is built on the first miss)
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn
+from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.runstore import repair_tail
 
 GEN_CACHE = "gen_cache.jsonl"
@@ -98,6 +100,34 @@ class GenCache:
             fh.flush()
 
 
+def _takes_on_result(backend: Backend) -> bool:
+    """The backend streams (`streams_results`) and its generate takes on_result (a
+    subclass may override generate without it)."""
+    if not getattr(backend, "streams_results", False):
+        return False
+    try:
+        return "on_result" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
+
+
+def generate_streaming(
+    backend: Backend,
+    requests: Sequence[GenRequest],
+    progress: ProgressFn | None,
+    on_result: ResultFn | None,
+) -> list[GenResult]:
+    """`backend.generate`, with `on_result` called for each result: as it finishes when
+    the backend streams (`streams_results`), else after the whole batch."""
+    if on_result is not None and _takes_on_result(backend):
+        return backend.generate(requests, progress, on_result=on_result)  # type: ignore[call-arg]
+    results = backend.generate(requests, progress)
+    if on_result is not None:
+        for i, result in enumerate(results):
+            on_result(i, result)
+    return results
+
+
 class LazyBackend:
     """Builds its backend on first use, so a run whose generations are all cached never
     loads a model. One LazyBackend is shared by the runs of all seeds; its creator closes it."""
@@ -123,10 +153,15 @@ class LazyBackend:
     def model_id(self) -> str:
         return self.get().model_id
 
+    streams_results = True  # forwards on_result, or calls it after the batch (see below)
+
     def generate(
-        self, requests: Sequence[GenRequest], progress: ProgressFn | None = None
+        self,
+        requests: Sequence[GenRequest],
+        progress: ProgressFn | None = None,
+        on_result: ResultFn | None = None,
     ) -> list[GenResult]:
-        return self.get().generate(requests, progress)
+        return generate_streaming(self.get(), requests, progress, on_result)
 
     def close(self) -> None:
         if self._backend is not None:
@@ -171,7 +206,15 @@ class CachedBackend:
             if hasattr(self.inner, "get"):
                 self.inner.get()  # a lazy model loads outside the timed generation
             load_end = time.perf_counter()
-            fresh = self.inner.generate(misses, progress)
+            miss_keys = list(todo)
+            stored: set[str] = set()
+
+            def store_one(i: int, result: GenResult) -> None:
+                # each generation is on disk as soon as it finishes (an interrupt keeps it)
+                self.cache.put_many([(miss_keys[i], misses[i], result)])
+                stored.add(miss_keys[i])
+
+            fresh = generate_streaming(self.inner, misses, progress, store_one)
             self.stats.generate_s += time.perf_counter() - load_end
             outside_s = time.perf_counter() - start
             if len(fresh) != len(misses):
@@ -180,7 +223,11 @@ class CachedBackend:
                 )
             self.stats.generated_tokens += sum(r.num_tokens for r in fresh)
             self.cache.put_many(
-                [(k, requests[i], r) for (k, i), r in zip(todo.items(), fresh, strict=True)]
+                [
+                    (k, requests[i], r)
+                    for (k, i), r in zip(todo.items(), fresh, strict=True)
+                    if k not in stored
+                ]
             )
             by_key = dict(zip(todo, fresh, strict=True))
             out = [r if r is not None else by_key[k] for k, r in zip(keys, out, strict=True)]

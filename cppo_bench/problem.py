@@ -134,6 +134,9 @@ class LoadResult:
     # what the loader left out on purpose (other difficulties, a seeded subset), so a
     # summary showing fewer problems than the source holds says why
     notes: list[str] = field(default_factory=list)
+    # records read but left out on purpose, by reason (a loader option's filter): with
+    # `problems` and `errors` it accounts for every record read (cppo_bench.loadreport)
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 # --- JSONL files of Problem dicts (the demo benchmark, `data show --json`, decontam) ---------

@@ -15,7 +15,10 @@ DETAIL_CHARS = 300  # verifier detail kept per branch (tracebacks can be long)
 
 
 def summarize(records: Sequence[ProblemRecord], k: int) -> dict[str, Any]:
-    """pass@K (any branch passes), maj@K where the task has one, and token totals."""
+    """pass@K (any branch passes), maj@K where the task has one, token totals, and the
+    tuple validity / fallback counts (cppo_bench.validity) that say what the method did."""
+    from cppo_bench.validity import run_tally
+
     n = len(records)
     maj = [r.extra["maj_at_k"] for r in records if "maj_at_k" in r.extra]
     return {
@@ -25,6 +28,7 @@ def summarize(records: Sequence[ProblemRecord], k: int) -> dict[str, Any]:
         "maj_at_k": sum(maj) / len(maj) if maj else None,
         "planner_tokens": sum(r.planner_tokens for r in records),
         "solver_tokens": sum(r.solver_tokens for r in records),
+        "validity": run_tally(records).to_dict(),
     }
 
 

@@ -86,14 +86,20 @@ class ScriptedBackend:
             return f"PSEUDO {seed % 1009}: read the input, count, print."
         return None
 
-    def generate(self, requests: Sequence[GenRequest], progress=None) -> list[GenResult]:
+    streams_results = True  # hands each result to on_result as it finishes, as hf does
+
+    def generate(
+        self, requests: Sequence[GenRequest], progress=None, on_result=None
+    ) -> list[GenResult]:
         self.calls.append(list(requests))
         out = []
-        for req in requests:
+        for i, req in enumerate(requests):
             if self.delay_s:
                 time.sleep(self.delay_s)
             text = self.respond(req)
             out.append(GenResult(text=text, num_tokens=len(text.split()), finish_reason="stop"))
+            if on_result:
+                on_result(i, out[-1])
             if progress:
                 progress(1)
         return out

@@ -169,3 +169,24 @@ def test_prompt_longer_than_context_is_an_error_result(hf) -> None:
     res = hf.generate([long, short])
     assert res[0].finish_reason == "error" and "context" in res[0].extra["error"]
     assert res[1].finish_reason in ("stop", "length") and res[1].num_tokens <= 2
+
+
+@pytest.mark.slow
+def test_on_result_hands_each_batch_out_before_the_call_returns(hf) -> None:
+    """Issue 29: each result goes to on_result as its batch finishes (the run's cache
+    stores it at once), before later batches decode; the same results are returned."""
+    seen: list[tuple[int, str]] = []
+    progress: list[int] = []
+    prompts = [f"Count to {n}." for n in range(1, 7)]  # 6 requests, batch_size 4: 2 batches
+
+    def on_result(i: int, r) -> None:
+        seen.append((i, r.text))
+        progress.append(len(done))
+
+    done: list[int] = []
+    results = hf.generate(
+        [req(p, temperature=0.0, max_tokens=6) for p in prompts], done.append, on_result=on_result
+    )
+    assert sorted(seen) == [(i, r.text) for i, r in enumerate(results)]
+    assert progress[0] == 0  # the first batch's results came out before any progress call
+    assert hf.streams_results

@@ -72,6 +72,10 @@ class GenResult:
 
 
 ProgressFn = Callable[[int], None]  # called with the number of results just finished
+# Called with (request index, result) as each result finishes, by a backend that declares
+# `streams_results = True` and takes `on_result=`: the run stores each generation at once,
+# so an interrupt loses only the generations in flight, not a whole batch.
+ResultFn = Callable[[int, "GenResult"], None]
 
 
 class Backend(Protocol):

@@ -26,7 +26,13 @@ from typing import Any
 
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import GenRequest, GenResult, ModelLoadError, ProgressFn
+from cppo_bench.backends.base import (
+    GenRequest,
+    GenResult,
+    ModelLoadError,
+    ProgressFn,
+    ResultFn,
+)
 from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.backends.hf_load import load_model
 
@@ -157,8 +163,13 @@ class HFBackend:
         self._torch = torch
 
     # -- public -------------------------------------------------------------------------
+    streams_results = True  # generate(on_result=...) hands each batch's results out at once
+
     def generate(
-        self, requests: Sequence[GenRequest], progress: ProgressFn | None = None
+        self,
+        requests: Sequence[GenRequest],
+        progress: ProgressFn | None = None,
+        on_result: ResultFn | None = None,
     ) -> list[GenResult]:
         rows: list[_Row] = []
         results: list[GenResult | None] = [None] * len(requests)
@@ -187,7 +198,9 @@ class HFBackend:
             with self._torch.inference_mode():
                 self._decode(batch)
             for row in batch:
-                results[row.index] = self._result(row)
+                results[row.index] = result = self._result(row)
+                if on_result:
+                    on_result(row.index, result)
             if progress:
                 progress(len(batch))
         return [r for r in results if r is not None]

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cppo_bench.backends import BACKENDS
-from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn
+from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.backends.chat import plain_prompt
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -96,8 +96,13 @@ class OpenAIBackend:
         self.model_id = model or self._served_model()
 
     # -- public -------------------------------------------------------------------------
+    streams_results = True  # generate(on_result=...) hands each result out as it arrives
+
     def generate(
-        self, requests: Sequence[GenRequest], progress: ProgressFn | None = None
+        self,
+        requests: Sequence[GenRequest],
+        progress: ProgressFn | None = None,
+        on_result: ResultFn | None = None,
     ) -> list[GenResult]:
         results: list[GenResult | None] = [None] * len(requests)
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(requests))))
@@ -105,6 +110,8 @@ class OpenAIBackend:
             futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
             for fut in as_completed(futures):
                 results[futures[fut]] = fut.result()  # a BackendError stops the whole call
+                if on_result:
+                    on_result(futures[fut], results[futures[fut]])  # type: ignore[arg-type]
                 if progress:
                     progress(1)
         finally:

@@ -69,4 +69,7 @@ def require_problems(result: LoadResult, bench: str) -> LoadResult:
             f"{where}: no usable {bench} problems ({len(result.errors)} record(s) skipped; "
             f"first: record {first.record_id}: {first.reason})"
         )
+    if result.dropped:  # every record was filtered out: say by what
+        why = "; ".join(f"{n} {reason}" for reason, n in result.dropped.items())
+        raise DataError(f"{where}: no {bench} problems left ({why})")
     raise DataError(f"{where}: no {bench} problems found")

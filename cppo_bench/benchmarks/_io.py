@@ -266,14 +266,17 @@ def collect(
     *,
     strict: bool,
     source: str,
+    filtered: str = "left out by the loader's options",
 ) -> LoadResult:
-    """Map rows with `parse(record, ordinal)` (None: filtered out; ValueError: malformed); the
+    """Map rows with `parse(record, ordinal)` (None: filtered out, counted under `filtered`,
+    the reason; ValueError: malformed); the
     ordinal counts every row of the source, readable or not, so it can name id-less records.
     Malformed records become RecordErrors (`strict`: DataError on the first); a repeated
     problem id is malformed too."""
     problems: list[Problem] = []
     errors: list[RecordError] = []
     seen: set[str] = set()
+    left_out = 0
     for ordinal, row in enumerate(rows):
         rid = row.pos
         try:
@@ -296,7 +299,10 @@ def collect(
         if problem is not None:
             seen.add(problem.problem_id)
             problems.append(problem)
-    return LoadResult(problems=problems, errors=errors, source=source)
+        else:
+            left_out += 1
+    dropped = {filtered: left_out} if left_out else {}
+    return LoadResult(problems=problems, errors=errors, source=source, dropped=dropped)
 
 
 # --- small helpers shared by the loaders -------------------------------------------------------
@@ -382,5 +388,10 @@ def load_dated_scenario(
     else:
         rows, source = local_rows(data, "test"), str(data)
     return collect(
-        rows, lambda record, _n: parse(record, start, end), record_id, strict=strict, source=source
+        rows,
+        lambda record, _n: parse(record, start, end),
+        record_id,
+        strict=strict,
+        source=source,
+        filtered=f"contest date outside {start or '...'}..{end or '...'} (start_date/end_date)",
     )

@@ -301,6 +301,18 @@ def load_apps(
         result.errors.append(err)
     result.problems.sort(key=lambda p: _id_key(_as_id(p.problem_id) or ""))
     if level is not None and levels.total() > levels[level]:
+        result.dropped[f"difficulty is not {level} (-o difficulty=all keeps them)"] = (
+            levels.total() - levels[level]
+        )
+    if ids is None and size and selection["pool"] > size:
+        result.dropped[f"outside the seeded subset of {size} (-o subset=0 keeps them)"] = (
+            selection["pool"] - size
+        )
+    elif ids is not None:
+        picked = sum(_id_of(r) is not None for r in chosen)
+        if selection["pool"] > picked:
+            result.dropped["not among the requested ids"] = selection["pool"] - picked
+    if level is not None and levels.total() > levels[level]:
         others = ", ".join(f"{k} {v}" for k, v in levels.most_common() if k != level)
         result.notes.append(
             f"{levels[level]} of {levels.total()} rows are {level}; not shown: {others} "

@@ -35,15 +35,18 @@ def load_demo(
 ) -> LoadResult:
     """Load the demo problems (`data=None`: the packaged file) or a JSONL of the same schema.
 
-    `difficulty` keeps only problems with that label (easy | medium | hard)."""
+    `difficulty` keeps only problems with that label (easy | medium | hard; all: every one)."""
     if options:
         raise DataError(f"demo benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
     if data is not None and not path.is_file():
         raise DataError(f"{path}: no such file (the demo benchmark reads a JSONL of Problem dicts)")
     result = load_problem_jsonl(path, strict=strict)
-    if difficulty is not None:
-        result.problems = [p for p in result.problems if p.difficulty == difficulty]
+    if difficulty not in (None, "", "all"):
+        kept = [p for p in result.problems if p.difficulty == difficulty]
+        if len(kept) < len(result.problems):  # counted, so the loader's line says why
+            result.dropped[f"difficulty is not {difficulty}"] = len(result.problems) - len(kept)
+        result.problems = kept
     return result
 
 

@@ -244,6 +244,15 @@ def _source_rows(
     return local_rows(data, "test"), str(data), version_window(tag) if explicit else None
 
 
+def _window_reason(tag: str, start: str | None, end: str | None, dates: bool) -> str:
+    """Why a record was left out: its contest date is outside the version's window."""
+    why = f"contest date outside {start or '...'}..{end or '...'} (release_version={tag}"
+    why += ", start_date/end_date)" if dates else ")"
+    if tag.strip().startswith("v"):  # a common surprise: v6 is not release_v6
+        why += f"; {tag} is that increment alone, release_{tag.split('_')[-1]} the release"
+    return why
+
+
 def load_lcb(
     data: str | Path | None = None,
     *,
@@ -268,14 +277,15 @@ def load_lcb(
         lambda record: str(record.get("question_id") or "") or None,
         strict=strict,
         source=source,
+        filtered=_window_reason(tag, start, end, bool(start_date or end_date)),
     )
 
 
 SPEC = BENCHMARKS.register("lcb")(
     BenchmarkSpec(
         name="lcb",
-        description="LiveCodeBench code generation, release_v6 (options: release_version, "
-        "start_date, end_date)",
+        description="LiveCodeBench code generation, release_v6 (options: release_version "
+        "release_vN = increments 1..N, vN = increment N alone; start_date, end_date)",
         load=load_lcb,
         hub_id=HUB_ID,
         default_split="test",

@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {
     "verify": "cppo_bench.cli.verify:verify",
     "stats": "cppo_bench.cli.stats:stats",
     "run": "cppo_bench.cli.run:run",
-    "runs": "cppo_bench.cli.run:runs",
+    "runs": "cppo_bench.cli.runs:runs",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",

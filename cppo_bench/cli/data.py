@@ -56,6 +56,7 @@ def show(
     from rich.console import Console
 
     from cppo_bench.benchmarks import load_benchmark, require_problems
+    from cppo_bench.loadreport import load_line
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
 
@@ -74,6 +75,8 @@ def show(
             click.echo(f"skipped: {error}", err=True)
         for note in result.notes:
             click.echo(f"note: {note}", err=True)
+        if result.dropped or result.errors:  # a pipe stays quiet unless something was left out
+            click.echo(load_line(bench, result), err=True)
         return
     Console().print(*summary_renderables(bench, result))
 
@@ -118,12 +121,15 @@ def summary_renderables(bench: str, result: LoadResult) -> list[Any]:
     from rich.markup import escape
     from rich.table import Table
 
+    from cppo_bench.loadreport import load_line
+
     table = Table(title=escape(f"{bench}: {result.source}"), show_header=False)
     table.add_column(style="bold")
     table.add_column()
     for label, value in summary_rows(result.problems):
         table.add_row(label, escape(value))
     table.add_row("skipped records", str(len(result.errors)))
+    table.add_row("records", escape(load_line(bench, result)))
     for note in result.notes:
         table.add_row("note", escape(note))
     out: list[Any] = [table]

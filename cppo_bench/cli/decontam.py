@@ -15,6 +15,19 @@ def _cell_text(cell: object) -> str:
     return "·" if any_ == 0 else f"{any_} ({exact}/{fuzzy}/{id_})"
 
 
+def scoped_options(pairs: tuple[str, ...]) -> dict[str, dict]:
+    """-o KEY=VALUE (scope "": every benchmark source) and -o BENCH:KEY=VALUE (that one)."""
+    from cppo_bench.cli.options import parse_kv
+
+    by_scope: dict[str, list[str]] = {}
+    for pair in pairs:
+        head, eq, _ = pair.partition("=")
+        scope, colon, key = head.partition(":")
+        scope, rest = (scope, pair[len(scope) + 1 :]) if colon and eq else ("", pair)
+        by_scope.setdefault(scope, []).append(rest)
+    return {scope: parse_kv(tuple(p)) for scope, p in by_scope.items()}
+
+
 @click.command("decontam")
 @click.option(
     "--train", "train_specs", multiple=True, required=True, help=f"Training source: {SPEC_HELP}"
@@ -58,6 +71,16 @@ def _cell_text(cell: object) -> str:
     help="Ignore n-grams found in more than this many problems (boilerplate); 0: none.",
 )
 @click.option("--strict", is_flag=True, help="Stop at the first malformed record.")
+@click.option(
+    "-o",
+    "--option",
+    "--loader-option",
+    "option_pairs",
+    multiple=True,
+    metavar="[BENCH:]KEY=VALUE",
+    help="Loader option, as in `cppo-bench run` (e.g. -o difficulty=all); applies to every "
+    "benchmark source, or with BENCH: only to that benchmark's (-o apps:subset=0).",
+)
 def decontam(
     train_specs: tuple[str, ...],
     eval_specs: tuple[str, ...],
@@ -67,6 +90,7 @@ def decontam(
     metric: str,
     max_df: int,
     strict: bool,
+    option_pairs: tuple[str, ...],
 ) -> None:
     """Find evaluation problems in training data (exact, n-gram and source-id matches), print
     the overlap matrix of all sources, and write the filtered training set."""
@@ -75,16 +99,24 @@ def decontam(
     from rich.table import Table
 
     from cppo_bench.decontam import DecontamConfig, decontaminate
-    from cppo_bench.decontam.sources import load_source, unique_labels
+    from cppo_bench.decontam.sources import load_source_result, unique_labels
+    from cppo_bench.loadreport import load_line
     from cppo_bench.problem import DataError
 
     console = Console()
     err = Console(stderr=True)
     sources = []
+    scoped = scoped_options(option_pairs)
     try:
         for role, specs in (("train", train_specs), ("eval", eval_specs)):
             for spec in specs:
-                source, errors = load_source(spec, role, strict=strict)
+                bench = spec.partition("=")[0]
+                options = {**scoped.get("", {}), **scoped.get(bench, {})}
+                source, result = load_source_result(spec, role, strict=strict, options=options)
+                errors = result.errors
+                # read / kept / dropped and why, for every source (to stderr: stdout is
+                # the overlap table)
+                click.echo(f"{role} {load_line(spec, result)}", err=True)
                 for e in errors[:5]:
                     err.print(f"[yellow]skipped[/] {e}", markup=True, highlight=False)
                 if len(errors) > 5:

@@ -46,7 +46,7 @@ def bench_options(func: F) -> F:
             multiple=True,
             metavar="KEY=VALUE",
             help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0, "
-            "-o release_version=v6 -o start_date=2025-02-01).",
+            "-o release_version=release_v6 -o start_date=2025-02-01).",
         ),
     ]
     for option in reversed(options):

@@ -95,6 +95,15 @@ def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any
     "D_alg cells stay empty with a footnote.",
 )
 @click.option("--judge-model", default=None, help="Judge model for --judge-backend.")
+@click.option(
+    "--spread",
+    type=click.Choice(["study", "seed-std", "bootstrap-se"]),
+    default="study",
+    show_default=True,
+    help="The ± of every cell, named next to it. study: trained rows std over training "
+    "seeds, inference-only rows bootstrap SE over problems (as `stats passk`); seed-std or "
+    "bootstrap-se: that one for every row.",
+)
 def report(
     runs: Path,
     out: Path,
@@ -106,6 +115,7 @@ def report(
     encoder: str | None,
     judge_backend: str | None,
     judge_model: str | None,
+    spread: str,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
     from rich.console import Console
@@ -141,6 +151,7 @@ def report(
                     encoder=enc,
                     judge=judge,
                     progress=progress,
+                    spread=spread,
                 )
             else:
                 result = build_report(
@@ -153,6 +164,7 @@ def report(
                     encoder=enc,
                     judge=judge,
                     progress=progress,
+                    spread=spread,
                 )
                 computed = result.computed
     except (DataError, ValueError) as exc:
@@ -164,10 +176,11 @@ def report(
         if computed.missing:
             raise SystemExit(1)
         return
-    filled = computed.n_cells - len({c for m in computed.missing for c in m.cells})
+    shown = computed.shown()
     click.echo(
-        f"{len(computed.tables)} tables ({filled} of {computed.n_cells} cells filled from "
-        f"{len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
+        f"{len(computed.tables)} tables ({shown['numbers']} of {computed.n_cells} cells show a "
+        f"number: {shown['partial']} partial, {shown['degraded']} from a degraded method; "
+        f"from {len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
     )
     for skipped in result.skipped_figures:
         click.echo(f"  figure skipped: {skipped}")

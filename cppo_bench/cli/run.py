@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,67 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
+    """Read / kept / dropped-and-why (stderr), and how many of the kept ones --limit uses."""
+    from cppo_bench.loadreport import load_line
+
+    click.echo(load_line(bench, loaded), err=True)
+    n = len(loaded.problems)
+    if limit is not None and limit < n:
+        click.echo(
+            f"--limit {limit}: the first {limit} of these {n} problems (a partial run)", err=True
+        )
+
+
+def resume_command() -> str:
+    """The command line that resumes this run: the same command (finished problems are
+    skipped, finished generations come from the run's cache)."""
+    import shlex
+    import sys
+
+    args = sys.argv[1:]
+    if not args or args[0] != "run":  # not started from a shell (e.g. in-process)
+        return "the same `cppo-bench run` command"
+    return "cppo-bench " + shlex.join(args)
+
+
+def strict_plans(method: str, method_options: dict[str, Any]) -> None:
+    """--strict-plans: no fill rule; an invalid tuple's branches count as failed."""
+    from cppo_bench.methods import METHODS
+
+    fields = getattr(METHODS.get(method).options_type, "__dataclass_fields__", {})
+    if "fill" not in fields:
+        raise click.UsageError(
+            f"--strict-plans: method {method!r} has no plan tuples to be strict about "
+            "(it applies to cppo)"
+        )
+    if method_options.get("fill") not in (None, "fail"):
+        raise click.UsageError(f"--strict-plans contradicts --fill {method_options['fill']}")
+    method_options["fill"] = "fail"
+
+
+def backend_as_model(opts: dict[str, Any]) -> None:
+    """`--model hf` (a backend name given as the model, as lm-eval's `--model hf` reads) is
+    the backend, with its default model: recognised here instead of asking the hub for a
+    model called 'hf' (which retries for a minute before failing)."""
+    from cppo_bench.backends import BACKENDS
+
+    model = opts["model"]
+    if model is None or model not in BACKENDS.names() or Path(model).exists():
+        return
+    source = click.get_current_context().get_parameter_source("backend")
+    if source is not None and source.name != "DEFAULT" and opts["backend"] != model:
+        raise click.UsageError(
+            f"--model {model!r} is a backend name, not a model, and --backend is "
+            f"{opts['backend']!r}: give the model id or path in --model"
+        )
+    click.echo(
+        f"note: --model {model} is a backend name; using --backend {model} with its default model",
+        err=True,
+    )
+    opts["backend"], opts["model"] = model, None
+
+
 def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     """Manifest tags that let `cppo-bench report` place a trained checkpoint's run."""
     if opts["trained"] is None:
@@ -54,6 +114,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option(
     "-k",
     "--k",
+    "--n",  # lm-eval / LiveCodeBench spelling
     "k",
     default=4,
     show_default=True,
@@ -75,10 +136,19 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
 @click.option("--temperature", default=0.7, show_default=True, type=float)
-@click.option("--top-p", default=0.95, show_default=True, type=float)
-@click.option("--max-tokens", default=2048, show_default=True, type=click.IntRange(1))
+@click.option("--top-p", "--top_p", "top_p", default=0.95, show_default=True, type=float)
+@click.option(
+    "--max-tokens",
+    "--max_tokens",
+    "max_tokens",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(1),
+)
 @click.option(
     "--out",
+    "--output_path",  # lm-eval's spelling
+    "out",
     default="runs",
     show_default=True,
     type=click.Path(path_type=Path),
@@ -93,11 +163,17 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--strategies", help="fixed_strategy: ';'-separated hints, or @FILE (one a line).")
 @click.option("--fill", type=click.Choice(["cycle", "generic"]), help="cppo: short-tuple rule.")
 @click.option(
+    "--strict-plans",
+    is_flag=True,
+    help="cppo: a tuple that breaks the PLAN contract scores its branches as failed "
+    "instead of being filled (sets -m fill=fail).",
+)
+@click.option(
     "-m",
     "--method-option",
     multiple=True,
     metavar="KEY=VAL",
-    help="Any method option, e.g. -m planner_max_tokens=512 -m n_skills=4.",
+    help="Any option of the method, e.g. -m planner_max_tokens=512 (cppo), -m n_skills=4 (skills).",
 )
 @click.option("--base-url", default=None, help="openai backend: server URL.")
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Backend batch size.")
@@ -129,7 +205,12 @@ def run(**opts: Any) -> None:
     generations are served from the run's generation cache.
     """
     from cppo_bench.backends.base import ModelLoadError, SamplingParams
-    from cppo_bench.cli.run_view import RichReporter, print_seed_table, print_summary
+    from cppo_bench.cli.run_view import (
+        RichReporter,
+        print_interrupted,
+        print_seed_table,
+        print_summary,
+    )
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
     from cppo_bench.runstore import parse_shard
@@ -148,6 +229,9 @@ def run(**opts: Any) -> None:
         raise click.ClickException(str(exc)) from None
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "-m/--method-option"))
+    if opts["strict_plans"]:
+        strict_plans(opts["method"], method_options)
+    backend_as_model(opts)
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
@@ -157,6 +241,7 @@ def run(**opts: Any) -> None:
         loaded = load_problems(
             opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
         )
+        say_what_was_loaded(opts["bench"], loaded, opts["limit"])
         label = opts["model"] or default_model_label(
             opts["backend"], backend_factory(opts["backend"])
         )
@@ -185,14 +270,19 @@ def run(**opts: Any) -> None:
                     f" shard {opts['shard']}" if shard else ""
                 )
                 with RichReporter(title, opts["k"], opts["quiet"]) as rep:
-                    result = execute(
-                        spec,
-                        loaded.problems,
-                        backend,
-                        opts["out"],
-                        data_source=loaded.source or opts["bench"],
-                        reporter=rep,
-                    )
+                    try:
+                        result = execute(
+                            spec,
+                            loaded.problems,
+                            backend,
+                            opts["out"],
+                            data_source=loaded.source or opts["bench"],
+                            reporter=rep,
+                        )
+                    except KeyboardInterrupt:
+                        rep.__exit__(None, None, None)  # the bar off the screen first
+                        print_interrupted(rep.run_dir, rep.total, resume_command())
+                        raise
                 print_summary(result, skipped=len(loaded.errors))
                 results.append(result)
     except (DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError) as exc:
@@ -205,75 +295,4 @@ def run(**opts: Any) -> None:
         print_seed_table(results)
 
 
-_OUT = click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
-
-
-@click.group(invoke_without_command=True)
-@_OUT
-@click.option("--bench", default=None, help="Only this benchmark.")
-@click.option("--method", default=None, help="Only this method.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
-@click.pass_context
-def runs(
-    ctx: click.Context, out: Path, bench: str | None, method: str | None, as_json: bool
-) -> None:
-    """List the stored runs under OUT: configuration, progress and pass@K (shards of a run
-    are listed as that one run); `runs merge` writes sharded runs' merged directories."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from cppo_bench.cli.run_view import print_runs, run_rows
-
-    try:
-        rows = run_rows(out, bench=bench, method=method)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
-    if as_json:
-        for row in rows:
-            click.echo(json.dumps(row, sort_keys=True))
-    else:
-        print_runs(rows, out)
-
-
-@runs.command("merge")
-@_OUT
-@click.option("--bench", default=None, help="Only this benchmark.")
-@click.option("--method", default=None, help="Only this method.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None:
-    """Merge the shards of every sharded run under OUT into the run's own directory.
-
-    Each run is checked first (every shard present, same manifest apart from the shard, no
-    problem missing or in two shards); a run that fails is named with the reason, the others
-    are still merged, and the exit status is non-zero.
-    """
-    from cppo_bench.progress import progress_bar
-    from cppo_bench.runindex import scan
-    from cppo_bench.runmerge import merge_run
-
-    store = scan(out)
-    todo = [
-        r
-        for r in store.runs
-        if r.shards
-        and (bench is None or r.manifest.bench == bench)
-        and (method is None or r.manifest.method == method)
-    ]
-    if not todo:
-        click.echo(f"no sharded runs under {out}")
-        return
-    failed = []
-    with progress_bar("merging runs", len(todo), quiet) as advance:
-        for run in todo:
-            try:
-                added = merge_run(run)
-            except DataError as exc:
-                failed.append(str(exc))
-            else:
-                click.echo(
-                    f"merged {len(run.shards)} shards into {run.path} ({added} records added)"
-                )
-            advance(1)
-    for line in failed:
-        click.echo(f"Error: {line}", err=True)
-    if failed:
-        raise SystemExit(1)
+from cppo_bench.cli.runs import runs  # noqa: E402,F401  (`runs` lived here; kept importable)

@@ -28,7 +28,8 @@ class RichReporter:
         )
 
         self.k = k
-        self.passed = self.done = 0
+        self.passed = self.done = self.total = 0
+        self.run_dir: Path | None = None
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -52,6 +53,7 @@ class RichReporter:
         return f"{self.passed / self.done:.3f}" if self.done else "-"
 
     def start(self, run_dir: Path, total: int, done: list[Any]) -> None:
+        self.run_dir, self.total = run_dir, total  # what an interrupt reports on
         self.done, self.passed = len(done), sum(r.passed for r in done)
         self.progress.update(self.task, total=total, completed=self.done, passk=self._passk())
 
@@ -72,6 +74,7 @@ class RichReporter:
 
 def print_summary(result: Any, skipped: int = 0) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     s, st, t, k = result.summary, result.stats, result.timings, result.manifest.k
@@ -87,9 +90,20 @@ def print_summary(result: Any, skipped: int = 0) -> None:
         + (f"; {skipped} source records skipped" if skipped else ""),
     )
     solved = sum(r.passed for r in result.records)
-    table.add_row(f"pass@{k}", f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']})")
+    m = result.manifest
+    total = m.dataset_size
+    cover = ""
+    if total and s["problems"] < total:  # a --limit or --shard run: not the whole benchmark
+        cover = f"; n={s['problems']}/{total} partial: {total} problems in the benchmark"
+    table.add_row(
+        f"pass@{k}",
+        f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']}) solved, seed {m.seed}{cover}",
+    )
     if s["maj_at_k"] is not None:
         table.add_row(f"maj@{k}", _fmt(s["maj_at_k"]))
+    validity = validity_text(result.records)
+    if validity:
+        table.add_row("plans", escape(validity))
     table.add_row(
         "tokens",
         f"planner {s['planner_tokens']} ({s['planner_tokens'] / n:.1f}/problem), "
@@ -111,6 +125,40 @@ def print_summary(result: Any, skipped: int = 0) -> None:
     console.print(table)
 
 
+def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
+    """What an interrupted run kept, and the command that resumes it (to stderr)."""
+    import click
+
+    from cppo_bench.gencache import GEN_CACHE
+    from cppo_bench.runstore import read_records
+
+    if run_dir is None:
+        click.echo("interrupted before any generation: nothing stored", err=True)
+    else:
+        try:
+            records = len(read_records(run_dir))
+        except DataError:
+            records = 0
+        cache = run_dir / GEN_CACHE
+        gens = 0
+        if cache.exists():
+            with open(cache, "rb") as fh:
+                gens = sum(1 for line in fh if line.endswith(b"\n"))
+        click.echo(
+            f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
+            f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",
+            err=True,
+        )
+    click.echo(f"resume with: {resume}", err=True)
+
+
+def validity_text(records: list[Any]) -> str:
+    """The tuple validity / fallback line of a run ('' for a method with nothing to say)."""
+    from cppo_bench.validity import run_tally
+
+    return run_tally(records).text()
+
+
 def print_seed_table(results: list[Any]) -> None:
     from rich.console import Console
 
@@ -119,7 +167,11 @@ def print_seed_table(results: list[Any]) -> None:
     per_seed = ", ".join(f"seed {r.manifest.seed}: {_fmt(r.summary['pass_at_k'])}" for r in results)
     mean = statistics.fmean(values) if values else None
     std = statistics.stdev(values) if len(values) > 1 else 0.0
-    Console().print(f"pass@{k} over seeds: {_fmt(mean)} +- {std:.3f} ({per_seed})")
+    n = len(values)
+    Console().print(
+        f"pass@{k} over seeds: {_fmt(mean)} ± {std:.3f} (sd over {n} sampling seeds; {per_seed})",
+        highlight=False,
+    )
 
 
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
@@ -127,6 +179,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
     not skipped, and so is what keeps a sharded run from merging."""
     from cppo_bench.runindex import scan
     from cppo_bench.scoring import summarize
+    from cppo_bench.validity import run_tally
 
     store = scan(out)
     rows: list[dict] = [
@@ -142,6 +195,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             rows.append({"path": str(run.path), "status": f"unreadable: {exc}"})
             continue
         s = summarize(list(records.values()), m.k)
+        tally = run_tally(records.values())
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
@@ -158,6 +212,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "maj_at_k": s["maj_at_k"],
             "status": status,
             "created_at": m.created_at,
+            "validity": tally.to_dict(),
+            "validity_text": tally.text(),
         }
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]
@@ -177,12 +233,13 @@ def print_runs(rows: list[dict], out: Path) -> None:
         console.print(f"no runs under {out}")
         return
     table = Table(title=f"runs under {out}")
-    for col in ("bench", "method", "model", "K", "seed", "done", "pass@K", "status", "run"):
+    cols = ("bench", "method", "model", "K", "seed", "done", "pass@K", "plans", "status", "run")
+    for col in cols:
         table.add_column(col, overflow="fold")
     for r in rows:
         name = Path(r["path"]).name  # bench/method/model are the other columns
         if "bench" not in r:
-            table.add_row(*["-"] * 7, r["status"], r["path"])
+            table.add_row(*["-"] * 8, r["status"], r["path"])
             continue
         if r.get("shards"):
             name += f" ({len(r['shards'])} shards)"
@@ -199,6 +256,7 @@ def print_runs(rows: list[dict], out: Path) -> None:
             str(r["seed"]),
             f"{r['done']}/{r['total']}",
             score,
+            r["validity_text"] or "-",
             r["status"],
             name,
         )

@@ -92,7 +92,10 @@ def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
         table.add_column(c, justify="left" if c in ("benchmark", "method") else "right")
     for line in body:
         table.add_row(*line)
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped or logged: never fold a labelled number
+        console = Console(width=100_000)
+    console.print(table)
 
 
 @click.group("stats")
@@ -108,39 +111,65 @@ def stats() -> None:
 @_source
 @click.option("--k", "k_text", default="1,2,4", show_default=True, help="Comma-separated K.")
 @_scoring
+@click.option(
+    "--spread",
+    type=click.Choice(["study", "seed-std", "bootstrap-se"]),
+    default="study",
+    show_default=True,
+    help="The ±, named next to it. study: trained methods std over training seeds, "
+    "inference-only bootstrap SE over problems (as `report`); seed-std or bootstrap-se: "
+    "that one for every method.",
+)
+@click.option(
+    "--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
+    help="Bootstrap resamples of the SE (the report's default).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def passk(runs, csv_path, bench, k_text, estimator, select, seed, as_json) -> None:
-    """pass@K per benchmark and method: mean ± std over seeds (trained) or problems (one seed)."""
-    from cppo_bench.metrics import mean_std
+def passk(
+    runs, csv_path, bench, k_text, estimator, select, seed, spread, resamples, as_json
+) -> None:
+    """pass@K per benchmark and method: mean ± the study's uncertainty (trained: std over
+    training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
+    from cppo_bench.metrics.cells import stats_cells
 
     with _clean_errors():
         rows, ks = _load(runs, csv_path, bench), _ks(k_text)
         cells: dict[tuple[str, str], dict[int, Any]] = {}
+        warnings: list[str] = []
         for k in ks:
-            for b, methods in _scores(rows, k, estimator, select, seed).items():
-                for m, seeds in methods.items():
-                    mat = [list(seeds[s].values()) for s in sorted(seeds)]
-                    if len({len(r) for r in mat}) > 1:  # seeds cover different problems:
-                        # over seeds, mean_std reads each seed's mean only, so keep just that
-                        mat = [[sum(r) / len(r)] for r in mat]
-                    cells.setdefault((b, m), {})[k] = (
-                        mean_std(mat, trained=len(mat) > 1),
-                        len(mat),
-                    )
+            got, warned = stats_cells(
+                rows, _scores(rows, k, estimator, select, seed), k, spread, resamples, seed
+            )
+            warnings += [w for w in warned if w not in warnings]
+            for c in got:
+                cells.setdefault((c.benchmark, c.method), {})[k] = c
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
     if as_json:
-        out = [
-            {"benchmark": b, "method": m, "seeds": n, "k": k, "mean": v.mean, "std": v.std, "std_over": v.over}
-            for (b, m), per_k in sorted(cells.items()) for k, (v, n) in per_k.items()
-        ]  # fmt: skip
+        out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
         click.echo(json.dumps(out, indent=1))
         return
-    body = [
-        [b, m, str(next(iter(per_k.values()))[1])] + [str(per_k[k][0]) for k in ks]
-        for (b, m), per_k in sorted(cells.items())
-    ]
+    body, notes = [], []
+    for (b, m), per_k in sorted(cells.items()):
+        first = next(iter(per_k.values()))
+        line = [b, m, str(len(first.seeds))]
+        line += [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
+        line += [first.tally.text() or "-"]
+        body.append(line)
+        if first.missing_text() and first.missing_text() not in notes:
+            notes.append(first.missing_text())
     _table(
-        f"pass@K ({estimator})", ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks], body
+        f"pass@K ({estimator})",
+        ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks] + ["plans"],
+        body,
     )
+    for note in notes:
+        click.echo(f"missing: {note}")
+
+
+def _pm(u: Any) -> str:
+    """'0.625 ± 0.086 (bootstrap SE, n=32, 3 seeds)': the ± named, with its coverage."""
+    return str(u)
 
 
 @stats.command("bootstrap")
@@ -194,7 +223,7 @@ def bootstrap(
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",
-         f"{r['p_value']:.4f}", "†" if r["significant"] else "", f"{r['problems']} (-{r['dropped']})"]
+         f"{r['p_value']:.4f}", "†" if r["significant"] else "", _shared(r['problems'], r['dropped'])]
         for r in out
     ]  # fmt: skip
     cols = [
@@ -208,6 +237,11 @@ def bootstrap(
         "problems",
     ]
     _table(f"hierarchical bootstrap, {resamples} resamples, seed {seed}", cols, body)
+
+
+def _shared(problems: int, dropped: int) -> str:
+    """'30 shared (2 not in every run)' instead of '30 (-2)'."""
+    return f"{problems} shared ({dropped} not in every run)" if dropped else str(problems)
 
 
 @stats.command("seeds")
@@ -313,69 +347,7 @@ def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     _table("decoded tokens per problem (prompt tokens excluded)", cols, body)
 
 
-@stats.command("diversity")
-@click.option("--runs", type=PATH, required=True, help="Run store (or one run directory).")
-@click.option("--bench", help="Only this benchmark.")
-@click.option("--measures", default="surf,sem", show_default=True, help="Any of surf, sem, alg.")
-@click.option(
-    "--encoder",
-    default="all-mpnet-base-v2",
-    show_default=True,
-    help="Sentence encoder name or local folder (D_sem).",
-)
-@click.option(
-    "--judge-backend", default="hf", show_default=True, help="Backend of the D_alg judge."
-)
-@click.option("--judge-model", default=None, help="Judge model (default: the backend's default).")
-@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
-def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_size) -> None:
-    """Mean diversity of each run's K-tuples (plans, or programs for plan-less methods):
-    D_surf = 1 - Self-BLEU-4, D_sem = mean cosine distance, D_alg = judge category coverage."""
-    from cppo_bench.diversity.summary import summarise_diversity
+# registered here, defined there (stats.py stays under the project's file size)
+from cppo_bench.cli.stats_diversity import diversity  # noqa: E402
 
-    wanted = {m.strip() for m in measures.split(",") if m.strip()}
-    if not wanted or wanted - {"surf", "sem", "alg"}:
-        raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
-    from rich.console import Console
-    from rich.progress import Progress
-
-    encoder_obj = judge = None
-    console = Console(stderr=True)
-    with _clean_errors():
-        rows = _load(runs, None, bench)
-        if "sem" in wanted:
-            from cppo_bench.diversity.semantic import EncoderUnavailable, load_encoder
-
-            try:
-                with console.status(f"loading sentence encoder {encoder}"):
-                    encoder_obj = load_encoder(encoder)
-            except EncoderUnavailable as exc:
-                raise click.ClickException(str(exc)) from None
-        if "alg" in wanted:
-            from cppo_bench.backends import BACKENDS
-
-            try:
-                judge = BACKENDS.get(judge_backend)(judge_model)
-            except ImportError as exc:
-                raise click.ClickException(f"judge backend {judge_backend!r}: {exc}") from None
-        try:
-            with Progress(console=console, transient=True) as bar:
-                task = bar.add_task("judging tuple members", total=None)
-                result = summarise_diversity(
-                    rows, wanted, encoder=encoder_obj, judge=judge, batch_size=batch_size,
-                    progress=lambda n: bar.advance(task, n),
-                )  # fmt: skip
-        finally:
-            if judge is not None:
-                judge.close()
-
-    def fmt(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    body = [
-        [r.benchmark, r.method, str(r.seed), r.kind, str(r.tuples), fmt(r.d_surf), fmt(r.d_sem),
-         fmt(r.d_alg), f"{r.unparseable}/{r.judged}" if r.judged else "-"]
-        for r in result
-    ]  # fmt: skip
-    cols = ["benchmark", "method", "seed", "of", "tuples", "D_surf", "D_sem", "D_alg", "unparsed"]
-    _table("diversity of K-tuples (mean over tuples)", cols, body)
+stats.add_command(diversity)

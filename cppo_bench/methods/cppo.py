@@ -11,7 +11,10 @@ a full tuple; K is then met by selection or pooling (the study's K-sweep protoco
 `inference`: joint (default) = the tuples above; iid = K separate planner draws of the same
 prompt, each stopped after its first method, so no strategy sees another (no shared
 history). A tuple that parses short is completed by `fill` (see cppo_bench.plans.fill_plans)
-and the report records which slots were filled.
+and the report records which slots were filled. `fill=fail` (`--strict-plans`) fills
+nothing: every branch of a tuple that breaks the PLAN contract is scored as a failed
+branch (no solver call; finish reason `invalid_plan`), so a planner that never produces a
+valid tuple scores 0 instead of becoming Direct Solve under another name.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
+    Attempt,
     Method,
     MethodOptions,
     MethodOutput,
@@ -33,9 +37,12 @@ from cppo_bench.methods.base import (
     generate,
     per_problem,
     prompt_request,
+    solver_attempts,
 )
-from cppo_bench.plans import fill_plans, parse_plans, plan_tuple, validate_plans
+from cppo_bench.plans import ValidityReport, fill_plans, parse_plans, plan_tuple, validate_plans
 from cppo_bench.problem import Problem
+from cppo_bench.prompts import load_prompt, render
+from cppo_bench.validity import tuple_flags
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class CPPOOptions(MethodOptions):
     inference: Literal["joint", "iid"] = "joint"
     select: Literal["first", "last", "random"] = "first"
     tuple_size: int = 4
-    fill: Literal["cycle", "generic"] = "cycle"
+    fill: Literal["cycle", "generic", "fail"] = "cycle"  # fail: --strict-plans
     planner_max_tokens: int = 512  # 4 x 45 words fit easily; caps a planner that runs on
 
     def __post_init__(self) -> None:
@@ -106,42 +113,99 @@ class CPPO(Method):
             plans.append([plan for plan, _ in chosen])
             tuples.append([t for _, t in chosen])
             outputs.append(out)
-        groups = branch_attempts(
-            backend, problems, ctx, "solve", "solve", plans, tuple_index=tuples
-        )
+        groups = _solve(backend, problems, ctx, plans, tuples)
         for out, attempts in zip(outputs, groups, strict=True):
             out.attempts = attempts
         return outputs
 
     def _joint(
         self, p: Problem, texts: list[str], ctx: RunContext, out: MethodOutput
-    ) -> list[tuple[str, int]]:
+    ) -> list[tuple[str | None, int]]:
         opts = self.options
         assert isinstance(opts, CPPOOptions)
-        chosen: list[tuple[str, int]] = []
+        chosen: list[tuple[str | None, int]] = []
         selected: list[list[int]] = []
         for t, (text, m) in enumerate(zip(texts, tuple_quota(ctx.k, opts.tuple_size), strict=True)):
-            plans, report = plan_tuple(text, opts.tuple_size, fill=opts.fill, problem=p)
+            strict = opts.fill == "fail"
+            fill = "cycle" if strict else opts.fill
+            plans, report = plan_tuple(text, opts.tuple_size, fill=fill, problem=p)
             rng = random.Random(ctx.seed_for(p, "select", t))
             idx = select_indices(opts.select, opts.tuple_size, m, rng)
+            failed = strict and not contract_valid(report)
+            if strict:
+                report.filled, report.fill_rule = [], None  # nothing is filled in strict mode
             out.plans.append(plans)
-            out.plan_validity.append(report.to_dict())
+            out.plan_validity.append(_report_dict(report, failed))
             selected.append(idx)
-            chosen += [(plans[i], t) for i in idx]
+            chosen += [(None if failed else plans[i], t) for i in idx]
         out.extra["selected"] = selected
         return chosen
 
     def _iid(
         self, p: Problem, texts: list[str], k: int, out: MethodOutput
-    ) -> list[tuple[str, int]]:
+    ) -> list[tuple[str | None, int]]:
         opts = self.options
         assert isinstance(opts, CPPOOptions)
         parsed = [parse_plans(text, k=1).plans for text in texts]
         got = [ps[0] for ps in parsed if ps]
         report = validate_plans(got, k, parse_mode="iid", problem=p)
-        plans, filled = fill_plans(got, k, opts.fill)
-        if filled:
+        strict = opts.fill == "fail"
+        plans, filled = fill_plans(got, k, "cycle" if strict else opts.fill)
+        if filled and not strict:
             report.filled, report.fill_rule = filled, opts.fill
+        failed = strict and not contract_valid(report)
         out.plans.append(plans)
-        out.plan_validity.append(report.to_dict())
-        return [(plan, 0) for plan in plans]
+        out.plan_validity.append(_report_dict(report, failed))
+        return [(None if failed else plan, 0) for plan in plans]
+
+
+def contract_valid(report: ValidityReport) -> bool:
+    """Valid as the tallies count it (cppo_bench.validity): a repaired tuple is not."""
+    return tuple_flags(report.to_dict())["valid"]
+
+
+def _report_dict(report: ValidityReport, strict_failed: bool) -> dict[str, Any]:
+    d = report.to_dict()
+    if strict_failed:  # only then: older records stay byte-identical
+        d["strict_failed"] = True
+    return d
+
+
+def _solve(
+    backend: Backend,
+    problems: Sequence[Problem],
+    ctx: RunContext,
+    plans: list[list[str | None]],
+    tuples: list[list[int]],
+) -> list[list[Attempt]]:
+    """The solver branches; a branch whose plan is None (its tuple failed under
+    --strict-plans) gets no solver call and an empty, failed attempt. The requests of the
+    other branches are exactly those `branch_attempts` builds (same seeds, same cache keys)."""
+    if all(plan is not None for row in plans for plan in row):
+        return branch_attempts(
+            backend,
+            problems,
+            ctx,
+            "solve",
+            "solve",
+            plans,
+            tuple_index=tuples,  # type: ignore[arg-type]
+        )
+    jobs, slots = [], []
+    for j, p in enumerate(problems):
+        for i in range(ctx.k):
+            plan = plans[j][i]
+            if plan is not None:
+                msgs = render("solve", p, ctx.version, plan=plan)
+                jobs.append((msgs, ctx.seed_for(p, "solve", i), plan, tuples[j][i]))
+                slots.append((j, i))
+    stop = load_prompt("solve", ctx.version).render_stop()
+    done = dict(zip(slots, solver_attempts(backend, jobs, ctx.sampling, stop), strict=True))
+    return [
+        [
+            done.get((j, i))
+            or Attempt("", 0, "invalid_plan", None, tuples[j][i], ctx.seed_for(p, "solve", i))
+            for i in range(ctx.k)
+        ]
+        for j, p in enumerate(problems)
+    ]

@@ -39,5 +39,9 @@ class PlanAndSolve(Method):
         ):
             for a in mine:
                 a.plan = extract_plan(a.completion)
-            outputs.append(MethodOutput(p.problem_id, mine, plans=[[a.plan or "" for a in mine]]))
+            out = MethodOutput(p.problem_id, mine, plans=[[a.plan or "" for a in mine]])
+            no_plan = sum(a.plan is None for a in mine)
+            if no_plan:  # the model skipped the plan: those branches are Direct Solve
+                out.extra["fallbacks"] = {"plan_and_solve_no_plan": no_plan}
+            outputs.append(out)
         return outputs

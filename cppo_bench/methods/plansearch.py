@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -99,6 +100,8 @@ class PlanSearch(Method):
         assert isinstance(o, PlanSearchOptions)
         cap = o.planner_max_tokens or None
         tokens = [0] * len(problems)
+        # per problem: how often a stage fell back (counted in record.extra["fallbacks"])
+        fallbacks: list[Counter[str]] = [Counter() for _ in problems]
 
         def ask(reqs: list[GenRequest], owners: list[int]) -> list[str]:
             results = generate(backend, reqs)
@@ -135,8 +138,11 @@ class PlanSearch(Method):
                     for (j, i, _), r, t in zip(nodes, reqs, texts, strict=True)
                 ]
                 texts = ask(reqs, owners)
-            for (_, _, node), text in zip(nodes, texts, strict=True):
-                expand(node, parse_observations(text), o.max_subset)
+            for (j, _, node), text in zip(nodes, texts, strict=True):
+                parsed = parse_observations(text)
+                if not parsed:  # the stage falls back to "no observation" for this node
+                    fallbacks[j]["plansearch_no_observations"] += 1
+                expand(node, parsed, o.max_subset)
 
         # stage 3: sketches on subsets drawn from the whole tree
         per_combo = 2 if o.fix_sketches else 1
@@ -174,6 +180,10 @@ class PlanSearch(Method):
         candidates: list[list[str]] = [[] for _ in problems]
         for (j, _, _), sketch, fix in zip(jobs, sketches, fixes, strict=True):
             candidates[j] += [sketch.strip()] + ([fix.strip()] if fix is not None else [])
+        for j, cands in enumerate(candidates):
+            empty = sum(not c for c in cands[: o.n_candidates])
+            if empty:
+                fallbacks[j]["plansearch_empty_candidates"] += empty
         candidates = [c[: o.n_candidates] for c in candidates]
 
         # stage 5: K of the candidates
@@ -181,6 +191,8 @@ class PlanSearch(Method):
         for j, p in enumerate(problems):
             outputs.append(self._select(p, ctx, candidates[j], combos[j], roots[j]))
             chosen.append(outputs[-1].plans[0])
+            if fallbacks[j]:
+                outputs[-1].extra["fallbacks"] = dict(fallbacks[j])
 
         # stage 6: pseudocode for each selected plan
         solver_input = chosen

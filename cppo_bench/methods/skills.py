@@ -64,6 +64,11 @@ class Skills(Method):
             messages=lambda p, i: skill_messages(p, opts.prefix(skills[i]), ctx.version),
         )
         outputs = []
+        # K above n_skills repeats skills: those branches are not distinct skills
+        repeated = max(0, ctx.k - opts.n_skills)
         for p, mine in zip(problems, groups, strict=True):
-            outputs.append(MethodOutput(p.problem_id, mine, extra={"skills": list(skills)}))
+            extra: dict[str, object] = {"skills": list(skills)}
+            if repeated:
+                extra["fallbacks"] = {"skills_repeated": repeated}
+            outputs.append(MethodOutput(p.problem_id, mine, extra=extra))
         return outputs

@@ -9,6 +9,10 @@ CSV schema (a header row; comma-separated; one row per benchmark, method, seed a
     passed        0/1 (or true/false): solved under the method's budget (pass@K already
                   applied); give `outcomes` or `passed` (at least one)
     seed          optional  training seed (int, default 0; inference-only methods use one)
+    trained       optional  the trained checkpoint's tag (e.g. cppo, pkpo); empty for an
+                  inference-only method. Decides the ± `stats passk` shows (std over
+                  training seeds vs bootstrap SE over problems); without the column, a
+                  method with several seeds counts as trained
     benchmark     optional  default "-"
     planner_tokens, solver_tokens   optional  decoded tokens for the problem
 
@@ -19,10 +23,12 @@ the row scores `passed` whatever k is asked.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +44,7 @@ from cppo_bench.problem import DataError
 
 CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
-    "planner_tokens", "solver_tokens",
+    "planner_tokens", "solver_tokens", "trained",
 )  # fmt: skip
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
@@ -59,6 +65,12 @@ class OutcomeRow:
     label: str | None = None
     texts: tuple[tuple[str, ...], ...] = ()  # K-tuples for diversity: plans, else programs
     texts_kind: str = "plan"  # "plan" | "code": what `texts` holds (the judge prompt differs)
+    # a trained checkpoint's tag (the manifest's `trained`, or the CSV column): its ± is the
+    # std over training seeds; an untagged method is inference-only (bootstrap SE)
+    trained: str | None = None
+    dataset_size: int = 0  # the benchmark's full evaluation set (the run's dataset); 0: unknown
+    # the record's tuple validity / fallbacks (cppo_bench.validity.Tally); runs only
+    validity: Any = field(default=None, compare=False, repr=False)
 
 
 def _parse_bool(text: str, where: str) -> bool:
@@ -133,11 +145,28 @@ def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
                     solver_tokens=_parse_int(
                         raw.get("solver_tokens"), where, "solver_tokens", None
                     ),
+                    trained=(raw.get("trained") or "").strip() or None,
                 )  # fmt: skip
             )
     if not rows:
         raise DataError(f"{path}: no data rows")
+    if "trained" not in header:
+        rows = _trained_by_seeds(rows)
     return rows
+
+
+def _trained_by_seeds(rows: list[OutcomeRow]) -> list[OutcomeRow]:
+    """A CSV without a `trained` column: `seed` is a training seed (schema above), so a
+    method with several seeds is a trained one (its ± is the std over them)."""
+    seeds: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for r in rows:
+        seeds[(r.benchmark, r.method)].add(r.seed)
+    return [
+        dataclasses.replace(r, trained="(several seeds)")
+        if len(seeds[(r.benchmark, r.method)]) > 1
+        else r
+        for r in rows
+    ]
 
 
 def tuple_texts(record: object) -> tuple[tuple[str, ...], ...]:
@@ -168,6 +197,7 @@ def rows_from_runs(
     """
     from cppo_bench.runindex import one_per_slot, scan
     from cppo_bench.runstore import slug
+    from cppo_bench.validity import record_tally
 
     store = scan(Path(root))
     if store.unreadable:  # a bad manifest is bad input, not something to average around
@@ -209,6 +239,9 @@ def rows_from_runs(
                     label=rec.label,
                     texts=tuple_texts(rec),
                     texts_kind="plan" if rec.plans else "code",
+                    trained=str(man.extra["trained"]) if man.extra.get("trained") else None,
+                    validity=record_tally(rec),
+                    dataset_size=man.dataset_size,
                 )  # fmt: skip
             )
     return rows

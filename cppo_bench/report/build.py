@@ -46,6 +46,19 @@ class Computed:
     def n_cells(self) -> int:
         return sum(len(t.rows) * len(t.columns) for t in self.tables)
 
+    def shown(self) -> dict[str, int]:
+        """Cells a reader sees a number in (not cells that merely have some run), and how
+        many of those are partial (fewer problems than the benchmark's evaluation set) or
+        computed from a degraded method (see cppo_bench.validity)."""
+        from cppo_bench.validity import DEGRADED_MARK
+
+        cells = [c for t in self.tables for _, _, c in t.cells() if not c.empty]
+        return {
+            "numbers": len(cells),
+            "partial": sum(c.partial for c in cells),
+            "degraded": sum(DEGRADED_MARK in c.mark for c in cells),
+        }
+
 
 @dataclass
 class ReportResult:
@@ -66,12 +79,15 @@ def compute(
     encoder: Any = None,
     judge: Any = None,
     progress: Progress | None = None,
+    spread: str = "study",
 ) -> Computed:
     """Every table's cells (and the missing runs), without writing anything."""
     specs = load_specs(specs_dir)
     _validate(specs)
     index = RunIndex(runs)
-    engine = CellEngine(index, resamples=resamples, seed=seed, encoder=encoder, judge=judge)
+    engine = CellEngine(
+        index, resamples=resamples, seed=seed, encoder=encoder, judge=judge, spread=spread
+    )
     tables = []
     for spec in specs:
         if progress:
@@ -138,6 +154,7 @@ def build_report(
     encoder: Any = None,
     judge: Any = None,
     progress: Progress | None = None,
+    spread: str = "study",
 ) -> ReportResult:
     """Compute every table and write the report files under `out`."""
     from cppo_bench.report import cppo_runs as cppo
@@ -156,6 +173,7 @@ def build_report(
         encoder=encoder,
         judge=judge,
         progress=progress,
+        spread=spread,
     )
     if not computed.index.runs and not cppo.find_pipelines(runs):
         # an all-empty report looks like a finished one; say what is wrong instead

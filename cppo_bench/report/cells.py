@@ -14,16 +14,18 @@ is empty or qualified (footnotes). Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cppo_bench.metrics import mean_std
+from cppo_bench.metrics.uncertainty import cell_uncertainty
 from cppo_bench.report.measures import METRICS, Ctx, MetricDef, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest
 from cppo_bench.report.specs import MetricSpec, Selector, TableSpec
 from cppo_bench.report.store import CellRuns, RunIndex
+from cppo_bench.validity import DEGRADED_MARK, Tally, run_tally
 
 __all__ = ["METRICS", "SPREAD_NOTE", "CellEngine", "Computed", "metric_digits", "metric_label"]
 
@@ -39,6 +41,14 @@ class Computed:
     per_seed: dict[int, dict[str, float]]  # per-problem metrics: seed -> problem -> value
     per_run: dict[int, float]  # run-level metrics: seed -> value
     notes: list[str]
+    tally: Tally = field(default_factory=Tally)  # tuple validity / fallbacks of the runs
+
+
+def full_set(runs: CellRuns) -> int:
+    """The benchmark's full evaluation set as the cell's runs loaded it (their dataset
+    size; an older manifest without it: the problems it was asked for)."""
+    sizes = [r.manifest.dataset_size or len(r.manifest.problem_ids) for r in runs.by_seed.values()]
+    return max(sizes, default=0)
 
 
 class CellEngine:
@@ -52,8 +62,10 @@ class CellEngine:
         seed: int = 0,
         encoder: Any = None,
         judge: Any = None,
+        spread: str = "study",
     ) -> None:
         self.index, self.resamples, self.seed = index, resamples, seed
+        self.spread = spread  # cppo_bench.metrics.uncertainty.SPREADS
         self.encoder, self.judge = encoder, judge
         self._cache: dict[str, Computed] = {}
 
@@ -85,6 +97,7 @@ class CellEngine:
         out = Computed(runs, {}, {}, [])
         for seed, run in sorted(runs.by_seed.items()):
             records = list(self.index.records(run).values())
+            out.tally.add(run_tally(records))
             ctx = Ctx(run, records, metric, row, self.seed, self.encoder, self.judge)
             if mdef.problem is not None:
                 values = mdef.problem(ctx)
@@ -147,6 +160,12 @@ class CellEngine:
         if not found:
             cell.notes = [MISSING_NOTE]
             return cell
+        tally = comp.tally
+        cell.validity = tally.text()
+        if tally.degraded():
+            cell.mark += DEGRADED_MARK
+        if cell.validity:  # the method's own count, next to the number it qualifies
+            cell.notes.append(f"{row.method}: {cell.validity}")
         if missing:
             cell.notes.append(
                 f"seeds {', '.join(map(str, missing))} of "
@@ -181,13 +200,25 @@ class CellEngine:
             cell.notes.append(
                 "seeds cover different problems: the problems all seeds share are used"
             )
-        ms = mean_std(mat, trained=row.is_trained, resamples=self.resamples, seed=self.seed)
-        cell.value, cell.spread_over = ms.mean, ms.over
-        cell.spread = ms.std if ms.n >= 2 else None
-        cell.n_seeds, cell.n_problems = (
-            len([s for s in comp.per_seed if comp.per_seed[s]]),
-            len(pids),
+        # the raw [seeds][problems] matrix: `cell_uncertainty` averages seeds itself where
+        # the spread is over problems (the same call `stats passk` makes)
+        seeds = [s for s in sorted(comp.per_seed) if comp.per_seed[s]]
+        raw = np.array([[comp.per_seed[s][p] for p in pids] for s in seeds], dtype=np.float64)
+        u = cell_uncertainty(
+            raw,
+            row.is_trained,
+            self.spread,  # type: ignore[arg-type]
+            resamples=self.resamples,
+            seed=self.seed,
+            n_total=full_set(comp.runs),
         )
+        cell.value, cell.spread_over, cell.spread = u.mean, u.over, u.spread
+        cell.spread_kind, cell.n_total = u.kind, u.n_total
+        cell.n_seeds, cell.n_problems = u.n_seeds, u.n_problems
+        if cell.partial:
+            cell.notes.append(
+                f"partial: {u.n_problems} of the benchmark's {u.n_total} evaluation problems"
+            )
 
     def _fill_run_cell(self, cell: Cell, row: Selector, comp: Computed, mdef: MetricDef) -> None:
         values = [comp.per_run[s] for s in sorted(comp.per_run)]
@@ -196,8 +227,10 @@ class CellEngine:
                 cell.notes.append(mdef.na_note)
             return
         cell.n_seeds = len(values)
+        cell.n_total = full_set(comp.runs)
         if row.is_trained and len(values) >= 2:
             ms = mean_std(np.array(values)[:, None], trained=True)
             cell.value, cell.spread, cell.spread_over = ms.mean, ms.std, ms.over
+            cell.spread_kind = "seed_std"
         else:
             cell.value = float(np.mean(values))

@@ -37,6 +37,13 @@ class Cell:
     runs: list[str] = field(default_factory=list)  # run directories the cell was computed from
     request: CellRequest | None = None  # set when runs are missing (the whole cell or seeds)
     text: str | None = None  # a text cell (qualitative examples) instead of a number
+    spread_kind: str | None = None  # what the ± is: "seed_std" | "bootstrap_se"
+    n_total: int = 0  # the benchmark's full evaluation set (0: unknown); n_problems < it: partial
+    validity: str = ""  # the method's tuple validity / fallbacks ("" for plan-less methods)
+
+    @property
+    def partial(self) -> bool:
+        return 0 < self.n_problems < self.n_total
 
     @property
     def empty(self) -> bool:

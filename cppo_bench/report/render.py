@@ -32,6 +32,10 @@ CSV_FIELDS = (
     "n_problems",
     "notes",
     "runs",
+    "spread_kind",
+    "n_total",
+    "partial",
+    "validity",
 )
 
 
@@ -53,7 +57,23 @@ def cell_text(cell: Cell, col: Column, pm: str = "±") -> str:
     if cell.spread is not None:
         spread = f"{cell.spread:.{col.digits}f}" if not col.percent else number(cell.spread, col)
         text += f" {pm} {spread}"
-    return text
+    label = cell_label(cell)
+    return f"{text} ({label})" if label else text
+
+
+def cell_label(cell: Cell) -> str:
+    """What the ± is and what the number covers: 'bootstrap SE, n=2/32 partial, 1 seed'
+    ('' for a cell that carries no counts, e.g. a hand-built or external one)."""
+    from cppo_bench.metrics.uncertainty import KIND_TAGS, coverage_text
+
+    parts = []
+    if cell.spread is not None and cell.spread_kind in KIND_TAGS:
+        parts.append(KIND_TAGS[cell.spread_kind])
+    if cell.n_problems:
+        parts.append(coverage_text(cell.n_problems, cell.n_total, cell.n_seeds))
+    elif cell.n_seeds:
+        parts.append(f"{cell.n_seeds} seed{'s' if cell.n_seeds != 1 else ''}")
+    return ", ".join(parts)
 
 
 def _letters(table: Table) -> dict[str, str]:
@@ -231,6 +251,10 @@ def to_csv(table: Table) -> str:
                 cell.n_problems or None,
                 " | ".join(cell.notes),
                 json.dumps(cell.runs) if cell.runs else None,
+                cell.spread_kind,
+                cell.n_total or None,
+                int(cell.partial) if cell.n_problems else None,
+                cell.validity or None,
             ]
             writer.writerow(list(row.labels) + ["" if v is None else _csv_value(v) for v in values])
     return buf.getvalue()
@@ -286,6 +310,8 @@ def _tooltip(cell: Cell) -> str:
         parts.append(f"{cell.n_problems} problems")
     if cell.spread_over:
         parts.append(f"± over {cell.spread_over}")
+    if cell.validity:
+        parts.append(cell.validity)
     if cell.p_value is not None:
         parts.append(f"p = {cell.p_value:.4f}")
     return ", ".join(parts)

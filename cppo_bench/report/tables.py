@@ -95,7 +95,8 @@ def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
         columns = add_average_columns(spec, engine, columns, rows)
     notes = list(spec.notes)
     if any(c.spread is not None and c.spread_over == "problems" for r in rows for c in r.cells):
-        notes.append(SPREAD_NOTE)  # say what an inference-only row's ± is
+        # say what an inference-only row's ± is (each number also names its own)
+        notes.append(SPREAD_NOTE if engine.spread == "study" else f"± by --spread {engine.spread}")
     table = Table(spec.name, spec.title, spec.caption, ("Method",), columns, rows, notes, spec.path)
     if spec.significance is not None:
         for j, col in enumerate(columns):

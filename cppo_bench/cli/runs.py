@@ -1,0 +1,122 @@
+"""`cppo-bench runs`: list the stored runs, merge sharded ones. A filter that matches no
+stored run is an error naming what is stored (a typo must not read as "no runs yet")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cppo_bench.problem import DataError
+
+
+def registered_names(what: str) -> list[str]:
+    if what == "method":
+        from cppo_bench.methods import METHODS
+
+        return METHODS.names()
+    from cppo_bench.benchmarks import BENCHMARKS
+
+    return BENCHMARKS.names()
+
+
+def unmatched_filter(out: Path, bench: str | None, method: str | None) -> None:
+    """A --bench / --method that matches no stored run is an error naming what exists (a
+    typo such as `--method dirct` must not read as "no runs yet")."""
+    from cppo_bench.runindex import scan
+
+    runs_ = scan(out).runs
+    parts = []
+    for flag, value, attr in (("--bench", bench, "bench"), ("--method", method, "method")):
+        if value is None:
+            continue
+        stored = sorted({getattr(r.manifest, attr) for r in runs_})
+        if value not in stored:
+            known = registered_names(attr)
+            hint = "" if value in known else f" (not a known {attr}: {', '.join(known)})"
+            parts.append(
+                f"{flag} {value!r} matches no stored run{hint}; stored: "
+                f"{', '.join(stored) or 'none'}"
+            )
+    if not parts:
+        parts.append(f"no stored run has both --bench {bench!r} and --method {method!r}")
+    raise click.ClickException(f"under {out}: " + "; ".join(parts))
+
+
+_OUT = click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
+
+
+@click.group(invoke_without_command=True)
+@_OUT
+@click.option("--bench", default=None, help="Only this benchmark.")
+@click.option("--method", default=None, help="Only this method.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
+@click.pass_context
+def runs(
+    ctx: click.Context, out: Path, bench: str | None, method: str | None, as_json: bool
+) -> None:
+    """List the stored runs under OUT: configuration, progress and pass@K (shards of a run
+    are listed as that one run); `runs merge` writes sharded runs' merged directories."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from cppo_bench.cli.run_view import print_runs, run_rows
+
+    try:
+        rows = run_rows(out, bench=bench, method=method)
+    except DataError as exc:
+        raise click.ClickException(str(exc)) from None
+    if (bench or method) and not any("bench" in r for r in rows):
+        unmatched_filter(out, bench, method)
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row, sort_keys=True))
+    else:
+        print_runs(rows, out)
+
+
+@runs.command("merge")
+@_OUT
+@click.option("--bench", default=None, help="Only this benchmark.")
+@click.option("--method", default=None, help="Only this method.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None:
+    """Merge the shards of every sharded run under OUT into the run's own directory.
+
+    Each run is checked first (every shard present, same manifest apart from the shard, no
+    problem missing or in two shards); a run that fails is named with the reason, the others
+    are still merged, and the exit status is non-zero.
+    """
+    from cppo_bench.progress import progress_bar
+    from cppo_bench.runindex import scan
+    from cppo_bench.runmerge import merge_run
+
+    store = scan(out)
+    todo = [
+        r
+        for r in store.runs
+        if r.shards
+        and (bench is None or r.manifest.bench == bench)
+        and (method is None or r.manifest.method == method)
+    ]
+    if not todo and (bench or method):
+        unmatched_filter(out, bench, method)
+    if not todo:
+        click.echo(f"no sharded runs under {out}")
+        return
+    failed = []
+    with progress_bar("merging runs", len(todo), quiet) as advance:
+        for run in todo:
+            try:
+                added = merge_run(run)
+            except DataError as exc:
+                failed.append(str(exc))
+            else:
+                click.echo(
+                    f"merged {len(run.shards)} shards into {run.path} ({added} records added)"
+                )
+            advance(1)
+    for line in failed:
+        click.echo(f"Error: {line}", err=True)
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,75 @@
+"""`cppo-bench stats diversity`: mean diversity of each run's K-tuples."""
+
+from __future__ import annotations
+
+import click
+
+from cppo_bench.cli.stats import PATH, _clean_errors, _load, _table
+
+
+@click.command("diversity")
+@click.option("--runs", type=PATH, required=True, help="Run store (or one run directory).")
+@click.option("--bench", help="Only this benchmark.")
+@click.option("--measures", default="surf,sem", show_default=True, help="Any of surf, sem, alg.")
+@click.option(
+    "--encoder",
+    default="all-mpnet-base-v2",
+    show_default=True,
+    help="Sentence encoder name or local folder (D_sem).",
+)
+@click.option(
+    "--judge-backend", default="hf", show_default=True, help="Backend of the D_alg judge."
+)
+@click.option("--judge-model", default=None, help="Judge model (default: the backend's default).")
+@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
+def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_size) -> None:
+    """Mean diversity of each run's K-tuples (plans, or programs for plan-less methods):
+    D_surf = 1 - Self-BLEU-4, D_sem = mean cosine distance, D_alg = judge category coverage."""
+    from cppo_bench.diversity.summary import summarise_diversity
+
+    wanted = {m.strip() for m in measures.split(",") if m.strip()}
+    if not wanted or wanted - {"surf", "sem", "alg"}:
+        raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
+    from rich.console import Console
+    from rich.progress import Progress
+
+    encoder_obj = judge = None
+    console = Console(stderr=True)
+    with _clean_errors():
+        rows = _load(runs, None, bench)
+        if "sem" in wanted:
+            from cppo_bench.diversity.semantic import EncoderUnavailable, load_encoder
+
+            try:
+                with console.status(f"loading sentence encoder {encoder}"):
+                    encoder_obj = load_encoder(encoder)
+            except EncoderUnavailable as exc:
+                raise click.ClickException(str(exc)) from None
+        if "alg" in wanted:
+            from cppo_bench.backends import BACKENDS
+
+            try:
+                judge = BACKENDS.get(judge_backend)(judge_model)
+            except ImportError as exc:
+                raise click.ClickException(f"judge backend {judge_backend!r}: {exc}") from None
+        try:
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("judging tuple members", total=None)
+                result = summarise_diversity(
+                    rows, wanted, encoder=encoder_obj, judge=judge, batch_size=batch_size,
+                    progress=lambda n: bar.advance(task, n),
+                )  # fmt: skip
+        finally:
+            if judge is not None:
+                judge.close()
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    body = [
+        [r.benchmark, r.method, str(r.seed), r.kind, str(r.tuples), fmt(r.d_surf), fmt(r.d_sem),
+         fmt(r.d_alg), f"{r.unparseable}/{r.judged}" if r.judged else "-"]
+        for r in result
+    ]  # fmt: skip
+    cols = ["benchmark", "method", "seed", "of", "tuples", "D_surf", "D_sem", "D_alg", "unparsed"]
+    _table("diversity of K-tuples (mean over tuples)", cols, body)
