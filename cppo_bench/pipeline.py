@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import logging
 import subprocess
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -33,6 +34,7 @@ from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import DataError, LoadResult, Problem
+from cppo_bench.runlock import RunLock
 from cppo_bench.runstore import (
     MANIFEST,
     RECORDS,
@@ -48,6 +50,9 @@ from cppo_bench.runstore import (
     write_manifest,
 )
 from cppo_bench.scoring import score_chunk, summarize
+from cppo_bench.storefs import check_under, exists, make_dirs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -280,10 +285,11 @@ def execute(
     *,
     data_source: str = "",
     reporter: Reporter | None = None,
+    lock_wait: float = 0.0,
 ) -> RunResult:
     """Run (or resume, or extend) one seed of one configuration over `problems`, the whole
-    dataset, of which `spec.limit` and `spec.shard` select the problems to compute."""
-    reporter = reporter or NullReporter()
+    dataset, of which `spec.limit` and `spec.shard` select the problems to compute. The
+    run's lock is held throughout (waiting up to `lock_wait` seconds for another holder)."""
     start = time.perf_counter()
     method = METHODS.get(spec.method).from_options(spec.method_options)
     if spec.chunk_size < 1:
@@ -292,12 +298,36 @@ def execute(
     by_id = {p.problem_id: p for p in problems}
     wanted = [by_id[i] for i in manifest.problem_ids]
     method.check(wanted, spec.k)
+    planned_dir = run_dir_for(Path(out), manifest)
+    make_dirs(Path(out), planned_dir.parent)  # never through a link planted in the store
+    with RunLock(planned_dir, lock_wait):
+        check_under(Path(out), planned_dir)
+        return _execute_locked(
+            spec, manifest, method, wanted, by_id, backend, Path(out), reporter, start
+        )
+
+
+def _execute_locked(
+    spec: RunSpec,
+    manifest: RunManifest,
+    method: Any,
+    wanted: list[Problem],
+    by_id: dict[str, Problem],
+    backend: Backend,
+    out: Path,
+    reporter: Reporter | None,
+    start: float,
+) -> RunResult:
+    reporter = reporter or NullReporter()
     adopt_legacy(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
-    done = read_records(planned_dir)  # a torn last line is skipped
+    skipped: list[str] = []  # bad stored records: recomputed, never counted
+    done = read_records(planned_dir, warnings=skipped)  # a torn last line is skipped
+    for line in skipped:
+        log.warning(line)
     todo = [p for p in wanted if p.problem_id not in done]
     timings, loaded_before = Timings(), getattr(backend, "load_s", 0.0)
-    if todo and hasattr(backend, "get") and not (planned_dir / GEN_CACHE).exists():
+    if todo and hasattr(backend, "get") and not exists(planned_dir / GEN_CACHE):
         # a fresh run loads a lazy model now, so a model that fails to load leaves no run
         # dir; a resumed one loads it on the first cache miss (re-verifying never loads it)
         backend.get()

@@ -46,6 +46,15 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     return tags
 
 
+_LOCK_WAIT = click.option(
+    "--lock-wait",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for a run another process holds (else stop at once, naming it).",
+)
+
+
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
 @bench_options
@@ -117,6 +126,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--workers", type=click.IntRange(1), default=None, help="Verifier processes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@_LOCK_WAIT
 @click.option(
     "--trained", default=None, help="Tag of the trained checkpoint in --model (cppo, pkpo, ...)."
 )
@@ -192,6 +202,7 @@ def run(**opts: Any) -> None:
                         opts["out"],
                         data_source=loaded.source or opts["bench"],
                         reporter=rep,
+                        lock_wait=opts["lock_wait"],
                     )
                 print_summary(result, skipped=len(loaded.errors))
                 results.append(result)
@@ -239,7 +250,10 @@ def runs(
 @click.option("--bench", default=None, help="Only this benchmark.")
 @click.option("--method", default=None, help="Only this method.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None:
+@_LOCK_WAIT
+def merge(
+    out: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float
+) -> None:
     """Merge the shards of every sharded run under OUT into the run's own directory.
 
     Each run is checked first (every shard present, same manifest apart from the shard, no
@@ -265,7 +279,7 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None
     with progress_bar("merging runs", len(todo), quiet) as advance:
         for run in todo:
             try:
-                added = merge_run(run)
+                added = merge_run(run, out, lock_wait)
             except DataError as exc:
                 failed.append(str(exc))
             else:
