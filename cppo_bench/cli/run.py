@@ -251,9 +251,7 @@ def runs(
 @click.option("--method", default=None, help="Only this method.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_LOCK_WAIT
-def merge(
-    out: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float
-) -> None:
+def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float) -> None:
     """Merge the shards of every sharded run under OUT into the run's own directory.
 
     Each run is checked first (every shard present, same manifest apart from the shard, no
