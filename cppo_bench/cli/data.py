@@ -11,6 +11,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
+from cppo_bench.termsafe import safe
 
 MAX_ERRORS_SHOWN = 20
 
@@ -23,11 +24,11 @@ def data() -> None:
 @data.command("list")
 def list_benchmarks() -> None:
     """List the registered benchmarks."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     table = Table("name", escape("hub dataset [split]"), "description")
     table.columns[1].overflow = "fold"
@@ -53,11 +54,10 @@ def show(
 ) -> None:
     """Print a benchmark's problems as the loaders normalise them: a summary table, or JSON
     lines of Problem records with --json."""
-    from rich.console import Console
-
     from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     options = parse_kv(option_pairs)
     err = Console(stderr=True)
@@ -71,9 +71,9 @@ def show(
         for problem in result.problems:
             click.echo(json.dumps(problem.to_dict(), ensure_ascii=False))
         for error in result.errors:
-            click.echo(f"skipped: {error}", err=True)
+            click.echo(f"skipped: {safe(error)}", err=True)
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {safe(note)}", err=True)
         return
     Console().print(*summary_renderables(bench, result))
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from cppo_bench.termsafe import markup
+
 SPEC_HELP = "BENCH, BENCH=PATH, or a JSONL file of Problem dicts."
 
 
@@ -70,13 +72,13 @@ def decontam(
 ) -> None:
     """Find evaluation problems in training data (exact, n-gram and source-id matches), print
     the overlap matrix of all sources, and write the filtered training set."""
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
     from cppo_bench.decontam import DecontamConfig, decontaminate
     from cppo_bench.decontam.sources import load_source, unique_labels
     from cppo_bench.problem import DataError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     err = Console(stderr=True)
@@ -86,7 +88,7 @@ def decontam(
             for spec in specs:
                 source, errors = load_source(spec, role, strict=strict)
                 for e in errors[:5]:
-                    err.print(f"[yellow]skipped[/] {e}", markup=True, highlight=False)
+                    err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
                 if len(errors) > 5:
                     err.print(f"[yellow]skipped[/] {len(errors) - 5} more malformed records")
                 if not source.problems:
@@ -111,10 +113,10 @@ def decontam(
     table.add_column("source \\ in", style="bold")
     table.add_column("n", justify="right")
     for s in sources:
-        table.add_column(s.label, justify="right")
+        table.add_column(markup(s.label), justify="right")
     for i, s in enumerate(sources):
         cells = [_cell_text(result.matrix[(i, j)]) for j in range(len(sources))]
-        table.add_row(s.label, str(len(s.problems)), *cells)
+        table.add_row(markup(s.label), str(len(s.problems)), *cells)
     console.print(table)
     report = result.report()
     console.print(
@@ -126,4 +128,4 @@ def decontam(
             f"[yellow]warning[/]: {len(result.empty_statements)} problems have an empty "
             "statement after canonicalisation; only their source ids were compared"
         )
-    console.print(f"wrote {train_path} and {report_path}")
+    console.print(f"wrote {markup(train_path)} and {markup(report_path)}")

@@ -17,6 +17,7 @@ from cppo_bench.cli.options import (
 )
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
+from cppo_bench.termsafe import safe
 
 # flag -> method option it sets (only the methods that have the option accept it)
 METHOD_FLAGS = ("inference", "select", "strategies", "fill")
@@ -282,10 +283,10 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
                 failed.append(str(exc))
             else:
                 click.echo(
-                    f"merged {len(run.shards)} shards into {run.path} ({added} records added)"
+                    f"merged {len(run.shards)} shards into {safe(run.path)} ({added} records added)"
                 )
             advance(1)
     for line in failed:
-        click.echo(f"Error: {line}", err=True)
+        click.echo(f"Error: {safe(line)}", err=True)
     if failed:
         raise SystemExit(1)

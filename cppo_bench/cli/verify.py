@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.termsafe import markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
@@ -126,8 +127,8 @@ def failure_table(rows: list[dict], limit: int = 25):
     for col in ("problem", "ref", "verdict", "detail"):
         table.add_column(col, overflow="fold")
     for r in failed[:limit]:
-        table.add_row(r["problem_id"], str(r.get("reference_index", "")), r["verdict"],
-                      str(r["detail"])[:120])  # fmt: skip
+        table.add_row(markup(r["problem_id"]), str(r.get("reference_index", "")),
+                      markup(r["verdict"]), markup(str(r["detail"])[:120]))  # fmt: skip
     if len(failed) > limit:
         table.add_row("...", "", "", f"{len(failed) - limit} more in the output file")
     return table
@@ -183,11 +184,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     """Verify programs against a benchmark's hidden tests in the sandbox."""
     from dataclasses import replace
 
-    from rich.console import Console
-
     from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
     from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
 
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
@@ -203,14 +203,14 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
-        click.echo(f"skipped record: {e}", err=True)
+        click.echo(f"skipped record: {safe(e)}", err=True)
     problems = {p.problem_id: p for p in loaded.problems} | {p.uid: p for p in loaded.problems}
     if reference:
         records, errors = reference_records(problems), []
     else:
         records, errors = read_programs(programs, problems)
     for e in errors:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {safe(e)}", err=True)
     if not records:
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
