@@ -25,6 +25,7 @@ from typing import Any
 from cppo_bench.problem import DataError
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
+from cppo_bench.report.escape import shell_comment
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.store import RunIndex
@@ -213,7 +214,7 @@ def build_report(
         "",
     ]
     for m in computed.missing:
-        script += [f"# {c}" for c in m.cells] + [
+        script += [shell_comment(c) for c in m.cells] + [
             m.command if m.trained is None else f"# (needs the checkpoint) {m.command}",
             "",
         ]
