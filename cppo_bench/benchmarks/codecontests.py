@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
@@ -144,7 +145,7 @@ def parse_literal_tests(value: Any) -> dict[str, Any]:
     """The derived `tests` field: an object, or a JSON / Python-literal string of one."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsonio.loads(value)
         except json.JSONDecodeError:
             try:
                 value = ast.literal_eval(value)
