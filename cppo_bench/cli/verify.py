@@ -19,21 +19,53 @@ RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
 
 
-def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
-    records, errors = [], []
+MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
+
+
+def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
+    """(line number, text or None, error) per line: split on \\n only, each line decoded on
+    its own, so one bad line is named and the others are still read."""
+    from cppo_bench.jsonio import split_lines
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc}") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
+        with path.open("rb") as fh:
+            return [(ln.lineno, ln.text, ln.error) for ln in split_lines(fh, MAX_PROGRAM_LINE)]
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:
+    """problem_id and uid -> problem, and the keys naming two different problems (a
+    problem_id equal to another's uid): a program for such a key is refused, never judged
+    against whichever problem came last."""
+    index: dict[str, Any] = {}
+    ambiguous: set[str] = set()
+    for p in problems:
+        for key in (p.problem_id, p.uid):
+            if key in index and index[key] is not p:
+                ambiguous.add(key)
+            index.setdefault(key, p)
+    return {k: v for k, v in index.items() if k not in ambiguous}, ambiguous
+
+
+def read_programs(
+    path: Path, problems: dict[str, Any], ambiguous: set[str] = frozenset()
+) -> tuple[list[dict], list[str]]:
+    """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
+    from cppo_bench.jsonio import loads
+
+    records, errors = [], []
+    for lineno, line, why in _program_lines(path):
+        where = f"{path}:{lineno}"
+        if line is None:
+            errors.append(f"{where}: {why}")
+            continue
         if not line.strip():
             continue
-        where = f"{path}:{lineno}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not valid JSON ({exc.msg})")
+            record = loads(line)
+        except ValueError as exc:
+            errors.append(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})")
             continue
         if not isinstance(record, dict) or "problem_id" not in record or "code" not in record:
             errors.append(f"{where}: expected an object with 'problem_id' and 'code'")
@@ -41,7 +73,15 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
         if not isinstance(record["code"], str):
             errors.append(f"{where}: 'code' must be a string")
             continue
+        if not isinstance(record["problem_id"], (str, int)) or isinstance(
+            record["problem_id"], bool
+        ):
+            errors.append(f"{where}: 'problem_id' must be a string or an integer")
+            continue
         pid = str(record["problem_id"])
+        if pid in ambiguous:
+            errors.append(f"{where}: problem id {pid!r} names two different problems; refused")
+            continue
         if pid not in problems:
             errors.append(f"{where}: unknown problem id {pid!r}")
             continue
@@ -52,15 +92,17 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
 def named_problems(path: Path) -> list[str]:
     """The problem ids a programs file names (lines that are not such records are left to
     `read_programs` to report)."""
+    from cppo_bench.jsonio import loads
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = _program_lines(path)
+    except click.ClickException:
         return []
     ids: set[str] = set()
-    for line in lines:
+    for _, line, _ in lines:
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = loads(line) if line is not None else None
+        except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("problem_id"), (str, int)):
             ids.add(str(record["problem_id"]))
@@ -204,11 +246,11 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
         click.echo(f"skipped record: {safe(e)}", err=True)
-    problems = {p.problem_id: p for p in loaded.problems} | {p.uid: p for p in loaded.problems}
+    problems, ambiguous = problem_index(loaded.problems)
     if reference:
         records, errors = reference_records(problems), []
     else:
-        records, errors = read_programs(programs, problems)
+        records, errors = read_programs(programs, problems, ambiguous)
     for e in errors:
         click.echo(f"error: {safe(e)}", err=True)
     if not records:
