@@ -23,7 +23,7 @@ from cppo_bench.pipeline import RunSpec, execute
 from cppo_bench.problem import DataError
 from cppo_bench.runindex import scan
 from cppo_bench.runlock import RunLock, RunLockedError, lock_path
-from cppo_bench.runstore import MANIFEST, RECORDS, read_manifest, read_records, run_dir_for
+from cppo_bench.runstore import MANIFEST, RECORDS, read_manifest, read_records
 from cppo_bench.storefs import StoreLinkError
 
 
