@@ -313,7 +313,7 @@ def collect(
                         "(different problems under one id: both refused)"
                     )
                 raise ValueError(f"duplicate problem id {problem.problem_id}")
-        except (ValueError, TypeError, KeyError) as exc:  # a record of unexpected shape
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:  # unexpected shape
             reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             err = RecordError(row.source, rid, reason)
             if strict:

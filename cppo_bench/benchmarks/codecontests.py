@@ -73,7 +73,10 @@ def memory_limit_mb(n_bytes: Any) -> int | None:
     # The dataset writes Codeforces' "256 megabytes" as 256000000: decimal megabytes.
     if n_bytes in (None, "", 0):
         return None
-    return max(1, round(int(n_bytes) / 1_000_000))
+    n = int(n_bytes)
+    if n < 0:  # max(1, ...) would turn it into a 1 MB limit
+        raise ValueError(f"memory_limit_bytes {n} is negative")
+    return max(1, round(n / 1_000_000))
 
 
 def python3_solutions(solutions: Any) -> tuple[str, ...]:
