@@ -25,7 +25,7 @@ from typing import Any
 from cppo_bench.problem import DataError
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
-from cppo_bench.report.escape import shell_comment
+from cppo_bench.report.escape import md_fenced, shell_comment
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.store import RunIndex
@@ -206,7 +206,7 @@ def build_report(
     report_md = out / "report.md"
     all_tables = [*computed.tables, *extra_tables]
     report_md.write_text("\n\n".join(to_markdown(t) for t in all_tables), encoding="utf-8")
-    (out / "missing.md").write_text(check_text(computed), encoding="utf-8")
+    (out / "missing.md").write_text(md_fenced(check_text(computed)), encoding="utf-8")
     script = [
         "#!/usr/bin/env bash",
         "# Runs that table cells lack (from `cppo-bench report`).",

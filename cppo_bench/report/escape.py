@@ -54,6 +54,14 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(one, safe(text))
 
 
+def md_fenced(text: str) -> str:
+    """`text` as a Markdown code block (nothing in it renders as HTML): the fence is longer
+    than any run of backticks inside, so data cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{safe(text, keep_newlines=True)}\n{fence}\n"
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
