@@ -50,6 +50,20 @@ def split_lines(fh: IO[bytes], max_line: int = MAX_LINE) -> Iterator[Line]:
             yield Line(lineno, None, f"not UTF-8 ({exc.reason} at byte {exc.start})", torn)
 
 
+def read_capped(fh: IO[bytes], cap: int) -> bytes | None:
+    """The whole stream, or None if it holds more than `cap` bytes. Read a chunk at a time:
+    `read(cap + 1)` would allocate cap + 1 bytes up front, whatever the file's size."""
+    chunks, total = [], 0
+    while True:
+        chunk = fh.read(min(_SKIP_CHUNK * 16, cap + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            return None
+
+
 def depth_error(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     """Why `value` nests too deeply, or None (an iterative walk: no recursion of its own)."""
     stack = [(value, 1)]

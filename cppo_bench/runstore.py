@@ -192,8 +192,8 @@ def read_manifest(run_dir: Path) -> RunManifest:
     path = Path(run_dir) / MANIFEST
     try:
         with open_file(path, "rb") as fh:
-            raw = fh.read(MAX_MANIFEST + 1)
-        if len(raw) > MAX_MANIFEST:
+            raw = jsonio.read_capped(fh, MAX_MANIFEST)
+        if raw is None:
             raise ValueError(f"larger than {MAX_MANIFEST >> 20} MiB")
         doc = jsonio.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -81,8 +81,8 @@ def _jsonl_rows(path: Path) -> Iterator[RawRow]:
 
 def _json_rows(path: Path) -> Iterator[RawRow]:
     with _open_binary(path) as fh:
-        raw = fh.read(MAX_JSON_BYTES + 1)
-    if len(raw) > MAX_JSON_BYTES:
+        raw = jsonio.read_capped(fh, MAX_JSON_BYTES)
+    if raw is None:
         raise DataError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB (use JSONL)")
     try:
         doc = jsonio.loads(raw.decode("utf-8"))
