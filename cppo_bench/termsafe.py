@@ -27,6 +27,9 @@ _UNSAFE_KEEP_NL = re.compile(
 )
 
 
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
@@ -43,6 +46,16 @@ def markup(text: Any) -> str:
     from rich.markup import escape
 
     return escape(safe(text))
+
+
+def json_line(value: Any) -> str:
+    """JSON of `value` on one line, non-ASCII text kept readable but every character a
+    terminal could act on (C1, DEL, separators, bidi) written as a \\u escape (valid JSON:
+    such characters only occur inside strings, where the escape means the same)."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def echo(message: Any = "", err: bool = False, nl: bool = True) -> None:

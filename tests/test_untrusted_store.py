@@ -207,6 +207,11 @@ def test_bad_records_are_named_and_never_counted(tmp_path, problems):
     assert row["done"] == len(problems) == row["total"]
     with pytest.raises(DataError, match=rf"{RECORDS}:{n_good + 1}: bad record"):
         read_records(run_dir)  # the strict reader stops at the first
+    report = CliRunner().invoke(
+        main, ["report", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]
+    )
+    assert report.exit_code == 0 and "Traceback" not in report.output
+    assert f"{RECORDS}:{n_good + 1}: bad record skipped" in report.output.replace("\n", "")
 
 
 @pytest.mark.parametrize(

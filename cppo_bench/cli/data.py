@@ -11,7 +11,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
-from cppo_bench.termsafe import safe
+from cppo_bench.termsafe import json_line, safe
 
 MAX_ERRORS_SHOWN = 20
 
@@ -69,7 +69,7 @@ def show(
         raise click.ClickException(str(exc)) from None
     if as_json:
         for problem in result.problems:
-            click.echo(json.dumps(problem.to_dict(), ensure_ascii=False))
+            click.echo(json_line(problem.to_dict()))
         for error in result.errors:
             click.echo(f"skipped: {safe(error)}", err=True)
         for note in result.notes:
