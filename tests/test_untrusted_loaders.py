@@ -207,3 +207,22 @@ def test_verify_refuses_a_program_whose_id_names_two_problems(tmp_path):
     assert errors[0].startswith(f"{progs}:1:") and "two different problems" in errors[0]
     assert errors[1].startswith(f"{progs}:2:") and "not UTF-8" in errors[1]
     assert named_problems(progs) == ["abc", "lcb/abc"]
+
+
+def test_split_lines_skips_an_over_long_line_without_holding_it():
+    import io
+
+    from cppo_bench.jsonio import split_lines
+
+    data = b'{"a": 1}\n' + b"x" * (5 << 20) + b"\n" + '{"b": "\u2028"}'.encode() + b"\n\xff\n{"
+    stream = io.BytesIO(data)
+    tracemalloc.start()
+    lines = list(split_lines(stream, max_line=1 << 16))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 << 20  # the 5 MiB line was skipped a chunk at a time
+    assert [(ln.lineno, ln.text) for ln in lines[:1]] == [(1, '{"a": 1}\n')]
+    assert lines[1].text is None and "longer than" in lines[1].error
+    assert lines[2].text == '{"b": "\u2028"}\n'  # one line: U+2028 is not a line end
+    assert lines[3].text is None and "not UTF-8" in lines[3].error
+    assert lines[4].text == "{" and lines[4].torn
