@@ -29,7 +29,7 @@ from cppo_bench.runstore import MANIFEST, RECORDS, read_manifest, read_records
 
 TIMEOUT_S = 5
 PEAK_MB = 64  # inputs are at most a few KB: anything near this is a blow-up
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])  # fmt: skip
 
