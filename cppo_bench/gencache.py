@@ -17,10 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cppo_bench import jsonio
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.runstore import repair_tail
+from cppo_bench.storefs import exists, open_file
 
 GEN_CACHE = "gen_cache.jsonl"
+MAX_CACHE_LINE = 256 << 20  # one generation (a long completion is well below this)
 
 
 @dataclass
@@ -45,24 +48,20 @@ class GenCache:
         self.path = Path(path)
         self.entries: dict[str, GenResult] = {}
         self.skipped = 0
-        if self.path.exists():
+        if exists(self.path):
             repair_tail(self.path)
             self._load()
 
     def _load(self) -> None:
-        with open(self.path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    d = json.loads(line)
-                    self.entries[d["key"]] = GenResult(
-                        text=d["text"],
-                        num_tokens=int(d["num_tokens"]),
-                        finish_reason=d["finish_reason"],
-                        prompt_tokens=int(d.get("prompt_tokens", 0)),
-                        extra=d.get("extra") or {},
-                    )
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    self.skipped += 1
+        # lines split on \n only and decoded one by one: an invalid UTF-8 line, a foreign or
+        # over-long one is skipped (and counted), never the end of the cache
+        with open_file(self.path, "rb") as fh:
+            for line in jsonio.split_lines(fh, MAX_CACHE_LINE):
+                entry = _entry(line.text) if line.text is not None else None
+                if entry is None:
+                    self.skipped += line.text is None or bool(line.text.strip())
+                else:
+                    self.entries[entry[0]] = entry[1]
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -95,7 +94,7 @@ class GenCache:
         if not lines:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
+        with open_file(self.path, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
 
@@ -126,6 +125,27 @@ def generate_streaming(
         for i, result in enumerate(results):
             on_result(i, result)
     return results
+
+
+def _entry(text: str) -> tuple[str, GenResult] | None:
+    """(key, result) of a cache line, or None for a line of the wrong shape."""
+    try:
+        d = jsonio.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(d, dict):
+        return None
+    key, out, reason = d.get("key"), d.get("text"), d.get("finish_reason")
+    n, prompt, extra = d.get("num_tokens"), d.get("prompt_tokens", 0), d.get("extra") or {}
+    if not (isinstance(key, str) and isinstance(out, str) and isinstance(reason, str)):
+        return None
+    if type(n) is not int or type(prompt) is not int or n < 0 or prompt < 0:
+        return None
+    if not isinstance(extra, dict):
+        return None
+    return key, GenResult(
+        text=out, num_tokens=n, finish_reason=reason, prompt_tokens=prompt, extra=extra
+    )
 
 
 class LazyBackend:

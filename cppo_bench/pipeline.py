@@ -17,12 +17,10 @@ run computes for its problems (seeds and cache keys depend on the problem, not i
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import functools
-import subprocess
+import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,21 +31,23 @@ from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import DataError, LoadResult, Problem
+from cppo_bench.runlock import RunLock
+from cppo_bench.runopen import adopt_legacy, git_commit, open_run
 from cppo_bench.runstore import (
-    MANIFEST,
-    RECORDS,
     ProblemRecord,
     RunManifest,
     append_records,
     ids_hash,
-    read_manifest,
     read_records,
-    repair_tail,
     run_dir_for,
     shard_of,
     write_manifest,
 )
 from cppo_bench.scoring import score_chunk, summarize
+from cppo_bench.storefs import check_under, exists, make_dirs
+from cppo_bench.termsafe import safe
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -134,25 +134,6 @@ def load_problems(
     return result
 
 
-@functools.cache
-def git_commit() -> str | None:
-    """The commit of the checkout the package runs from, or None outside a git checkout."""
-    root = Path(cppo_bench.__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
 def select(spec: RunSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], list[int]]:
     """The problems this invocation asks for, and their dataset positions: the `limit`
     prefix, then (sharded) the ones of shard I. A shard of a prefix is a prefix of a shard."""
@@ -196,82 +177,6 @@ def build_manifest(
     )
 
 
-def _extend(old: RunManifest, new: RunManifest) -> RunManifest:
-    """`new` asks for the same run as `old`: keep the larger selection (a larger limit
-    extends the run, a smaller one only reads a prefix) and the original provenance."""
-    pos = dict(zip(old.problem_ids, old.positions(), strict=True))
-    pos.update(zip(new.problem_ids, new.positions(), strict=True))
-    ids = sorted(pos, key=pos.__getitem__)
-    shard = None if new.shard is None else {**new.shard, "positions": [pos[i] for i in ids]}
-    return dataclasses.replace(
-        new,
-        problem_ids=ids,
-        problem_ids_hash=ids_hash(ids),
-        selected=max(old.selected, new.selected),
-        shard=shard,
-        created_at=old.created_at,
-        git_commit=old.git_commit,
-        package_version=old.package_version,
-        extra={**old.extra, **new.extra},
-    )
-
-
-def adopt_legacy(out: Path, manifest: RunManifest) -> Path | None:
-    """A run stored before runs were identified by their dataset (its hash covered its exact
-    problem list) becomes this run when it computed exactly this selection: it is renamed to
-    this run's directory and its manifest gains the dataset fields, so an upgrade resumes
-    stored runs instead of recomputing them. Returns the directory adopted, if any."""
-    new_dir = run_dir_for(out, manifest)
-    if manifest.shard is not None or (new_dir / MANIFEST).exists():
-        return None
-    old_dir = run_dir_for(out, dataclasses.replace(manifest, dataset_hash=""))
-    if not (old_dir / MANIFEST).exists():
-        return None
-    old = read_manifest(old_dir)
-    if old.dataset_hash or old.problem_ids != manifest.problem_ids:
-        return None
-    fields = ("dataset_hash", "dataset_size", "selected")
-    write_manifest(old_dir, dataclasses.replace(old, **{f: getattr(manifest, f) for f in fields}))
-    old_dir.rename(new_dir)
-    return old_dir
-
-
-def _shard_key(m: RunManifest) -> tuple[int, int] | None:
-    return None if m.shard is None else (m.shard["index"], m.shard["count"])
-
-
-def open_run(
-    out: Path, manifest: RunManifest, dataset_ids: Collection[str] | None = None
-) -> tuple[Path, RunManifest]:
-    """Create the run directory, or reopen it (keeping its creation time) to resume; a
-    reopened run keeps every problem it was ever asked for (see `_extend`)."""
-    run_dir = run_dir_for(out, manifest)
-    invocation = {
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": git_commit(),
-        "package_version": cppo_bench.__version__,
-        "selected": manifest.selected,
-    }
-    if (run_dir / MANIFEST).exists():
-        old = read_manifest(run_dir)
-        known = set(manifest.problem_ids if dataset_ids is None else dataset_ids)
-        if (
-            old.config_hash() != manifest.config_hash()
-            or old.dataset_hash != manifest.dataset_hash
-            or _shard_key(old) != _shard_key(manifest)
-            or not known.issuperset(old.problem_ids)
-        ):
-            raise DataError(f"{run_dir / MANIFEST}: belongs to a different run configuration")
-        # the original provenance stays; each resume is logged below it
-        manifest = _extend(old, manifest)
-    manifest.extra["invocations"] = [*manifest.extra.get("invocations", []), invocation]
-    manifest.status = "running"
-    write_manifest(run_dir, manifest)
-    for name in (RECORDS, GEN_CACHE):
-        repair_tail(run_dir / name)
-    return run_dir, manifest
-
-
 def execute(
     spec: RunSpec,
     problems: Sequence[Problem],
@@ -280,10 +185,11 @@ def execute(
     *,
     data_source: str = "",
     reporter: Reporter | None = None,
+    lock_wait: float = 0.0,
 ) -> RunResult:
     """Run (or resume, or extend) one seed of one configuration over `problems`, the whole
-    dataset, of which `spec.limit` and `spec.shard` select the problems to compute."""
-    reporter = reporter or NullReporter()
+    dataset, of which `spec.limit` and `spec.shard` select the problems to compute. The
+    run's lock is held throughout (waiting up to `lock_wait` seconds for another holder)."""
     start = time.perf_counter()
     method = METHODS.get(spec.method).from_options(spec.method_options)
     if spec.chunk_size < 1:
@@ -292,12 +198,36 @@ def execute(
     by_id = {p.problem_id: p for p in problems}
     wanted = [by_id[i] for i in manifest.problem_ids]
     method.check(wanted, spec.k)
+    planned_dir = run_dir_for(Path(out), manifest)
+    make_dirs(Path(out), planned_dir.parent)  # never through a link planted in the store
+    with RunLock(planned_dir, lock_wait):
+        check_under(Path(out), planned_dir)
+        return _execute_locked(
+            spec, manifest, method, wanted, by_id, backend, Path(out), reporter, start
+        )
+
+
+def _execute_locked(
+    spec: RunSpec,
+    manifest: RunManifest,
+    method: Any,
+    wanted: list[Problem],
+    by_id: dict[str, Problem],
+    backend: Backend,
+    out: Path,
+    reporter: Reporter | None,
+    start: float,
+) -> RunResult:
+    reporter = reporter or NullReporter()
     adopt_legacy(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
-    done = read_records(planned_dir)  # a torn last line is skipped
+    skipped: list[str] = []  # bad stored records: recomputed, never counted
+    done = read_records(planned_dir, warnings=skipped)  # a torn last line is skipped
+    for line in skipped:
+        log.warning(safe(line))
     todo = [p for p in wanted if p.problem_id not in done]
     timings, loaded_before = Timings(), getattr(backend, "load_s", 0.0)
-    if todo and hasattr(backend, "get") and not (planned_dir / GEN_CACHE).exists():
+    if todo and hasattr(backend, "get") and not exists(planned_dir / GEN_CACHE):
         # a fresh run loads a lazy model now, so a model that fails to load leaves no run
         # dir; a resumed one loads it on the first cache miss (re-verifying never loads it)
         backend.get()

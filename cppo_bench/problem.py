@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +18,26 @@ TestMode = Literal["stdin", "call"]
 Checker = Literal["apps", "codecontests", "lcb", "exact"]
 # codegen: write a program; execution / output_prediction: predict a value, scored by maj@K.
 Task = Literal["codegen", "execution", "output_prediction"]
+
+
+MAX_TESTS = 10_000  # per problem (benchmarks ship at most a few hundred)
+MAX_TEST_CHARS = 512 << 20  # all of a problem's test inputs and outputs together
+MAX_TIME_LIMIT_S = 60.0  # per test (the benchmarks' own limits are at most ~15 s)
+MAX_MEMORY_LIMIT_MB = 16_384
+
+
+def check_limits(time_s: float | None, memory_mb: int | None) -> None:
+    """ValueError unless each limit is absent or a finite, positive value within its cap."""
+    if time_s is not None:
+        if isinstance(time_s, bool) or not isinstance(time_s, (int, float)):
+            raise ValueError(f"time limit {time_s!r} is not a number")
+        if not (math.isfinite(time_s) and 0 < time_s <= MAX_TIME_LIMIT_S):
+            raise ValueError(f"time limit {time_s!r} s is outside (0, {MAX_TIME_LIMIT_S:g}]")
+    if memory_mb is not None:
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int):
+            raise ValueError(f"memory limit {memory_mb!r} is not an integer")
+        if not 0 < memory_mb <= MAX_MEMORY_LIMIT_MB:
+            raise ValueError(f"memory limit {memory_mb} MB is outside (0, {MAX_MEMORY_LIMIT_MB}]")
 
 
 @dataclass(frozen=True)
@@ -35,6 +56,8 @@ class Test:
     kind: str = "hidden"  # public | private | generated | hidden
 
     def __post_init__(self) -> None:
+        if not isinstance(self.input, str) or not isinstance(self.output, str):
+            raise ValueError("a test's input and output must be text")
         if self.mode not in ("stdin", "call"):
             raise ValueError(f"test mode must be 'stdin' or 'call', got {self.mode!r}")
         if self.mode == "call" and not self.fn_name:
@@ -70,6 +93,18 @@ class Problem:
     task: Task = "codegen"
     label: str | None = None  # expected answer for execution / output_prediction tasks
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # limits and sizes come from the data: a NaN limit would fail a correct program, 1e9
+        # would hang the verifier, a million tests (or one memo'd string repeated) exhaust it
+        check_limits(self.time_limit_s, self.memory_limit_mb)
+        if len(self.tests) > MAX_TESTS:
+            raise ValueError(f"{len(self.tests)} tests, more than the cap of {MAX_TESTS}")
+        size = sum(len(t.input) + len(t.output) for t in self.tests)
+        if size > MAX_TEST_CHARS:
+            raise ValueError(
+                f"tests hold {size >> 20} MiB of text, over the {MAX_TEST_CHARS >> 20} MiB cap"
+            )
 
     @property
     def uid(self) -> str:
@@ -166,22 +201,25 @@ def _parse_record(record: Any) -> Problem:
 def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
     """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
     their line number and problem id) unless `strict`, which raises DataError on the first."""
+    from cppo_bench import jsonio
+
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as fh:  # split on \n only: U+2028 in a statement is no line end
+            lines = list(jsonio.split_lines(fh))
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason})") from None
     problems: list[Problem] = []
     errors: list[RecordError] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+    for lineno, line in ((ln.lineno, ln) for ln in lines):
+        if line.text is not None and not line.text.strip():
             continue
         record: Any = None
         try:
-            record = json.loads(line)
+            if line.text is None:
+                raise ValueError(line.error)
+            record = jsonio.loads(line.text)
             problem = _parse_record(record)
             if problem.uid in seen:
                 raise ValueError(f"duplicate id {problem.uid}")

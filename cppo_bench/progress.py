@@ -19,8 +19,9 @@ __all__ = ["ProgressFn", "progress_bar"]
 @contextmanager
 def progress_bar(label: str, total: int | None = None, quiet: bool = False) -> Iterator[ProgressFn]:
     """A transient bar on stderr (stdout stays clean for --json); yields its ProgressFn."""
-    from rich.console import Console
     from rich.progress import Progress
+
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     with Progress(console=Console(stderr=True), transient=True, disable=quiet) as bar:
         task = bar.add_task(label, total=total)

@@ -39,6 +39,7 @@ class StoredRun:
     manifest: RunManifest  # merged: every problem asked for, in dataset order; shard None
     members: list[tuple[Path, RunManifest]]  # the directories holding its records
     problems: list[str] = field(default_factory=list)  # why it is incomplete or inconsistent
+    skipped: list[str] = field(default_factory=list)  # "file:line: why" of records not read
     _records: dict[str, ProblemRecord] | None = None
 
     @property
@@ -56,7 +57,7 @@ class StoredRun:
             merged: dict[str, ProblemRecord] = {}
             for path, m in self.members:  # the unsharded member first: it wins a tie
                 pos.update(zip(m.problem_ids, m.positions(), strict=True))
-                for pid, rec in read_records(path).items():
+                for pid, rec in read_records(path, m, self.skipped).items():
                     merged.setdefault(pid, rec)
             self._records = {
                 i: merged[i] for i in sorted(merged, key=lambda i: pos.get(i, len(pos)))
@@ -75,6 +76,7 @@ class RunStore:
         out = [f"skipped run: {why}" for _, why in self.unreadable]
         for run in self.runs:
             out += [f"{run.path}: {p}" for p in run.problems]
+            out += run.skipped  # filled as records are read
         return out
 
 

@@ -11,12 +11,13 @@ directory are kept, and only missing lines are appended.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
-from cppo_bench.gencache import GEN_CACHE
+from cppo_bench.gencache import GEN_CACHE, MAX_CACHE_LINE, GenCache, _entry
+from cppo_bench.jsonio import split_lines
 from cppo_bench.problem import DataError
 from cppo_bench.runindex import StoredRun
+from cppo_bench.runlock import run_locks
 from cppo_bench.runstore import (
     RECORDS,
     append_records,
@@ -25,6 +26,7 @@ from cppo_bench.runstore import (
     write_manifest,
 )
 from cppo_bench.scoring import summarize
+from cppo_bench.storefs import exists, make_dirs, open_file
 
 
 def check_mergeable(run: StoredRun) -> None:
@@ -43,14 +45,23 @@ def check_mergeable(run: StoredRun) -> None:
             )
 
 
-def merge_run(run: StoredRun) -> int:
-    """Write (or complete) `run.path` from its shards; returns the records appended."""
+def merge_run(run: StoredRun, root: Path | None = None, lock_wait: float = 0.0) -> int:
+    """Write (or complete) `run.path` from its shards; returns the records appended. The
+    locks of the run and of every shard are held throughout (the ones `run` takes), and
+    nothing is written through a link (`root`: the store the run was found in)."""
+    with run_locks([run.path, *(p for p, _ in run.members)], lock_wait):
+        return _merge_locked(run, Path(root) if root is not None else run.path.parent)
+
+
+def _merge_locked(run: StoredRun, root: Path) -> int:
     check_mergeable(run)
+    if run.skipped:
+        raise DataError(f"cannot merge: {run.skipped[0]}")
     target = run.path
-    target.mkdir(parents=True, exist_ok=True)
+    make_dirs(root, target)
     for name in (RECORDS, GEN_CACHE):
         repair_tail(target / name)
-    have = read_records(target)
+    have = read_records(target, run.manifest)
     new = [rec for pid, rec in run.records().items() if pid not in have]
     append_records(target, new)
     _merge_caches(run, target / GEN_CACHE)
@@ -67,26 +78,23 @@ def merge_run(run: StoredRun) -> int:
 
 def _merge_caches(run: StoredRun, path: Path) -> None:
     """Append the shards' generations the merged cache lacks (a resume then needs none)."""
-    keys: set[str] = set()
-    if path.exists():
-        keys = {_key(line) for line in path.read_text(encoding="utf-8").splitlines()}
+    keys: set[str] = set(GenCache(path).entries) if exists(path) else set()
     lines: list[str] = []
     for member, _ in run.members:
         src = member / GEN_CACHE
-        if member == run.path or not src.exists():
+        if member == run.path or not exists(src):
             continue
-        for line in src.read_text(encoding="utf-8").splitlines():
-            key = _key(line)
-            if key and key not in keys:
-                keys.add(key)
-                lines.append(line)
+        with open_file(src, "rb") as fh:
+            for line in split_lines(fh, MAX_CACHE_LINE):
+                key = _key(line.text) if line.text is not None and not line.torn else ""
+                if key and key not in keys:
+                    keys.add(key)
+                    lines.append(line.text.rstrip("\n"))  # type: ignore[union-attr]
     if lines:
-        with open(path, "a", encoding="utf-8") as fh:
+        with open_file(path, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
 
 
 def _key(line: str) -> str:
-    try:
-        return str(json.loads(line)["key"])
-    except (json.JSONDecodeError, KeyError, TypeError):
-        return ""  # a torn or foreign line: the cache skips it too
+    entry = _entry(line)
+    return entry[0] if entry else ""  # a torn or foreign line: the cache skips it too

@@ -19,16 +19,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench.problem import DataError
+from cppo_bench.schema import SCHEMAS, check_record
+from cppo_bench.storefs import exists, open_file, write_atomic
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
+MAX_MANIFEST = 512 << 20  # a manifest of 10^7 problem ids is ~200 MB
+MAX_RECORD_LINE = 256 << 20  # one record: K programs and completions
 
 
 @dataclass
@@ -177,26 +183,39 @@ def run_dir_for(out: Path, manifest: RunManifest) -> Path:
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(asdict(manifest), indent=2, sort_keys=True))
-    tmp.replace(run_dir / MANIFEST)  # atomic: a reader never sees half a manifest
+    write_atomic(run_dir / MANIFEST, json.dumps(asdict(manifest), indent=2, sort_keys=True))
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
+    """The run's manifest, checked against the `run_manifest` schema: one DataError naming
+    the file and the field for anything unreadable or out of range."""
     path = Path(run_dir) / MANIFEST
     try:
-        return RunManifest(**json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError, TypeError) as exc:
-        raise DataError(f"{path}: not a valid run manifest ({exc})") from None
+        with open_file(path, "rb") as fh:
+            raw = jsonio.read_capped(fh, MAX_MANIFEST)
+        if raw is None:
+            raise ValueError(f"larger than {MAX_MANIFEST >> 20} MiB")
+        doc = jsonio.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not a valid run manifest (not UTF-8: {exc.reason})") from None
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise DataError(f"{path}: not a valid run manifest ({why})") from None
+    why = SCHEMAS.get("run_manifest").check(doc)
+    if why:
+        raise DataError(f"{path}: not a valid run manifest ({why})")
+    return RunManifest(**doc)
 
 
 def repair_tail(path: Path) -> int:
     """Cut a torn last line (a writer killed mid-line) so the next append starts on a fresh
     line; returns the bytes removed. Complete lines are never touched."""
     path = Path(path)
-    if not path.exists():
+    if not exists(path):
         return 0
-    with open(path, "rb+") as fh:
+    with open_file(path, "r+b") as fh:
         size = fh.seek(0, 2)
         if size == 0:
             return 0
@@ -229,32 +248,64 @@ def append_records(run_dir: Path, records: list[ProblemRecord]) -> None:
     if not records:
         return
     text = "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in records)
-    with open(Path(run_dir) / RECORDS, "a", encoding="utf-8") as fh:
+    with open_file(Path(run_dir) / RECORDS, "a", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
 
 
-def read_records(run_dir: Path) -> dict[str, ProblemRecord]:
-    """problem_id -> record; the last record of an id wins; a torn final line is skipped."""
+def read_records(
+    run_dir: Path,
+    manifest: RunManifest | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, ProblemRecord]:
+    """problem_id -> record; the last record of an id wins; a torn final line is skipped.
+
+    Every line is checked against the `run_record` schema and against the run's manifest
+    (`manifest`, else the one in `run_dir` if readable): the problem must be one the
+    manifest lists and have k branches. A line that fails is never counted: with
+    `warnings`, it is skipped and "file:line: why" appended there; without, the first one
+    raises DataError naming it."""
     path = Path(run_dir) / RECORDS
     records: dict[str, ProblemRecord] = {}
-    if not path.exists():
+    if not exists(path):
         return records
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    if manifest is None and exists(Path(run_dir) / MANIFEST):
         try:
-            rec = ProblemRecord.from_dict(json.loads(line))
-        except (json.JSONDecodeError, TypeError) as exc:
-            if lineno == len(lines):  # torn write of a killed run
+            manifest = read_manifest(run_dir)
+        except DataError:
+            manifest = None  # the manifest's own reader reports it
+    ids = set(manifest.problem_ids) if manifest is not None else None
+    k = manifest.k if manifest is not None else None
+    with open_file(path, "rb") as fh:
+        for line in jsonio.split_lines(fh, MAX_RECORD_LINE):
+            if line.text is not None and not line.text.strip():
+                continue
+            why = line.error
+            if why is None:
+                try:
+                    doc = jsonio.loads(line.text or "")
+                except ValueError as exc:
+                    why = f"invalid JSON ({exc})"
+                else:
+                    why = check_record(doc, ids, k)
+            if why is None:
+                rec = ProblemRecord.from_dict(doc)
+                records[rec.problem_id] = rec
+            elif line.torn:  # the torn write of a killed run
                 break
-            raise DataError(f"{path}:{lineno}: bad record ({exc})") from None
-        records[rec.problem_id] = rec
+            elif warnings is None:
+                raise DataError(f"{path}:{line.lineno}: bad record ({why})")
+            else:
+                warnings.append(f"{path}:{line.lineno}: bad record skipped ({why})")
     return records
 
 
 def iter_runs(root: Path) -> Iterator[Path]:
-    """Every run directory (one holding a manifest) under `root`, sorted."""
-    for manifest in sorted(Path(root).rglob(MANIFEST)):
-        yield manifest.parent
+    """Every run directory (one holding a manifest) under `root`, sorted; never descends
+    a linked directory (a store's links are not followed out of it)."""
+    found = []
+    for folder, dirs, files in os.walk(Path(root), followlinks=False):
+        dirs.sort()
+        if MANIFEST in files:
+            found.append(Path(folder))
+    yield from sorted(found)

@@ -115,7 +115,11 @@ def test_unreadable_file_is_one_line(tmp_path: Path) -> None:
     path.write_bytes(b'{"question": "caf\xe9"}\n')
     result = _run("data", "show", "--bench", "codecontests", "--data", str(path))
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"Error: {path}: not UTF-8 text (invalid continuation byte)"
+    # the bad line is named by its number (issue 27: one bad line no longer refuses the file)
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {path}: no usable codecontests problems (1 record(s) skipped; first: record "
+        "line 1: not UTF-8 (invalid continuation byte at byte 17))"
+    ]
 
 
 def test_parse_options() -> None:

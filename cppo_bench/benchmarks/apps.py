@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from cppo_bench import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     LOCAL_FORMATS,
@@ -69,7 +70,7 @@ def folder_rows(root: Path) -> Iterator[RawRow]:
     dirs = sorted(_problem_dirs(root), key=lambda d: (not d.name.isdigit(), d.name.zfill(8)))
     for d in dirs:
         try:
-            meta = json.loads(_read(d / "metadata.json") or "{}")
+            meta = jsonio.loads(_read(d / "metadata.json") or "{}")
             if not isinstance(meta, dict):
                 raise ValueError("metadata.json is not an object")
             record = {

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
@@ -72,7 +73,10 @@ def memory_limit_mb(n_bytes: Any) -> int | None:
     # The dataset writes Codeforces' "256 megabytes" as 256000000: decimal megabytes.
     if n_bytes in (None, "", 0):
         return None
-    return max(1, round(int(n_bytes) / 1_000_000))
+    n = int(n_bytes)
+    if n < 0:  # max(1, ...) would turn it into a 1 MB limit
+        raise ValueError(f"memory_limit_bytes {n} is negative")
+    return max(1, round(n / 1_000_000))
 
 
 def python3_solutions(solutions: Any) -> tuple[str, ...]:
@@ -144,7 +148,7 @@ def parse_literal_tests(value: Any) -> dict[str, Any]:
     """The derived `tests` field: an object, or a JSON / Python-literal string of one."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsonio.loads(value)
         except json.JSONDecodeError:
             try:
                 value = ast.literal_eval(value)

@@ -26,6 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     RawRow,
@@ -39,7 +40,15 @@ from cppo_bench.benchmarks._io import (
     reject_unknown,
 )
 from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
-from cppo_bench.problem import DataError, LoadResult, Problem, SourceIds, Test
+from cppo_bench.problem import (
+    MAX_TEST_CHARS,
+    MAX_TESTS,
+    DataError,
+    LoadResult,
+    Problem,
+    SourceIds,
+    Test,
+)
 
 HUB_ID = "livecodebench/code_generation_lite"
 DEFAULT_RELEASE = "release_v6"
@@ -54,7 +63,9 @@ WINDOWS = {
     6: ("2025-02-01", "2025-04-30"),
 }
 FORMATS = "JSONL/JSON/parquet/save_to_disk folder, or a clone of the dataset repo"
-MAX_DECOMPRESSED = 1 << 30  # refuse zlib bombs: real blobs are tens of MB
+# refuse zlib and pickle bombs before they grow: the inflated pickle is held once, its string
+# once more, and the parsed tests once more, so this bounds a blob's peak to a few times it
+MAX_DECOMPRESSED = 128 << 20
 _TAG = re.compile(r"^(?:release_v(\d+)|release_latest|v(\d+)(?:_v(\d+))?)$")
 
 
@@ -93,11 +104,11 @@ def decode_private_tests(blob: Any) -> list[Any]:
     if blob is None or blob == "" or blob == []:
         return []
     if isinstance(blob, list):
-        return blob
+        return _as_test_list(blob)
     if not isinstance(blob, str):
         raise ValueError(f"private_test_cases is a {type(blob).__name__}")
     try:
-        return _as_test_list(json.loads(blob))
+        return _as_test_list(jsonio.loads(blob))
     except json.JSONDecodeError:
         pass
     try:
@@ -113,29 +124,48 @@ def decode_private_tests(blob: Any) -> list[Any]:
     except UnsafePickleError as exc:
         raise ValueError(f"private_test_cases: {exc}") from None
     if isinstance(value, bytes):
-        value = value.decode("utf-8")
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"private_test_cases: unpickled bytes are not UTF-8 ({exc.reason})"
+            ) from None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"private_test_cases: unpickled text is not JSON ({exc.msg})"
-            ) from None
+            value = jsonio.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"private_test_cases: unpickled text is not JSON ({exc})") from None
     return _as_test_list(value)
 
 
 def _as_test_list(value: Any) -> list[Any]:
+    """The cases, if a list within the caps: the count, and the text all of them hold (a
+    pickle's memo can repeat one large string a million times at no cost to the blob,
+    and the verifier would copy each)."""
     if not isinstance(value, list):
         raise ValueError(f"test cases are a {type(value).__name__}, expected a list")
+    if len(value) > MAX_TESTS:
+        raise ValueError(f"{len(value)} test cases, more than the cap of {MAX_TESTS}")
+    size = sum(
+        len(c.get("input", "")) + len(c.get("output", ""))
+        for c in value
+        if isinstance(c, dict)
+        and isinstance(c.get("input", ""), str)
+        and isinstance(c.get("output", ""), str)
+    )
+    if size > MAX_TEST_CHARS:
+        raise ValueError(
+            f"test cases hold {size >> 20} MiB of text, over the {MAX_TEST_CHARS >> 20} MiB cap"
+        )
     return value
 
 
 def call_arguments(text: str) -> str:
     """A functional input (one JSON value per line) -> JSON list of the arguments."""
     try:
-        return json.dumps([json.loads(line) for line in text.split("\n") if line.strip()])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"functional input line is not JSON ({exc.msg})") from None
+        return json.dumps([jsonio.loads(line) for line in text.split("\n") if line.strip()])
+    except ValueError as exc:
+        raise ValueError(f"functional input line is not JSON ({exc})") from None
 
 
 def make_test(case: Any, kind: str, fn_name: str | None) -> Test:
@@ -148,9 +178,9 @@ def make_test(case: Any, kind: str, fn_name: str | None) -> Test:
         if not fn_name:
             raise ValueError("functional tests but no func_name in metadata")
         try:
-            json.loads(out)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"functional expected output is not JSON ({exc.msg})") from None
+            jsonio.loads(out)
+        except ValueError as exc:
+            raise ValueError(f"functional expected output is not JSON ({exc})") from None
         return Test(call_arguments(inp), out.strip(), mode="call", fn_name=fn_name, kind=kind)
     if testtype != "stdin":
         raise ValueError(f"unknown testtype {testtype!r}")
@@ -188,8 +218,9 @@ def parse_record(record: dict[str, Any], window: tuple[str | None, str | None]) 
     if not isinstance(meta, dict):
         raise ValueError("metadata is not an object")
     fn_name = meta.get("func_name") or None
-    public = json_field(record, "public_test_cases", default=[])
+    public = _as_test_list(json_field(record, "public_test_cases", default=[]))
     private = decode_private_tests(record.get("private_test_cases"))
+    _as_test_list(public + private)  # the caps hold for both together
     tests = [make_test(c, "public", fn_name) for c in _as_test_list(public)]
     tests += [make_test(c, "private", fn_name) for c in private]
     if not tests:

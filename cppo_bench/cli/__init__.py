@@ -56,6 +56,12 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:
+            # error messages quote ids, names and paths from data: one line, escaped
+            from cppo_bench.termsafe import safe
+
+            exc.message = safe(exc.message)
+            raise
         except KeyboardInterrupt:
             # the shell convention for SIGINT (128 + 2), so scripts can tell it from a failure
             click.echo("interrupted", err=True)

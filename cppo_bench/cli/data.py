@@ -11,6 +11,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
+from cppo_bench.termsafe import json_line, safe
 
 MAX_ERRORS_SHOWN = 20
 
@@ -23,11 +24,11 @@ def data() -> None:
 @data.command("list")
 def list_benchmarks() -> None:
     """List the registered benchmarks."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     table = Table("name", escape("hub dataset [split]"), "description")
     table.columns[1].overflow = "fold"
@@ -53,12 +54,11 @@ def show(
 ) -> None:
     """Print a benchmark's problems as the loaders normalise them: a summary table, or JSON
     lines of Problem records with --json."""
-    from rich.console import Console
-
     from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.loadreport import load_line
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     options = parse_kv(option_pairs)
     err = Console(stderr=True)
@@ -70,13 +70,13 @@ def show(
         raise click.ClickException(str(exc)) from None
     if as_json:
         for problem in result.problems:
-            click.echo(json.dumps(problem.to_dict(), ensure_ascii=False))
+            click.echo(json_line(problem.to_dict()))
         for error in result.errors:
-            click.echo(f"skipped: {error}", err=True)
+            click.echo(f"skipped: {safe(error)}", err=True)
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {safe(note)}", err=True)
         if result.dropped or result.errors:  # a pipe stays quiet unless something was left out
-            click.echo(load_line(bench, result), err=True)
+            click.echo(safe(load_line(bench, result)), err=True)
         return
     Console().print(*summary_renderables(bench, result))
 

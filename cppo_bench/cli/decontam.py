@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from cppo_bench.termsafe import markup
+
 SPEC_HELP = "BENCH, BENCH=PATH, or a JSONL file of Problem dicts."
 
 
@@ -94,7 +96,6 @@ def decontam(
 ) -> None:
     """Find evaluation problems in training data (exact, n-gram and source-id matches), print
     the overlap matrix of all sources, and write the filtered training set."""
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
@@ -102,6 +103,7 @@ def decontam(
     from cppo_bench.decontam.sources import load_source_result, unique_labels
     from cppo_bench.loadreport import load_line
     from cppo_bench.problem import DataError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     err = Console(stderr=True)
@@ -118,7 +120,7 @@ def decontam(
                 # the overlap table)
                 click.echo(f"{role} {load_line(spec, result)}", err=True)
                 for e in errors[:5]:
-                    err.print(f"[yellow]skipped[/] {e}", markup=True, highlight=False)
+                    err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
                 if len(errors) > 5:
                     err.print(f"[yellow]skipped[/] {len(errors) - 5} more malformed records")
                 if not source.problems:
@@ -143,10 +145,10 @@ def decontam(
     table.add_column("source \\ in", style="bold")
     table.add_column("n", justify="right")
     for s in sources:
-        table.add_column(s.label, justify="right")
+        table.add_column(markup(s.label), justify="right")
     for i, s in enumerate(sources):
         cells = [_cell_text(result.matrix[(i, j)]) for j in range(len(sources))]
-        table.add_row(s.label, str(len(s.problems)), *cells)
+        table.add_row(markup(s.label), str(len(s.problems)), *cells)
     console.print(table)
     report = result.report()
     console.print(
@@ -158,4 +160,4 @@ def decontam(
             f"[yellow]warning[/]: {len(result.empty_statements)} problems have an empty "
             "statement after canonicalisation; only their source ids were compared"
         )
-    console.print(f"wrote {train_path} and {report_path}")
+    console.print(f"wrote {markup(train_path)} and {markup(report_path)}")

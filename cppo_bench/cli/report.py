@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from cppo_bench.termsafe import markup, safe
+
 
 def _formats(text: str) -> tuple[str, ...]:
     formats = tuple(f.strip() for f in text.split(",") if f.strip())
@@ -118,10 +120,9 @@ def report(
     spread: str,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
-    from rich.console import Console
-
     from cppo_bench.problem import DataError
     from cppo_bench.report import build_report, check_text, compute
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     fmts = _formats(formats)
     console = Console(stderr=True)
@@ -170,7 +171,7 @@ def report(
     except (DataError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for warning in computed.index.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {markup(warning)}")
     if check:
         click.echo(check_text(computed), nl=False)
         if computed.missing:
@@ -183,5 +184,5 @@ def report(
         f"from {len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
     )
     for skipped in result.skipped_figures:
-        click.echo(f"  figure skipped: {skipped}")
+        click.echo(f"  figure skipped: {safe(skipped)}")
     click.echo(f"  open {out / 'index.html'}; `cppo-bench report --check` lists missing runs")

@@ -106,6 +106,15 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     return tags
 
 
+_LOCK_WAIT = click.option(
+    "--lock-wait",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for a run another process holds (else stop at once, naming it).",
+)
+
+
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
 @bench_options
@@ -193,6 +202,7 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--workers", type=click.IntRange(1), default=None, help="Verifier processes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@_LOCK_WAIT
 @click.option(
     "--trained", default=None, help="Tag of the trained checkpoint in --model (cppo, pkpo, ...)."
 )
@@ -278,6 +288,7 @@ def run(**opts: Any) -> None:
                             opts["out"],
                             data_source=loaded.source or opts["bench"],
                             reporter=rep,
+                            lock_wait=opts["lock_wait"],
                         )
                     except KeyboardInterrupt:
                         rep.__exit__(None, None, None)  # the bar off the screen first

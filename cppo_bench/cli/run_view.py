@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError
+from cppo_bench.termsafe import markup
 
 
 def _fmt(x: float | None) -> str:
@@ -18,7 +19,6 @@ class RichReporter:
     """Progress bar: problems done, pass@K so far, generation throughput."""
 
     def __init__(self, title: str, k: int, quiet: bool = False) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -26,6 +26,8 @@ class RichReporter:
             TextColumn,
             TimeElapsedColumn,
         )
+
+        from cppo_bench.termsafe import console as Console  # escapes data it prints
 
         self.k = k
         self.passed = self.done = self.total = 0
@@ -73,14 +75,15 @@ class RichReporter:
 
 
 def print_summary(result: Any, skipped: int = 0) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     s, st, t, k = result.summary, result.stats, result.timings, result.manifest.k
     n = max(1, s["problems"])
     console = Console()
-    console.print(f"[bold]run[/bold] {result.run_dir}", soft_wrap=True, highlight=False)
+    console.print(f"[bold]run[/bold] {markup(result.run_dir)}", soft_wrap=True, highlight=False)
     table = Table(show_header=False, box=None, padding=(0, 1))
     table.add_column(style="bold")
     table.add_column(overflow="fold")
@@ -160,7 +163,7 @@ def validity_text(records: list[Any]) -> str:
 
 
 def print_seed_table(results: list[Any]) -> None:
-    from rich.console import Console
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     values = [r.summary["pass_at_k"] for r in results if r.summary["pass_at_k"] is not None]
     k = results[0].manifest.k
@@ -223,23 +226,24 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
 
 
 def print_runs(rows: list[dict], out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     if not console.is_terminal:  # piped or logged: no width to fit, so never fold a cell
         console = Console(width=100_000)
     if not rows:
-        console.print(f"no runs under {out}")
+        console.print(f"no runs under {markup(out)}")
         return
-    table = Table(title=f"runs under {out}")
+    table = Table(title=f"runs under {markup(out)}")
     cols = ("bench", "method", "model", "K", "seed", "done", "pass@K", "plans", "status", "run")
     for col in cols:
         table.add_column(col, overflow="fold")
     for r in rows:
         name = Path(r["path"]).name  # bench/method/model are the other columns
         if "bench" not in r:
-            table.add_row(*["-"] * 8, r["status"], r["path"])
+            table.add_row(*["-"] * 8, markup(r["status"]), markup(r["path"]))
             continue
         if r.get("shards"):
             name += f" ({len(r['shards'])} shards)"
@@ -249,15 +253,15 @@ def print_runs(rows: list[dict], out: Path) -> None:
         if r["maj_at_k"] is not None:
             score += f" (maj {_fmt(r['maj_at_k'])})"
         table.add_row(
-            r["bench"],
-            r["method"],
-            r["model"],
+            markup(r["bench"]),
+            markup(r["method"]),
+            markup(r["model"]),
             str(r["k"]),
             str(r["seed"]),
             f"{r['done']}/{r['total']}",
             score,
-            r["validity_text"] or "-",
-            r["status"],
-            name,
+            markup(r["validity_text"] or "-"),
+            markup(r["status"]),
+            markup(name),
         )
     console.print(table)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.problem import DataError
+from cppo_bench.termsafe import safe
 
 
 def registered_names(what: str) -> list[str]:
@@ -80,7 +81,14 @@ def runs(
 @click.option("--bench", default=None, help="Only this benchmark.")
 @click.option("--method", default=None, help="Only this method.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None:
+@click.option(
+    "--lock-wait",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for a run another process holds (else stop at once, naming it).",
+)
+def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float) -> None:
     """Merge the shards of every sharded run under OUT into the run's own directory.
 
     Each run is checked first (every shard present, same manifest apart from the shard, no
@@ -108,15 +116,15 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool) -> None
     with progress_bar("merging runs", len(todo), quiet) as advance:
         for run in todo:
             try:
-                added = merge_run(run)
+                added = merge_run(run, out, lock_wait)
             except DataError as exc:
                 failed.append(str(exc))
             else:
                 click.echo(
-                    f"merged {len(run.shards)} shards into {run.path} ({added} records added)"
+                    f"merged {len(run.shards)} shards into {safe(run.path)} ({added} records added)"
                 )
             advance(1)
     for line in failed:
-        click.echo(f"Error: {line}", err=True)
+        click.echo(f"Error: {safe(line)}", err=True)
     if failed:
         raise SystemExit(1)

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from cppo_bench.termsafe import markup, safe
+
 PATH = click.Path(exists=True, path_type=Path)
 
 
@@ -56,7 +58,7 @@ def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
 
         with progress_bar("reading runs") as advance:
             rows = rows_from_runs(
-                runs, warn=lambda w: click.echo(f"warning: {w}", err=True), progress=advance
+                runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
             )
     else:
         rows = read_outcomes_csv(csv_path)
@@ -84,14 +86,15 @@ def _scores(rows: list, k: int, estimator: str, select: str | None, seed: int) -
 
 
 def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     table = Table(title=title)
     for c in columns:
         table.add_column(c, justify="left" if c in ("benchmark", "method") else "right")
     for line in body:
-        table.add_row(*line)
+        table.add_row(*map(markup, line))  # cells hold names from the run store
     console = Console()
     if not console.is_terminal:  # piped or logged: never fold a labelled number
         console = Console(width=100_000)

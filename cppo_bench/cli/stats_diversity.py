@@ -30,8 +30,9 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
     wanted = {m.strip() for m in measures.split(",") if m.strip()}
     if not wanted or wanted - {"surf", "sem", "alg"}:
         raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
-    from rich.console import Console
     from rich.progress import Progress
+
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
 
     encoder_obj = judge = None
     console = Console(stderr=True)

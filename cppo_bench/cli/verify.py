@@ -13,26 +13,59 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.termsafe import markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
 
 
-def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
-    records, errors = [], []
+MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
+
+
+def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
+    """(line number, text or None, error) per line: split on \\n only, each line decoded on
+    its own, so one bad line is named and the others are still read."""
+    from cppo_bench.jsonio import split_lines
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc}") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
+        with path.open("rb") as fh:
+            return [(ln.lineno, ln.text, ln.error) for ln in split_lines(fh, MAX_PROGRAM_LINE)]
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:
+    """problem_id and uid -> problem, and the keys naming two different problems (a
+    problem_id equal to another's uid): a program for such a key is refused, never judged
+    against whichever problem came last."""
+    index: dict[str, Any] = {}
+    ambiguous: set[str] = set()
+    for p in problems:
+        for key in (p.problem_id, p.uid):
+            if key in index and index[key] is not p:
+                ambiguous.add(key)
+            index.setdefault(key, p)
+    return {k: v for k, v in index.items() if k not in ambiguous}, ambiguous
+
+
+def read_programs(
+    path: Path, problems: dict[str, Any], ambiguous: set[str] = frozenset()
+) -> tuple[list[dict], list[str]]:
+    """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
+    from cppo_bench.jsonio import loads
+
+    records, errors = [], []
+    for lineno, line, why in _program_lines(path):
+        where = f"{path}:{lineno}"
+        if line is None:
+            errors.append(f"{where}: {why}")
+            continue
         if not line.strip():
             continue
-        where = f"{path}:{lineno}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not valid JSON ({exc.msg})")
+            record = loads(line)
+        except ValueError as exc:
+            errors.append(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})")
             continue
         if not isinstance(record, dict) or "problem_id" not in record or "code" not in record:
             errors.append(f"{where}: expected an object with 'problem_id' and 'code'")
@@ -40,7 +73,15 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
         if not isinstance(record["code"], str):
             errors.append(f"{where}: 'code' must be a string")
             continue
+        if not isinstance(record["problem_id"], (str, int)) or isinstance(
+            record["problem_id"], bool
+        ):
+            errors.append(f"{where}: 'problem_id' must be a string or an integer")
+            continue
         pid = str(record["problem_id"])
+        if pid in ambiguous:
+            errors.append(f"{where}: problem id {pid!r} names two different problems; refused")
+            continue
         if pid not in problems:
             errors.append(f"{where}: unknown problem id {pid!r}")
             continue
@@ -51,15 +92,17 @@ def read_programs(path: Path, problems: dict[str, Any]) -> tuple[list[dict], lis
 def named_problems(path: Path) -> list[str]:
     """The problem ids a programs file names (lines that are not such records are left to
     `read_programs` to report)."""
+    from cppo_bench.jsonio import loads
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = _program_lines(path)
+    except click.ClickException:
         return []
     ids: set[str] = set()
-    for line in lines:
+    for _, line, _ in lines:
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = loads(line) if line is not None else None
+        except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("problem_id"), (str, int)):
             ids.add(str(record["problem_id"]))
@@ -126,8 +169,8 @@ def failure_table(rows: list[dict], limit: int = 25):
     for col in ("problem", "ref", "verdict", "detail"):
         table.add_column(col, overflow="fold")
     for r in failed[:limit]:
-        table.add_row(r["problem_id"], str(r.get("reference_index", "")), r["verdict"],
-                      str(r["detail"])[:120])  # fmt: skip
+        table.add_row(markup(r["problem_id"]), str(r.get("reference_index", "")),
+                      markup(r["verdict"]), markup(str(r["detail"])[:120]))  # fmt: skip
     if len(failed) > limit:
         table.add_row("...", "", "", f"{len(failed) - limit} more in the output file")
     return table
@@ -183,11 +226,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     """Verify programs against a benchmark's hidden tests in the sandbox."""
     from dataclasses import replace
 
-    from rich.console import Console
-
     from cppo_bench.benchmarks import load_benchmark, require_problems
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
+    from cppo_bench.termsafe import console as Console  # escapes data it prints
     from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
 
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
@@ -203,14 +245,14 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
-        click.echo(f"skipped record: {e}", err=True)
-    problems = {p.problem_id: p for p in loaded.problems} | {p.uid: p for p in loaded.problems}
+        click.echo(f"skipped record: {safe(e)}", err=True)
+    problems, ambiguous = problem_index(loaded.problems)
     if reference:
         records, errors = reference_records(problems), []
     else:
-        records, errors = read_programs(programs, problems)
+        records, errors = read_programs(programs, problems, ambiguous)
     for e in errors:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {safe(e)}", err=True)
     if not records:
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"

@@ -212,6 +212,9 @@ def rows_from_runs(
     loaded = []
     for run in runs:
         loaded.append((run.manifest, run.records()))
+        for line in run.skipped:  # records that failed the schema: named, never counted
+            if warn:
+                warn(line)
         if progress:
             progress(1)
     models: dict[tuple[str, str], set[str]] = defaultdict(set)

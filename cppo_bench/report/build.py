@@ -25,6 +25,7 @@ from typing import Any
 from cppo_bench.problem import DataError
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
+from cppo_bench.report.escape import md_fenced, shell_comment
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.store import RunIndex
@@ -222,7 +223,7 @@ def build_report(
     report_md = out / "report.md"
     all_tables = [*computed.tables, *extra_tables]
     report_md.write_text("\n\n".join(to_markdown(t) for t in all_tables), encoding="utf-8")
-    (out / "missing.md").write_text(check_text(computed), encoding="utf-8")
+    (out / "missing.md").write_text(md_fenced(check_text(computed)), encoding="utf-8")
     script = [
         "#!/usr/bin/env bash",
         "# Runs that table cells lack (from `cppo-bench report`).",
@@ -230,7 +231,7 @@ def build_report(
         "",
     ]
     for m in computed.missing:
-        script += [f"# {c}" for c in m.cells] + [
+        script += [shell_comment(c) for c in m.cells] + [
             m.command if m.trained is None else f"# (needs the checkpoint) {m.command}",
             "",
         ]

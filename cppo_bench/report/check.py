@@ -3,15 +3,16 @@ that fills each (one command per missing run, listing every cell it fills)."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cppo_bench.backends.default_model import DEFAULT_MODEL
+from cppo_bench.report.escape import shell_arg
 from cppo_bench.report.model import CellRequest, Table
 from cppo_bench.report.store import RunIndex
 from cppo_bench.runstore import RunManifest
+from cppo_bench.termsafe import safe
 
 TUPLE_SIZE = 4  # a run of K >= 4 attempts also fills the pass@K' < K cells of a sweep
 
@@ -30,9 +31,7 @@ RUN_FLAGS = ("inference", "select", "fill", "strategies")
 def option_flags(options: dict) -> list[str]:
     """Method options as `cppo-bench run` arguments."""
     return [
-        f"--{key} {shlex.quote(str(value))}"
-        if key in RUN_FLAGS
-        else f"-m {shlex.quote(f'{key}={value}')}"
+        f"--{key} {shell_arg(value)}" if key in RUN_FLAGS else f"-m {shell_arg(f'{key}={value}')}"
         for key, value in sorted(options.items())
     ]
 
@@ -44,11 +43,11 @@ def _template_flags(template: RunManifest | None) -> list[str]:
         return []
     flags = []
     if template.data_source != template.bench and Path(template.data_source).exists():
-        flags.append(f"--data {shlex.quote(template.data_source)}")
-    flags += [f"--limit {len(template.problem_ids)}", f"--backend {shlex.quote(template.backend)}"]
+        flags.append(f"--data {shell_arg(template.data_source)}")
+    flags += [f"--limit {len(template.problem_ids)}", f"--backend {shell_arg(template.backend)}"]
     for key in ("temperature", "top_p", "max_tokens"):
         if key in template.sampling:
-            flags.append(f"--{key.replace('_', '-')} {template.sampling[key]}")
+            flags.append(f"--{key.replace('_', '-')} {shell_arg(template.sampling[key])}")
     return flags
 
 
@@ -57,26 +56,33 @@ def run_commands(req: CellRequest, runs_dir: str, template: RunManifest | None =
     its own checkpoint), else one for all missing seeds."""
     row = req.row
     k = max(req.k, TUPLE_SIZE) if req.derive else req.k
-    base = ["cppo-bench run", f"--method {row.method}", f"--bench {req.bench}"]
+    # every word from data is quoted; a name with a control character is refused
+    base = [
+        "cppo-bench run",
+        f"--method {shell_arg(row.method)}",
+        f"--bench {shell_arg(req.bench)}",
+    ]
     tail = [
         *_template_flags(template),
         *option_flags(row.options),
-        f"--out {shlex.quote(runs_dir)}",
+        f"--out {shell_arg(runs_dir)}",
     ]
     if row.trained is None:
         # the embedded model's label is not a loadable --model: its runs are made without one
         named = req.model and req.model != DEFAULT_MODEL
-        model = [f"--model {shlex.quote(req.model)}"] if named else []
+        model = [f"--model {shell_arg(req.model)}"] if named else []
         seeds = ",".join(map(str, req.missing_seeds))
         return [" ".join(base + model + [f"--k {k}", f"--seeds {seeds}"] + tail)]
     out = []
     for seed in req.missing_seeds:
         ckpt = f"<{row.trained} checkpoint, training seed {seed}>"
-        tags = [f"--trained {row.trained}", f"--train-seed {seed}"]
+        tags = [f"--trained {shell_arg(row.trained)}", f"--train-seed {shell_arg(seed)}"]
         if req.model:
-            tags.append(f"--base-model {shlex.quote(req.model)}")
+            tags.append(f"--base-model {shell_arg(req.model)}")
         out.append(
-            " ".join(base + [f"--model '{ckpt}'", f"--k {k}", f"--seeds {seed}"] + tags + tail)
+            " ".join(
+                base + [f"--model {shell_arg(ckpt)}", f"--k {k}", f"--seeds {seed}"] + tags + tail
+            )
         )
     return out
 
@@ -124,7 +130,7 @@ def format_check(missing: list[MissingRun], n_cells: int) -> str:
         # is shown commented out, as in fill_missing.sh: every uncommented line runs as is
         lines.append(m.command if m.trained is None else f"# (needs the checkpoint) {m.command}")
         shown = m.cells[:6]
-        lines += [f"    fills {c}" for c in shown]
+        lines += [f"    fills {safe(c)}" for c in shown]
         if len(m.cells) > len(shown):
             lines.append(f"    ... and {len(m.cells) - len(shown)} more cells")
         lines.append("")

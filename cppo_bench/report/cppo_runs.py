@@ -77,9 +77,7 @@ CURVES = (
 
 
 def training_curves(p: Pipeline) -> dict[str, list[dict[str, Any]]]:
-    return {
-        stage: read_metrics(p.path / stage) for stage in ("warmup", "joint")
-    }
+    return {stage: read_metrics(p.path / stage) for stage in ("warmup", "joint")}
 
 
 def draw_curves(p: Pipeline, out_dir: Path) -> Any:

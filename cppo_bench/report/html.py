@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cppo_bench.report.check import MissingRun
+from cppo_bench.report.escape import shell_comment
 from cppo_bench.report.figures import Figure
 from cppo_bench.report.model import Table
 from cppo_bench.report.render import to_html
@@ -176,7 +177,7 @@ def render_page(page: PageInput) -> str:
     if page.missing:
         body = "\n\n".join(
             m.command
-            + "".join(f"\n    # {c}" for c in m.cells[:8])
+            + "".join(f"\n    {shell_comment(c)}" for c in m.cells[:8])
             + (f"\n    # ... {len(m.cells) - 8} more" if len(m.cells) > 8 else "")
             for m in page.missing
         )

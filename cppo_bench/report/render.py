@@ -12,6 +12,7 @@ import html
 import io
 import json
 
+from cppo_bench.report.escape import csv_cell, md
 from cppo_bench.report.model import Cell, Column, Table, note_letter
 
 CSV_FIELDS = (
@@ -97,18 +98,18 @@ def header_levels(table: Table) -> tuple[list[tuple[str, ...]], list[str]]:
 def to_markdown(table: Table) -> str:
     letters = _letters(table)
     headers, constant = header_levels(table)
-    out = [f"### {table.title}", ""]
+    out = [f"### {_md_escape(table.title)}", ""]
     if table.caption:
-        out += [table.caption, ""]
+        out += [_md_escape(table.caption), ""]
     if constant:
-        out += ["*" + " · ".join(constant) + "*", ""]
+        out += ["*" + _md_escape(" · ".join(constant)) + "*", ""]
     head = list(table.row_headers) + [" · ".join(h) for h in headers]
     out.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     out.append("|" + "---|" * len(table.row_headers) + "---:|" * len(headers))
     for row in table.rows:
         texts = []
         for col, cell in zip(table.columns, row.cells, strict=True):
-            text = cell_text(cell, col) + cell.mark
+            text = cell_text(cell, col) + cell.mark  # numbers and marks of our own
             marks = ",".join(letters[n] for n in cell.notes)
             texts.append(text + (f"<sup>{marks}</sup>" if marks else ""))
         out.append("| " + " | ".join([_md_escape(x) for x in row.labels] + texts) + " |")
@@ -116,12 +117,12 @@ def to_markdown(table: Table) -> str:
         out.append("| (no rows) |")
     out.append("")
     out += [f"<sup>{letter}</sup> {_md_escape(note)}  " for note, letter in letters.items()]
-    out += [f"{n}  " for n in table.notes]
+    out += [f"{_md_escape(n)}  " for n in table.notes]
     return "\n".join(out).rstrip() + "\n"
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return md(text)  # data from run manifests: shown as text, never as HTML or markup
 
 
 _TEX_SPECIAL = {
@@ -228,7 +229,7 @@ def to_csv(table: Table) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     row_fields = ["row_" + h.lower().replace(" ", "_") for h in table.row_headers]
-    writer.writerow(row_fields + list(CSV_FIELDS))
+    writer.writerow([csv_cell(f) for f in row_fields + list(CSV_FIELDS)])
     for row in table.rows:
         for col, cell in zip(table.columns, row.cells, strict=True):
             meta = {**row.meta, **col.meta}
@@ -256,7 +257,8 @@ def to_csv(table: Table) -> str:
                 int(cell.partial) if cell.n_problems else None,
                 cell.validity or None,
             ]
-            writer.writerow(list(row.labels) + ["" if v is None else _csv_value(v) for v in values])
+            cells = list(row.labels) + ["" if v is None else _csv_value(v) for v in values]
+            writer.writerow([csv_cell(c) for c in cells])  # no spreadsheet formula from data
     return buf.getvalue()
 
 

@@ -95,6 +95,8 @@ class RunIndex:
             except DataError as exc:
                 self.warnings.append(f"skipped records: {exc}")
                 self._records[run.path] = {}
+            if run.stored is not None:  # records that failed the schema: named, not counted
+                self.warnings += run.stored.skipped
         return self._records[run.path]
 
     def models(self, benches: Iterable[str] | None = None) -> list[str]:
