@@ -14,7 +14,7 @@ from tests.cppo_stage_fixture import prepared, settings
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.pipeline import run_pipeline
-from trainers.cppo_pipeline.refresh import read_pool
+from trainers.cppo_pipeline.pool import read_pool
 from trainers.cppo_pipeline.stage_data import write_scores
 
 

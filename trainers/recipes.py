@@ -112,6 +112,12 @@ def _cppo_recipe() -> Recipe:
         from trainers.engine.loop import model_label
 
         cfg = job.config
+        started = [s for s in STAGES if read_manifest(job.out / s) is not None]
+        if started and not job.resume:
+            raise DataError(
+                f"{job.out} already holds a CPPO pipeline (stages {', '.join(started)}): "
+                "pass --resume, or another --out"
+            )
         pool = select_problems(job.training.problems, cfg.problem_ids)
         inputs = PipelineInputs(
             pool,

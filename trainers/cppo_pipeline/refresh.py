@@ -15,7 +15,6 @@ from pathlib import Path
 
 import torch
 
-from cppo_bench.problem import DataError
 from cppo_bench.training_schema import read_jsonl
 from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
 from trainers.cppo_pipeline import reward_model as rmod
@@ -26,8 +25,6 @@ from trainers.cppo_pipeline.negatives import (
     split_by_problem,
 )
 from trainers.engine.artifacts import atomic_write_text
-
-POOL = "pool.jsonl"
 
 
 @dataclass(frozen=True)
@@ -40,34 +37,6 @@ class RefreshResult:
     weight_change: float  # L2 norm of the parameter change
     val_scores: list[float]
     val_labels: list[int]
-
-
-def pool_records(items: Sequence[LabelledTuple]) -> list[dict[str, object]]:
-    return [
-        {"problem_id": t.prompt_id, "plans": list(t.plans), "label": t.label, "source": t.source}
-        for t in items
-    ]
-
-
-def write_pool(folder: Path, items: Sequence[LabelledTuple]) -> None:
-    with (folder / POOL).open("w", encoding="utf-8") as fh:
-        for rec in pool_records(items):
-            fh.write(json.dumps(rec) + "\n")
-
-
-def read_pool(folder: Path, problems: dict[str, object]) -> list[LabelledTuple]:
-    """The labelled pool saved with a reward model; records of unknown problems are an error."""
-    out = []
-    for lineno, r in read_jsonl(folder / POOL):
-        try:
-            item = LabelledTuple(
-                problems[r["problem_id"]], tuple(map(str, r["plans"])), int(r["label"]),
-                str(r["source"]),
-            )  # fmt: skip
-        except (KeyError, TypeError, ValueError):
-            raise DataError(f"{folder / POOL}:{lineno}: not a pool record of this run") from None
-        out.append(item)
-    return out
 
 
 def _flat(rm: rmod.RewardModel) -> torch.Tensor:

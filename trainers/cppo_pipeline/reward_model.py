@@ -212,7 +212,7 @@ def save(
 ) -> None:
     """An artifact of kind ``reward_model``: weights, the labelled pool it was trained on, and
     its meta (kind, tau, the metrics it was accepted on, config) in the manifest."""
-    from trainers.cppo_pipeline.refresh import write_pool
+    from trainers.cppo_pipeline.pool import write_pool
     from trainers.engine import artifacts
 
     with artifacts.saving(folder, "reward_model") as tmp:

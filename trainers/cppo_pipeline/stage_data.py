@@ -26,7 +26,7 @@ from trainers.cppo_pipeline.negatives import (
     make_negatives,
     split_by_problem,
 )
-from trainers.cppo_pipeline.refresh import pool_records
+from trainers.cppo_pipeline.pool import pool_records
 from trainers.cppo_pipeline.sft import sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult

@@ -32,8 +32,8 @@ from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.audit import AuditThresholds, audit
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.negatives import LabelledTuple
+from trainers.cppo_pipeline.pool import read_pool
 from trainers.cppo_pipeline.refresh import (
-    read_pool,
     record_refresh,
     refresh,
     refresh_records,
