@@ -10,8 +10,6 @@ optimizer step is taken on the global batch (``update.policy_update``).
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +23,7 @@ from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, manifest
 from trainers.engine.algorithm import Algorithm, Messages, StepContext
 from trainers.engine.config import TrainConfig
-from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, reduce_values
+from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_metrics
 from trainers.engine.rewards import REWARDS, RewardFn
 from trainers.engine.rollout import ROLLOUT_ENGINES, Rollout, RolloutRequest
 
@@ -202,7 +200,11 @@ def train(spec: RunSpec) -> TrainResult:
     metrics: dict[str, Any] = {}
     saved: Path | None = None
     stopped: str | None = None
-    bar = _progress(spec.progress and accelerator.is_main_process, total, start)
+    from cppo_bench.progress import progress_bar
+
+    quiet = not (spec.progress and accelerator.is_main_process)
+    bar_cm = progress_bar("train", total, quiet=quiet, completed=start)
+    bar = bar_cm.__enter__()
     sandboxes = keep_sandboxes()  # the verifier's sandboxes live across steps
     sandboxes.__enter__()
     try:
@@ -266,7 +268,7 @@ def train(spec: RunSpec) -> TrainResult:
                     )
                     scheduler.step()  # once per optimizer step, not once per rollout
                 rollout.sync(policy)
-            metrics = _step_metrics(
+            metrics = step_metrics(
                 step,
                 cfg,
                 len(problems),
@@ -294,7 +296,10 @@ def train(spec: RunSpec) -> TrainResult:
                 )
             if spec.on_step is not None:
                 stopped = spec.on_step(done, metrics) or None
-            bar.advance(metrics)
+            bar(1)
+            bar.note(
+                f"reward {metrics.get('reward_mean') or 0:.3f} kl {metrics.get('kl') or 0:.2e}"
+            )
             if stopped is not None:  # end here, with this step's state and HF folder on disk
                 if not state_now:
                     state = {"cursor": done, "seed": spec.seed}
@@ -309,7 +314,7 @@ def train(spec: RunSpec) -> TrainResult:
                 total = done
                 break
     finally:
-        bar.close()
+        bar_cm.__exit__(None, None, None)
         rollout.close()
         sandboxes.__exit__(None, None, None)
         if cfg.report_to != "none":
@@ -361,82 +366,3 @@ def _context(
         ),
         encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), chat),
     )
-
-
-def _step_metrics(
-    step: int,
-    cfg: TrainConfig,
-    n_problems: int,
-    scheduler: Any,
-    result: Any,
-    snap: ParamSnapshot | None,
-    sharded: bool,
-    reduce_sum: Any,
-    values: dict[str, list[float]],
-    scored: Sequence[Any],
-    timer: Timer,
-) -> dict[str, Any]:
-    import torch
-
-    lens = [float(len(s.rollout.completion_ids)) for s in scored]
-    counts = reduce_sum(
-        torch.tensor(
-            [timer.spent.get("gen_tokens", 0.0), result.tokens, sum(lens), len(lens)],
-            dtype=torch.float64,
-        )
-    ).tolist()
-    t = timer.spent
-    m: dict[str, Any] = {
-        "step": step + 1,
-        "epoch": data.epoch_of(step, cfg.prompts_per_step, n_problems),
-        "lr": float(scheduler.get_last_lr()[0]),
-        "grad_norm": result.grad_norm,
-        **{k: v for k, v in result.loss.items()},
-        **reduce_values(values, reduce_sum),
-        "response_len": counts[2] / max(counts[3], 1.0),
-        "time_rollout": t.get("rollout", 0.0),
-        "time_verify": t.get("verify", 0.0),
-        "time_advantage": t.get("advantage", 0.0),
-        "time_update": t.get("update", 0.0),
-        "time_reference": result.reference_s,  # part of time_update
-        "tokens_per_s": counts[0] / max(t.get("rollout", 0.0), 1e-9),
-        "update_tokens_per_s": counts[1] / max(t.get("update", 0.0), 1e-9),
-    }
-    m["time_step"] = sum(t.get(k, 0.0) for k in ("rollout", "verify", "advantage", "update"))
-    if snap is not None:
-        m["param_step_norm"] = snap.step_norm(reduce_sum if sharded else None)
-    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in m.items()}
-
-
-class _Bar:
-    def __init__(self, enabled: bool, total: int, start: int) -> None:
-        self.progress = None
-        if enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.progress = Progress(
-                TextColumn("train"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total}"),
-                TextColumn("{task.fields[info]}"),
-                TimeRemainingColumn(),
-            )
-            self.progress.start()
-            self.task = self.progress.add_task("train", total=total, completed=start, info="")
-
-    def advance(self, metrics: dict[str, Any]) -> None:
-        if self.progress is not None:
-            info = f"reward {metrics.get('reward_mean', 0):.3f} kl {metrics.get('kl', 0):.2e}"
-            self.progress.update(self.task, advance=1, info=info)
-
-    def close(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-
-def _progress(enabled: bool, total: int, start: int) -> _Bar:
-    return _Bar(enabled, total, start)
-
-
-def replace_config(spec: RunSpec, **changes: Any) -> RunSpec:
-    return dataclasses.replace(spec, config=dataclasses.replace(spec.config, **changes))

@@ -23,6 +23,7 @@ A value is a mean over the global batch (all processes); ``*_var`` the populatio
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -125,3 +126,49 @@ class MetricsLog:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+def step_metrics(
+    step: int,
+    cfg: Any,  # TrainConfig
+    n_problems: int,
+    scheduler: Any,
+    result: Any,
+    snap: ParamSnapshot | None,
+    sharded: bool,
+    reduce_sum: Any,
+    values: dict[str, list[float]],
+    scored: Sequence[Any],
+    timer: Timer,
+) -> dict[str, Any]:
+    """One step's metrics line (module docstring), reduced over every process."""
+    from trainers.engine import data
+
+    lens = [float(len(s.rollout.completion_ids)) for s in scored]
+    counts = reduce_sum(
+        torch.tensor(
+            [timer.spent.get("gen_tokens", 0.0), result.tokens, sum(lens), len(lens)],
+            dtype=torch.float64,
+        )
+    ).tolist()
+    t = timer.spent
+    m: dict[str, Any] = {
+        "step": step + 1,
+        "epoch": data.epoch_of(step, cfg.prompts_per_step, n_problems),
+        "lr": float(scheduler.get_last_lr()[0]),
+        "grad_norm": result.grad_norm,
+        **{k: v for k, v in result.loss.items()},
+        **reduce_values(values, reduce_sum),
+        "response_len": counts[2] / max(counts[3], 1.0),
+        "time_rollout": t.get("rollout", 0.0),
+        "time_verify": t.get("verify", 0.0),
+        "time_advantage": t.get("advantage", 0.0),
+        "time_update": t.get("update", 0.0),
+        "time_reference": result.reference_s,  # part of time_update
+        "tokens_per_s": counts[0] / max(t.get("rollout", 0.0), 1e-9),
+        "update_tokens_per_s": counts[1] / max(t.get("update", 0.0), 1e-9),
+    }
+    m["time_step"] = sum(t.get(k, 0.0) for k in ("rollout", "verify", "advantage", "update"))
+    if snap is not None:
+        m["param_step_norm"] = snap.step_norm(reduce_sum if sharded else None)
+    return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in m.items()}
