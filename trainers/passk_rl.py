@@ -11,15 +11,8 @@ from dataclasses import dataclass
 
 from cppo_bench.problem import Problem
 from trainers.core.passk_rl import passk_advantages
-from trainers.engine.algorithm import (
-    ALGORITHMS,
-    Algorithm,
-    StepContext,
-    StepRows,
-    group_stats,
-    group_tensors,
-    response_rows,
-)
+from trainers.engine import algorithm as alg
+from trainers.engine.algorithm import Algorithm, StepContext, StepRows
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
 from trainers.pkpo import sample_requests
@@ -35,7 +28,7 @@ class PassKConfig:
             raise ValueError(f"k: need 1 <= k <= n, got k={self.k}, n={self.n}")
 
 
-@ALGORITHMS.register("passk_rl")
+@alg.ALGORITHMS.register("passk_rl")
 class PassKRL(Algorithm):
     name = "passk_rl"
     Config = PassKConfig
@@ -44,16 +37,8 @@ class PassKRL(Algorithm):
         return sample_requests(problem, ctx, self.config.n, "sample")
 
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
-        rewards, groups = group_tensors(scored)
+        rewards, groups = alg.group_tensors(scored)
         # Chen et al. Eq. A_pos / A_neg need binary rewards: a partial score counts as a fail
         binary = (rewards >= 1.0).to(rewards.dtype)
         adv = passk_advantages(binary, groups, self.config.k)
-        return StepRows(
-            response_rows(scored, adv.tolist()),
-            {
-                "reward": rewards.tolist(),
-                "transformed_reward": adv.tolist(),
-                "adv_nonzero": [float(a != 0) for a in adv.tolist()],
-                "group_live": group_stats(rewards, groups, adv),
-            },
-        )
+        return alg.transformed_rows(scored, rewards, groups, adv)

@@ -17,9 +17,8 @@ from trainers.engine.algorithm import (
     Algorithm,
     StepContext,
     StepRows,
-    group_stats,
     group_tensors,
-    response_rows,
+    transformed_rows,
 )
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
@@ -71,12 +70,4 @@ class PKPO(Algorithm):
         # PKPO Eq. SLOO-1 per problem group; the transformed rewards ARE the advantages
         c = self.config
         adv = pkpo_transform(rewards, groups, c.k_opt, c.estimator, c.edge_cases)
-        return StepRows(
-            response_rows(scored, adv.tolist()),
-            {
-                "reward": rewards.tolist(),
-                "transformed_reward": adv.tolist(),
-                "adv_nonzero": [float(a != 0) for a in adv.tolist()],
-                "group_live": group_stats(rewards, groups, adv),
-            },
-        )
+        return transformed_rows(scored, rewards, groups, adv)

@@ -120,3 +120,20 @@ def group_stats(rewards: torch.Tensor, group_ids: torch.Tensor, adv: torch.Tenso
     """Per row: 1.0 when its group still produces gradient (some non-zero advantage)."""
     live = {int(g) for g in group_ids[adv != 0].unique()}
     return [1.0 if int(g) in live else 0.0 for g in group_ids]
+
+
+def transformed_rows(
+    scored: Sequence[Scored], rewards: torch.Tensor, groups: torch.Tensor, adv: torch.Tensor
+) -> StepRows:
+    """Rows of one-response-per-row algorithms whose advantages are transformed rewards (PKPO,
+    pass@k-RL), with the diagnostics the study plots for them."""
+    values = adv.tolist()
+    return StepRows(
+        response_rows(scored, values),
+        {
+            "reward": rewards.tolist(),
+            "transformed_reward": values,
+            "adv_nonzero": [float(a != 0) for a in values],
+            "group_live": group_stats(rewards, groups, adv),
+        },
+    )
