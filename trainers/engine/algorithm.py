@@ -83,7 +83,12 @@ class Algorithm:
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry(
     "algorithm",
-    lazy={"pkpo": "trainers.pkpo", "passk_rl": "trainers.passk_rl", "upskill": "trainers.upskill"},
+    lazy={
+        "pkpo": "trainers.pkpo",
+        "passk_rl": "trainers.passk_rl",
+        "upskill": "trainers.upskill",
+        "cppo": "trainers.cppo",
+    },
 )
 
 
