@@ -99,3 +99,61 @@ def test_a_second_run_into_the_same_folder_needs_resume(tmp_path: Path, toy_mode
         timeout=600,
     )
     assert again.returncode != 0 and "--resume" in again.stderr
+
+
+class _Gadget:
+    """Unpickling this runs a shell command: what a hostile state file would carry."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _plant(state: Path, name: str, payload: bytes) -> None:
+    """Replace one file of a saved state, with a manifest that agrees (a crafted folder)."""
+    (state / name).write_bytes(payload)
+    manifest = json.loads((state / "artifact.json").read_text())
+    manifest["files"][name] = len(payload)
+    (state / "artifact.json").write_text(json.dumps(manifest))
+
+
+def test_resume_checks_the_run_and_never_trusts_its_state(tmp_path: Path, toy_model: Path) -> None:
+    import pickle
+    import shutil
+
+    from toy_task import run
+
+    from cppo_bench.problem import DataError
+    from tests.train_helpers import tiny_model_dir
+    from trainers.engine import checkpoint
+
+    out = tmp_path / "run"
+    run(out, toy_model, steps=1, parity_reward=True)
+    with pytest.raises(DataError, match="a pkpo run; --resume continues it only as pkpo"):
+        run(out, toy_model, algo="upskill", steps=2, resume=True, parity_reward=True)
+    other = tiny_model_dir(tmp_path / "other", seed=1)
+    with pytest.raises(DataError, match="--resume needs that base model"):
+        run(out, other, steps=2, resume=True, parity_reward=True)
+    state = checkpoint.latest_state(out)
+    assert state is not None
+    saved = tmp_path / "saved-state"
+    shutil.copytree(state, saved)
+    marker = tmp_path / "pwned"
+    gadget = pickle.dumps(_Gadget(marker))
+    _plant(state, "random_states_0.pkl", gadget)
+    with pytest.raises(DataError, match="RNG state cannot be read.*would not be exact"):
+        run(out, toy_model, steps=2, resume=True, parity_reward=True)
+    shutil.rmtree(state)
+    shutil.copytree(saved, state)
+    weights = next(n for n in ("optimizer.bin", "pytorch_model.bin") if (state / n).is_file())
+    _plant(state, weights, gadget)
+    with pytest.raises(DataError, match="training state cannot be loaded"):
+        run(out, toy_model, steps=2, resume=True, parity_reward=True)
+    assert not marker.exists()  # nothing ran
+    shutil.rmtree(state)
+    shutil.copytree(saved, state)
+    assert run(out, toy_model, steps=2, resume=True, parity_reward=True).steps == 2

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.problem import DataError
 from trainers.engine import artifacts
 
 STATE_DIR = "state"
@@ -63,9 +64,34 @@ def latest_state(out_dir: Path) -> Path | None:
 
 
 def load_state(accelerator: Any, folder: Path) -> dict[str, Any]:
+    """Restore a saved state exactly, or one DataError line: a state from elsewhere may hold
+    anything, and accelerate only logs (at info level) an RNG state it cannot read, which
+    would make the promised exact resume silently inexact."""
+    from accelerate.utils import load as accelerate_load
+
     artifacts.read_manifest(folder, "training_state")
-    accelerator.load_state(str(folder))
-    return json.loads((folder / TRAINER_STATE).read_text())
+    try:
+        state = json.loads((folder / TRAINER_STATE).read_text(encoding="utf-8"))
+        if not isinstance(state.get("step"), int) or state["step"] < 0:
+            raise ValueError("no step")
+    except (OSError, ValueError, AttributeError):
+        raise DataError(f"{folder / TRAINER_STATE}: not a trainer state") from None
+    rng = folder / f"random_states_{accelerator.process_index}.pkl"
+    try:
+        accelerate_load(rng)  # accelerate's own (restricted) loader, as load_state uses it
+    except Exception as exc:  # the unpickler raises many types for a hostile file
+        raise DataError(
+            f"{rng}: the RNG state cannot be read ({type(exc).__name__}); resuming from it "
+            "would not be exact"
+        ) from None
+    try:
+        accelerator.load_state(str(folder))
+    except Exception as exc:  # weights, optimizer, scheduler: any of them may be hostile
+        raise DataError(
+            f"{folder}: the training state cannot be loaded ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:120] if str(exc) else ''})"
+        ) from None
+    return state
 
 
 def save_hf(
