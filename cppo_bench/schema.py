@@ -122,13 +122,14 @@ class Schema:
     fields: Mapping[str, Check]
     optional: frozenset[str] = frozenset()
     relations: tuple[Callable[[dict[str, Any]], str | None], ...] = ()
+    open_ended: bool = False  # fields beyond `fields` are recorded context, not an error
 
     def check(self, doc: Any) -> str | None:
         """None when `doc` conforms, else the first problem found ("field k: ...")."""
         if not isinstance(doc, dict):
             return f"expected a JSON object, got {type(doc).__name__}"
         unknown = sorted(set(doc) - set(self.fields))
-        if unknown:
+        if unknown and not self.open_ended:
             return f"unknown field(s) {', '.join(map(repr, unknown[:5]))}"
         for key, check in self.fields.items():
             if key not in doc:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import schema as sch
 from cppo_bench.problem import DataError
 
 TAU = 0.17  # the study's gate threshold J = 1{p >= tau} (low: a false veto zeroes a good plan)
@@ -31,6 +32,52 @@ GATE_LOG = "gate_log.jsonl"
 VAL_SCORES = "val_scores.jsonl"
 STAGES = ("sft", "rm", "warmup", "audit", "joint")  # the CPPO pipeline, in order
 MAX_FILE_BYTES = 256 << 20  # a training log past this is not one this toolkit wrote
+
+# The training manifest in the one schema registry of stored documents (cppo_bench.schema):
+# the fields every reader relies on are checked; any other field is recorded context.
+TRAINING_MANIFEST = sch.SCHEMAS.register("training_manifest")(
+    sch.Schema(
+        "training_manifest",
+        {
+            "kind": sch.one_of("training"),
+            "algorithm": sch.name,
+            "stage": sch.one_of(*STAGES),
+            "status": sch.one_of("running", "complete", "stopped"),
+            "base_model": sch.name,
+            "model_path": sch.optional(sch.text),
+            "seed": sch.integer(),
+            "total_steps": sch.integer(0),
+            "resumed_at_steps": sch.list_of(sch.integer(0)),
+            "config": sch.mapping,
+            "stage_config": sch.mapping,
+            "data": sch.mapping,
+            "artifacts": sch.list_of(sch.name),
+            "outputs": sch.mapping,
+            "consumed": sch.mapping,
+            "summary": sch.mapping,
+        },
+        optional=frozenset(
+            {
+                "algorithm",
+                "stage",
+                "status",
+                "base_model",
+                "model_path",
+                "seed",
+                "total_steps",
+                "resumed_at_steps",
+                "config",
+                "stage_config",
+                "data",
+                "artifacts",
+                "outputs",
+                "consumed",
+                "summary",
+            }
+        ),  # fmt: skip
+        open_ended=True,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +188,7 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         data = json.loads(_read_text(path))
     except (json.JSONDecodeError, RecursionError):
         raise DataError(f"{path}: not JSON") from None
-    if not isinstance(data, dict) or data.get("kind") != "training":
-        raise DataError(f"{path}: not a training manifest (kind must be 'training')")
+    why = TRAINING_MANIFEST.check(data)
+    if why:
+        raise DataError(f"{path}: not a training manifest ({why})")
     return data
