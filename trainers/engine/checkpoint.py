@@ -13,8 +13,11 @@ temporary folder, manifest last, fsynced, swapped in by rename). Layout under ``
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,22 @@ STATE_DIR = "state"
 HF_DIR = "checkpoints"
 LATEST = "LATEST"
 TRAINER_STATE = "trainer_state.json"
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No library chatter while saving: accelerate warns that tied weights are stored once
+    (expected: they are tied again on load) and transformers draws a progress bar per shard."""
+    from cppo_bench.backends.default_model import quiet_loading
+
+    log = logging.getLogger("accelerate")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with quiet_loading():
+            yield
+    finally:
+        log.setLevel(level)
 
 
 def _name(step: int) -> str:
@@ -39,7 +58,8 @@ def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]
         artifacts.prepare(final)
     accelerator.wait_for_everyone()
     tmp = artifacts.tmp_path(final)
-    accelerator.save_state(str(tmp))  # every process writes its own RNG state; main the rest
+    with _quiet():
+        accelerator.save_state(str(tmp))  # every process writes its RNG state; main the rest
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         (tmp / TRAINER_STATE).write_text(json.dumps({"step": step, **extra}, indent=2) + "\n")
@@ -108,7 +128,8 @@ def save_hf(
     with artifacts.saving(dest, "policy", {"step": step}) as tmp:
         unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
         try:
-            unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+            with _quiet():
+                unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
         finally:
             unwrapped.config.use_cache = was
         tokenizer.save_pretrained(tmp)
