@@ -92,7 +92,7 @@ def train(
     recipe = RECIPES.get(algo)
     check_known(recipe, stages)
     resolved = resolve(algo, config=config, preset=preset, model=model, overrides=overrides)
-    problems, source = datamod.load_training(bench, data, split)
+    problems, source = datamod.load_training(bench, data, split, echo=echo)
     training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
     if resolved.preset == "demo":
         echo("preset demo: short CPU settings (trainers/configs); preset study for the study's")
