@@ -52,7 +52,7 @@ NOBODY = 65534
 UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
 SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py",
-                 "mounts.py")  # fmt: skip
+                 "mounts.py", "seccomp.py")  # fmt: skip
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
 ENV = {
     "PATH": "/usr/bin:/bin",
