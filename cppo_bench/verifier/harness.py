@@ -88,7 +88,9 @@ class Server:
         nproc = self.init.get("nproc")
         if nproc and (self.userns or os.geteuid() != 0):
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1)  # inherited by everything below us
+        # THE place no_new_privs is set: inherited by the zygote and every test child (which
+        # refuse to run a program without it: nsutil.clear_capabilities)
+        nsutil.check(nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
         nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # same-uid processes may not ptrace us
         if self.init.get("site"):
             sys.path.append(self.init["site"])
