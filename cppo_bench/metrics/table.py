@@ -44,6 +44,8 @@ CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
     "planner_tokens", "solver_tokens", "trained",
 )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class OutcomeRow:
     benchmark: str
