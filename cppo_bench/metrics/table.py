@@ -1,4 +1,5 @@
-"""Per-problem results as the statistics read them, from a run store or from a CSV file.
+"""Per-problem results as the statistics read them, from a run store or from a CSV file
+(both read into a pandas DataFrame by cppo_bench.frames, then into OutcomeRows here).
 
 CSV schema (a header row; comma-separated; one row per benchmark, method, seed and problem):
 
