@@ -97,3 +97,20 @@ def test_frame_input_errors_are_one_line(tmp_path):
 
     with pytest.raises(cb.DataError, match="missing column"):
         cb.stats.pass_at_k(pd.DataFrame({"method": ["a"]}), k=1)
+
+
+def test_outcome_csv_read_by_pandas_names_bad_input(tmp_path):
+    from cppo_bench.frames import read_outcomes
+
+    path = tmp_path / "r.csv"
+    path.write_text("method,problem_id,outcomes\ncppo,p1,01\ncppo,p2,01,extra\n")
+    with pytest.raises(cb.DataError, match=r"r\.csv: not a readable CSV \(.*line 3"):
+        read_outcomes(path)
+    path.write_text("method,problem_id,outcomes,seed\ncppo,p1,0110,0\ncppo,p1,1000,1\nb,p1,1,0\n")
+    frame = read_outcomes(path)
+    # no `trained` column: a method with several seeds counts as trained (schema in table.py)
+    assert frame.set_index("method")["trained"].to_dict() == {"cppo": "(several seeds)", "b": None}
+    assert frame["outcomes"].tolist() == ["0110", "1000", "1"]
+    path.write_bytes(b"")
+    with pytest.raises(cb.DataError, match="missing column"):
+        read_outcomes(path)
