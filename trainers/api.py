@@ -2,7 +2,7 @@
 
 Resolves the config (dataclass defaults <- preset files <- ``config`` file <- ``overrides``),
 loads and decontaminates the training set, and runs the algorithm's recipe. Every argument
-has the meaning of the CLI option of the same name (README "Training").
+has the meaning of the CLI option of the same name (docs/training.md).
 """
 
 from __future__ import annotations

@@ -224,13 +224,11 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            memory_mb: int | None, output_mb: int | None,
            unsafe_no_sandbox: bool = False) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox."""
-    from dataclasses import replace
-
-    from cppo_bench.benchmarks import load_benchmark, require_problems
+    from cppo_bench import api
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.termsafe import console as Console  # escapes data it prints
-    from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
+    from cppo_bench.verifier import SandboxError
 
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
         os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
@@ -241,7 +239,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     try:
         if programs is not None:
             options = selection_for(bench, options, named_problems(programs))
-        loaded = require_problems(load_benchmark(bench, data_path, **options), bench)
+        loaded = api.load_result(bench, data_path, unique=False, **options)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
@@ -257,13 +255,12 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    limits = Limits()
     overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
-    limits = replace(limits, **{k: v for k, v in overrides.items() if v is not None})
-    jobs = [VerifyJob(problems[r["problem_id"]], r["code"]) for r in records]
+    limits = {k: v for k, v in overrides.items() if v is not None}
     try:
-        results = verify_batch(jobs, workers=workers, all_tests=all_tests, cache_dir=cache_dir,
-                               progress=err.is_terminal, limits=limits)  # fmt: skip
+        results = api.verify([problems[r["problem_id"]] for r in records],
+                             [r["code"] for r in records], workers=workers, all_tests=all_tests,
+                             cache_dir=cache_dir, progress=err.is_terminal, **limits)  # fmt: skip
     except (DataError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from None
     rows = []
