@@ -117,7 +117,10 @@ class GenerativeVerifier:
         return last[:, self.yes_id] - last[:, self.no_id]
 
     def save(self, folder: Path) -> dict[str, Any]:
-        self.module.save_pretrained(folder / "model", safe_serialization=True)
+        from trainers.engine.artifacts import quiet
+
+        with quiet():
+            self.module.save_pretrained(folder / "model", safe_serialization=True)
         self.tokenizer.save_pretrained(folder / "model")
         return {}
 

@@ -13,11 +13,8 @@ temporary folder, manifest last, fsynced, swapped in by rename). Layout under ``
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +25,6 @@ STATE_DIR = "state"
 HF_DIR = "checkpoints"
 LATEST = "LATEST"
 TRAINER_STATE = "trainer_state.json"
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """No library chatter while saving: accelerate warns that tied weights are stored once
-    (expected: they are tied again on load) and transformers draws a progress bar per shard."""
-    from cppo_bench.backends.default_model import quiet_loading
-
-    log = logging.getLogger("accelerate")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        with quiet_loading():
-            yield
-    finally:
-        log.setLevel(level)
 
 
 def _name(step: int) -> str:
@@ -58,7 +39,7 @@ def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]
         artifacts.prepare(final)
     accelerator.wait_for_everyone()
     tmp = artifacts.tmp_path(final)
-    with _quiet():
+    with artifacts.quiet():
         accelerator.save_state(str(tmp))  # every process writes its RNG state; main the rest
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
@@ -128,7 +109,7 @@ def save_hf(
     with artifacts.saving(dest, "policy", {"step": step}) as tmp:
         unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
         try:
-            with _quiet():
+            with artifacts.quiet():
                 unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
         finally:
             unwrapped.config.use_cache = was
