@@ -2,10 +2,11 @@
 
 A reference is an oracle only if it passes the problem's original tests in the sandbox.
 A candidate is kept only if no oracle reference fails on it (crash, time or memory limit:
-the input is most likely outside the statement's constraints) and a strict majority of at
-least two references agree on its output under the benchmark's own comparison rule; its
-expected output is that majority's. A reference outside the majority on a kept input is
-recorded (`disagreements`): a wrong reference, or a problem with several right answers.
+the input is most likely outside the statement's constraints) and every oracle reference
+(two at least) agrees on its output under the benchmark's own comparison rule. Unanimity,
+not a majority: where references disagree the problem may accept several answers, or a
+reference is wrong, and neither makes a test anyone should be judged by (`judge_candidates`
+takes `quorum` for the looser rule; disagreements are then recorded).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def judge_candidates(
     problem: Problem,
     candidates: Sequence[Candidate],
     outcomes: dict[int, Sequence[Outcome]],  # reference index -> one outcome per candidate
+    quorum: str = "all",  # or "majority": a strict majority of at least two
 ) -> OracleVerdict:
     verdict = OracleVerdict()
     refs = sorted(outcomes)
@@ -76,7 +78,8 @@ def judge_candidates(
                 groups.append([r])
         groups.sort(key=len, reverse=True)
         top = groups[0]
-        if len(top) < MIN_REFERENCES or 2 * len(top) <= len(refs):
+        need = len(refs) if quorum == "all" else len(refs) // 2 + 1
+        if len(top) < max(MIN_REFERENCES, need):
             verdict.rejected["references disagree"] += 1
             continue
         verdict.kept.append((cand, runs[top[0]].output or ""))

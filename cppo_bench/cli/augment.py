@@ -46,12 +46,17 @@ def model_references(problems: list, backend_name: str, model: str | None, n: in
 @click.option("--generator-model", default=None, help="--oracle model: the model.")
 @click.option("--generator-backend", default="hf", show_default=True,
               help="--oracle model: its backend (name or package.module:factory).")  # fmt: skip
+@click.option("--time-limit", default=2.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True),
+              help="CPU seconds per reference run on problems without their own limit: a "
+              "reference that needs more is taken as an input outside the constraints.")  # fmt: skip
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N problems only.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Parallel sandboxes [cores].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], out: Path,
             per_problem: int, seed: int, oracle: str, references: int,
-            generator_model: str | None, generator_backend: str, limit: int | None,
+            generator_model: str | None, generator_backend: str, time_limit: float,
+            limit: int | None,
             workers: int | None, quiet: bool) -> None:  # fmt: skip
     """Add tests to every problem: mutated inputs whose outputs the references agree on."""
     import os
@@ -65,7 +70,7 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
     from cppo_bench.progress import progress_bar
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.runstore import ids_hash
-    from cppo_bench.verifier import SandboxError
+    from cppo_bench.verifier import Limits, SandboxError
 
     if oracle == "model" and not generator_model:
         raise click.UsageError("--oracle model needs --generator-model")
@@ -84,6 +89,7 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
         "references": references,
         "generator_model": generator_model if oracle == "model" else None,
         "mutator": mutator_name(),
+        "time_limit_s": time_limit,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     try:
@@ -94,7 +100,7 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
     if oracle == "model" and todo:
         todo = model_references(todo, generator_backend, generator_model, references, seed)
     settings = Settings(per_problem, seed, references, workers or os.cpu_count() or 1,
-                        oracle=oracle)  # fmt: skip
+                        Limits(time_s=time_limit), oracle)  # fmt: skip
     t0 = time.perf_counter()
     try:
         with progress_bar("augmenting", len(problems), quiet, len(problems) - len(todo)) as bar:

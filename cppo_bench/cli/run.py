@@ -14,6 +14,7 @@ from cppo_bench.cli.options import (
     open_backend,
     parse_kv,
 )
+from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
@@ -118,6 +119,7 @@ _LOCK_WAIT = click.option(
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
 @bench_options
+@tests_option
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
 @click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
 @click.option(
@@ -223,6 +225,7 @@ def run(**opts: Any) -> None:
     )
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
+    from cppo_bench.augment.store import identity
     from cppo_bench.runstore import parse_shard
     from cppo_bench.verifier import SandboxError
 
@@ -252,6 +255,8 @@ def run(**opts: Any) -> None:
             opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
         )
         say_what_was_loaded(opts["bench"], loaded, opts["limit"])
+        test_set = load_tests(opts["tests_dir"], opts["bench"])
+        loaded.problems = apply_tests(loaded.problems, test_set)
         label = opts["model"] or default_model_label(
             opts["backend"], backend_factory(opts["backend"])
         )
@@ -272,7 +277,7 @@ def run(**opts: Any) -> None:
                     method_options=method_options,
                     chunk_size=opts["chunk_size"],
                     verify_workers=opts["workers"],
-                    tags=checkpoint_tags(opts),
+                    tags={**checkpoint_tags(opts), **identity(test_set)},
                     limit=opts["limit"],
                     shard=shard,
                 )
