@@ -83,6 +83,11 @@ class InputFormat:
         return (line, col) if self.fixed else (-n_tokens, col)
 
     def slot(self, line: int, col: int, n_tokens: int) -> Slot:
+        """What was seen here; on a line of 3+ tokens (a list), over the whole line."""
+        if n_tokens >= 3:
+            pooled = self.slots.get((self.slot_key(line, col, n_tokens)[0], -1))
+            if pooled is not None:
+                return pooled
         return self.slots.get(self.slot_key(line, col, n_tokens)) or Slot()
 
     def describe(self) -> str:
@@ -104,6 +109,8 @@ def infer_format(inputs: Sequence[str]) -> InputFormat:
             for j, tok in enumerate(toks):
                 key = (i, j) if fixed else (-len(toks), j)
                 slots.setdefault(key, Slot()).add(tok)
+                if len(toks) >= 3:  # a list: its values share one range (column -1)
+                    slots.setdefault((key[0], -1), Slot()).add(tok)
     counts: dict[tuple[int, int], list[int]] = {}
     zero = False
     if same_lines:
