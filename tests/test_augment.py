@@ -25,15 +25,23 @@ MAX_REFS = (
 MAX_WRONG = "input()\na = input().split()\nprint(a[1])\n"  # right only when the max is 2nd
 MAX_RIGHT = "input()\nbest = None\nfor x in map(int, input().split()):\n" \
     "    best = x if best is None or x > best else best\nprint(best)\n"  # fmt: skip
-TOTAL_REFS = ("def total(xs):\n    return sum(xs)\n",
-              "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n")
+TOTAL_REFS = (
+    "def total(xs):\n    return sum(xs)\n",
+    "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n",
+)
 TOTAL_WRONG = "def total(xs):\n    return 2 * len(xs)\n"  # 6 for [1, 2, 3], as expected
 TOTAL_RIGHT = "def total(xs):\n    return sum(x for x in xs)\n"
 
 
 def max_problem(refs=MAX_REFS) -> Problem:
-    return Problem("demo", "list-max", "Print the largest of n integers.",
-                   (Test("3\n1 5 2\n", "5\n"),), reference_solutions=refs, checker="lcb")
+    return Problem(
+        "demo",
+        "list-max",
+        "Print the largest of n integers.",
+        (Test("3\n1 5 2\n", "5\n"),),
+        reference_solutions=refs,
+        checker="lcb",
+    )
 
 
 def total_problem() -> Problem:
@@ -110,3 +118,87 @@ def test_references_that_disagree_make_no_test():
     rec = augment_problem(max_problem(refs), Settings(per_problem=4))
     assert rec["rejected"].get("references disagree", 0) > 0
     assert all(t["output"].strip() == "5" for t in rec["tests"])
+
+
+def test_training_reward_on_the_augmented_tests(tmp_path):
+    from trainers.engine.config import TrainConfig
+    from trainers.engine.rewards import reward_from_config
+    from trainers.engine.rollout import Rollout, RolloutRequest
+
+    problem = max_problem()
+    rec = augment_problem(problem, Settings(per_problem=6))
+    (tmp_path / "augment.json").write_text(json.dumps({"bench": "demo"}))
+    (tmp_path / "tests.jsonl").write_text(json.dumps(rec) + "\n")
+    rollouts = [Rollout(RolloutRequest(problem, 0), (), (), f"```python\n{code}```", "stop")
+                for code in (MAX_WRONG, MAX_RIGHT)]  # fmt: skip
+    plain = reward_from_config(TrainConfig(verify_workers=1))(rollouts)
+    strong = reward_from_config(TrainConfig(verify_workers=1, reward_tests=str(tmp_path)))(rollouts)
+    assert [s.reward for s in plain] == [1.0, 1.0]
+    assert [s.reward for s in strong] == [0.0, 1.0]
+    assert [s.rollout for s in strong] == rollouts
+
+
+def _demo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "weak.jsonl"
+    rows = [max_problem().to_dict(), total_problem().to_dict()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run_scripted import ScriptedBackend, invoke
+
+    data = _demo_file(tmp_path)
+    base = ["augment", "--bench", "demo", "--data", str(data), "--per-problem", "5",
+            "--workers", "1", "--quiet"]  # fmt: skip
+    for out in ("a", "b"):
+        res = invoke([*base, "--out", str(tmp_path / out)])
+        assert res.exit_code == 0, res.output
+
+    def tests(d: str) -> list:
+        text = (tmp_path / d / "tests.jsonl").read_text()
+        return [json.loads(x)["tests"] for x in text.splitlines()]
+
+    assert tests("a") == tests("b") and all(tests("a"))
+    # a killed augment: half a line; the resume redoes that problem only, to the same result
+    path = tmp_path / "b" / "tests.jsonl"
+    text = path.read_text()
+    path.write_text(text[: text.index("\n") + 1] + text[text.index("\n") + 1 :][:40])
+    res = invoke([*base, "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0 and "1 done now" in res.output, res.output
+    assert tests("a") == tests("b")
+    res = invoke([*base, "--out", str(tmp_path / "b"), "--seed", "1"])
+    assert res.exit_code != 0 and "other settings (seed)" in res.output
+
+    # a run whose odd seeds write the wrong programs, even ones the right ones
+    def respond(req):
+        text = req.messages[-1]["content"]
+        fn = "total" in text or "sum of a list" in text
+        right, wrong = (TOTAL_RIGHT, TOTAL_WRONG) if fn else (MAX_RIGHT, MAX_WRONG)
+        return f"```python\n{right if req.params.seed % 2 == 0 else wrong}```"
+
+    problems = [max_problem(), total_problem()]
+    run = ["run", "--method", "direct", "--bench", "demo", "--data", str(data), "-k", "4",
+           "--out", str(tmp_path / "runs"), "--quiet", "--workers", "1"]  # fmt: skip
+    res = invoke(run, ScriptedBackend(problems, respond=respond))
+    assert res.exit_code == 0, res.output
+    res = invoke([*run, "--tests", str(tmp_path / "a")], ScriptedBackend(problems, respond=respond))
+    assert res.exit_code == 0, res.output
+    dirs = sorted(p.parent for p in (tmp_path / "runs").rglob("manifest.json"))
+    assert len(dirs) == 2  # judged with the test set: another run
+    plain = next(
+        d for d in dirs if "test_set" not in json.loads((d / "manifest.json").read_text())["extra"]
+    )
+    res = invoke(["audit", str(plain), "--tests", str(tmp_path / "a"), "--quiet",
+                  "--workers", "1", "--resamples", "200"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "pass@K+" in res.output and "weakest original tests" in res.output
+    doc = json.loads(next((plain / "audit").glob("*.json")).read_text())
+    assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 1.0  # a right program each
+    assert doc["programs_failed"] > 0  # the wrong ones that passed are caught
+    for v in doc["problems"].values():
+        assert v["pass"] == [True] * 4 or sum(v["pass"]) >= 2
+        assert sum(v["pass_plus"]) < sum(v["pass"])

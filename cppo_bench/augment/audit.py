@@ -135,7 +135,9 @@ class PlusRow:
     oracle: str
 
 
-def plus_rows(audits: Sequence[dict[str, Any]], resamples: int = 1000, seed: int = 0) -> list[PlusRow]:
+def plus_rows(
+    audits: Sequence[dict[str, Any]], resamples: int = 1000, seed: int = 0
+) -> list[PlusRow]:
     from cppo_bench.metrics.bootstrap import hierarchical_bootstrap
 
     groups: dict[tuple, list[dict]] = {}

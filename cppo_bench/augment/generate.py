@@ -96,8 +96,13 @@ def augment_problem(problem: Problem, settings: Settings) -> dict[str, Any]:
     kept = verdict.kept[: settings.per_problem]
     kept_inputs = {c.input for c, _ in kept}
     record["tests"] = [
-        {"input": c.input, "output": out, "mode": mode, "fn_name": fn_name,
-         "how": dict(c.how, seed=seed)}  # fmt: skip
+        {
+            "input": c.input,
+            "output": out,
+            "mode": mode,
+            "fn_name": fn_name,
+            "how": dict(c.how, seed=seed),
+        }  # fmt: skip
         for c, out in kept
     ]
     disagreements = [

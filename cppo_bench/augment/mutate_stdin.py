@@ -63,7 +63,9 @@ def int_tweak(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
 
 
 def word_tweak(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
-    places = [(i, j) for i, t in enumerate(lines) for j, w in enumerate(t) if token_kind(w) == "word"]
+    places = [
+        (i, j) for i, t in enumerate(lines) for j, w in enumerate(t) if token_kind(w) == "word"
+    ]
     if not places:
         return False
     i, j = rng.choice(places)

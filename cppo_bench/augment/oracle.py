@@ -45,7 +45,7 @@ def distinct_references(problem: Problem, limit: int) -> list[int]:
 
 
 def passes_original(problem: Problem, outcomes: Sequence[Outcome]) -> str:
-    """"" when these outcomes (one per original test) all pass; else why not."""
+    """ "" when these outcomes (one per original test) all pass; else why not."""
     for i, (test, o) in enumerate(zip(problem.tests, outcomes, strict=True)):
         if not o.ok:
             return f"original test {i}: {o.verdict} {o.detail[:80]}".strip()

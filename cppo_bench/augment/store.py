@@ -48,8 +48,13 @@ class TestSet:
 
     def hash(self) -> str:
         body = [
-            [pid, [[t["input"], t["output"], t.get("mode"), t.get("fn_name")]
-                   for t in rec.get("tests", [])]]  # fmt: skip
+            [
+                pid,
+                [
+                    [t["input"], t["output"], t.get("mode"), t.get("fn_name")]
+                    for t in rec.get("tests", [])
+                ],
+            ]  # fmt: skip
             for pid, rec in sorted(self.records.items())
         ]
         payload = json.dumps([self.bench, body], sort_keys=True)
@@ -106,8 +111,10 @@ def read_test_set(path: str | Path) -> TestSet:
             why = "no problem_id"
         if not why:
             tests = rec.get("tests", [])
-            why = "tests is not a list" if not isinstance(tests, list) else next(
-                (w for w in map(_check_test, tests) if w), ""
+            why = (
+                "tests is not a list"
+                if not isinstance(tests, list)
+                else next((w for w in map(_check_test, tests) if w), "")
             )
         if why:
             raise DataError(f"{where}: {why}")

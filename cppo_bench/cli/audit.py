@@ -21,8 +21,11 @@ from cppo_bench.termsafe import safe
               help="The runs' data [the manifest's data_source when it is a path].")  # fmt: skip
 @click.option("-o", "--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="Loader option, as for `run` (e.g. -o difficulty=all).")  # fmt: skip
-@click.option("--strict", is_flag=True,
-              help="Also run every original test, without stopping at the first failure.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Also run every original test, without stopping at the first failure.",
+)
 @click.option("--workers", type=click.IntRange(1), default=None, help="Parallel sandboxes.")
 @click.option("--resamples", type=click.IntRange(1), default=1000, show_default=True,
               help="Bootstrap resamples of the pass@K - pass@K+ interval.")  # fmt: skip

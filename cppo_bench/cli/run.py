@@ -216,6 +216,7 @@ def run(**opts: Any) -> None:
     Run the same command again to resume: finished problems are skipped and finished
     generations are served from the run's generation cache.
     """
+    from cppo_bench.augment.store import identity
     from cppo_bench.backends.base import ModelLoadError, SamplingParams
     from cppo_bench.cli.run_view import (
         RichReporter,
@@ -225,7 +226,6 @@ def run(**opts: Any) -> None:
     )
     from cppo_bench.methods import OptionError
     from cppo_bench.pipeline import RunSpec, execute, load_problems
-    from cppo_bench.augment.store import identity
     from cppo_bench.runstore import parse_shard
     from cppo_bench.verifier import SandboxError
 
