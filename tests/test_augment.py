@@ -173,12 +173,13 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
     res = invoke([*base, "--out", str(tmp_path / "b"), "--seed", "1"])
     assert res.exit_code != 0 and "other settings (seed)" in res.output
 
-    # a run whose odd seeds write the wrong programs, even ones the right ones
+    # a run: list-max gets the right program on even seeds, the wrong one on odd seeds;
+    # list-total only ever the wrong one (which passes its one original test)
     def respond(req):
         text = req.messages[-1]["content"]
-        fn = "total" in text or "sum of a list" in text
-        right, wrong = (TOTAL_RIGHT, TOTAL_WRONG) if fn else (MAX_RIGHT, MAX_WRONG)
-        return f"```python\n{right if req.params.seed % 2 == 0 else wrong}```"
+        if "sum of a list" in text:
+            return f"```python\n{TOTAL_WRONG}```"
+        return f"```python\n{MAX_RIGHT if req.params.seed % 2 == 0 else MAX_WRONG}```"
 
     problems = [max_problem(), total_problem()]
     run = ["run", "--method", "direct", "--bench", "demo", "--data", str(data), "-k", "4",
@@ -196,9 +197,19 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
                   "--workers", "1", "--resamples", "200"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "pass@K+" in res.output and "weakest original tests" in res.output
+    assert "100.0%" in res.output and "50.0%" in res.output  # pass@4, pass@4+
     doc = json.loads(next((plain / "audit").glob("*.json")).read_text())
-    assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 1.0  # a right program each
-    assert doc["programs_failed"] > 0  # the wrong ones that passed are caught
-    for v in doc["problems"].values():
-        assert v["pass"] == [True] * 4 or sum(v["pass"]) >= 2
-        assert sum(v["pass_plus"]) < sum(v["pass"])
+    assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 0.5
+    total, top = doc["problems"]["list-total"], doc["problems"]["list-max"]
+    assert total["pass"] == [True] * 4 and total["pass_plus"] == [False] * 4
+    assert top["pass"] == [True] * 4 and 0 < sum(top["pass_plus"]) < 4  # even seeds only
+    # the report's table, from the stored audit
+    from cppo_bench.report.plus_tables import plus_tables
+    from cppo_bench.report.render import to_markdown
+
+    tables = plus_tables(tmp_path / "runs", resamples=200)
+    row = tables[0].rows[0]
+    assert [c.value for c in row.cells[:3]] == [1.0, 0.5, 0.5] and row.cells[3].value == 2
+    weak = {r.labels[1]: r.cells[1].value for r in tables[1].rows}
+    assert set(weak) == {"list-max", "list-total"} and all(v > 0 for v in weak.values())
+    assert "pass@K+" in to_markdown(tables[0])
