@@ -213,3 +213,33 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
     weak = {r.labels[1]: r.cells[1].value for r in tables[1].rows}
     assert set(weak) == {"list-max", "list-total"} and all(v > 0 for v in weak.values())
     assert "pass@K+" in to_markdown(tables[0])
+
+
+def test_oracle_model_uses_model_written_references_and_says_so(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run_scripted import LIVE, ScriptedBackend, invoke
+
+    bare = [Problem(**{**max_problem().to_dict(), "tests": max_problem().tests,
+                       "reference_solutions": ()})]  # fmt: skip
+    data = tmp_path / "bare.jsonl"
+    data.write_text(json.dumps(bare[0].to_dict()) + "\n")
+    base = ["augment", "--bench", "demo", "--data", str(data), "--per-problem", "3",
+            "--workers", "1", "--quiet"]  # fmt: skip
+    res = invoke([*base, "--out", str(tmp_path / "refs")])
+    assert res.exit_code == 0 and "skipped 1: fewer than 2" in res.output, res.output
+
+    def respond(req):  # two different right programs, by seed
+        return f"```python\n{MAX_REFS[req.params.seed % 2]}```"
+
+    LIVE[:] = [ScriptedBackend(bare, respond=respond)]
+    res = invoke([*base, "--out", str(tmp_path / "model"), "--oracle", "model",
+                  "--generator-model", "scripted", "--generator-backend",
+                  "run_scripted:live", "--references", "4"])  # fmt: skip
+    assert res.exit_code == 0 and "model-written references" in res.output, res.output
+    ts = read_test_set(tmp_path / "model")
+    rec = ts.records["list-max"]
+    assert ts.config["oracle"] == rec["oracle"] == "model" and rec["status"] == "augmented"
+    assert len(rec["model_references"]) >= 2
+    assert not judge(max_problem(), MAX_WRONG, ts) and judge(max_problem(), MAX_RIGHT, ts)

@@ -69,6 +69,8 @@ def augment_problem(problem: Problem, settings: Settings) -> dict[str, Any]:
     if len(refs) < MIN_REFERENCES:
         return done("skipped", f"fewer than {MIN_REFERENCES} distinct reference solutions "
                     f"({len(refs)})")  # fmt: skip
+    if settings.oracle == "model":  # the oracle's programs are part of how the tests were made
+        record["model_references"] = [problem.reference_solutions[r] for r in refs]
     cands = candidates_for(problem, OVERSAMPLE * settings.per_problem, seed)
     if not cands:
         return done("skipped", "no candidate input could be made from the tests")
