@@ -243,3 +243,28 @@ def test_oracle_model_uses_model_written_references_and_says_so(tmp_path):
     assert ts.config["oracle"] == rec["oracle"] == "model" and rec["status"] == "augmented"
     assert len(rec["model_references"]) >= 2
     assert not judge(max_problem(), MAX_WRONG, ts) and judge(max_problem(), MAX_RIGHT, ts)
+
+
+def test_call_candidates_do_not_depend_on_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+
+    seeds = json.dumps([json.dumps(["abba", "dog cat cat dog"])])
+    code = (
+        "import json, random\n"
+        "from cppo_bench.augment.mutate_call import call_candidates\n"
+        f"print([c.input for c in call_candidates(json.loads({seeds!r}), 12, random.Random(3))])"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**env, "PYTHONHASHSEED": h},
+        ).stdout  # fmt: skip
+        for h in ("1", "2", "3", "4")
+    }
+    assert len(outs) == 1 and "abba" in outs.pop()

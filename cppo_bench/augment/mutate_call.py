@@ -24,6 +24,15 @@ from cppo_bench.augment.mutate_stdin import Candidate
 MAX_ARG_CHARS = 1 << 16
 
 
+class _SortedSet(set):
+    """A set that iterates in a fixed order. EvalPlus draws an ingredient with
+    `random.choice(list(a_set))`: a plain set of strings lists in an order that changes with
+    each interpreter's hash seed, and so would the tests."""
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(sorted(set.__iter__(self), key=repr))
+
+
 def evalplus_mutator(seeds: list[Any]) -> Any | None:
     """EvalPlus's TypedMutGen over `seeds` (for its "ingredients": values seen), or None
     when evalplus (or its multipledispatch dependency) is not installed."""
@@ -32,7 +41,9 @@ def evalplus_mutator(seeds: list[Any]) -> Any | None:
     except ImportError:
         return None
     # contract "" and entry point "": only typed_mutate is called, never generate()
-    return TypedMutGen(seeds, "", "")
+    gen = TypedMutGen(seeds, "", "")
+    gen.ingredients = {t: _SortedSet(v) for t, v in gen.ingredients.items()}
+    return gen
 
 
 def mutator_name() -> str:
