@@ -268,3 +268,10 @@ def test_call_candidates_do_not_depend_on_the_hash_seed():
         for h in ("1", "2", "3", "4")
     }
     assert len(outs) == 1 and "abba" in outs.pop()
+
+
+def test_more_references_are_tried_when_the_first_fail_the_original_tests():
+    wrong = tuple(f"input()\nprint({v})\n" for v in (1, 2, 3))
+    rec = augment_problem(max_problem((*wrong, *MAX_REFS)), Settings(per_problem=3))
+    assert rec["status"] == "augmented" and rec["references"] == [3, 4]
+    assert sorted(rec["dropped_references"]) == ["0", "1", "2"]

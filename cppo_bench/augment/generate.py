@@ -21,6 +21,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.verifier import Limits
 
 OVERSAMPLE = 3  # candidates per wanted test: the oracle rejects some
+MAX_ROUNDS = 3  # batches of references tried for an oracle
 
 
 @dataclass(frozen=True)
@@ -65,30 +66,38 @@ def augment_problem(problem: Problem, settings: Settings) -> dict[str, Any]:
 
     if problem.task != "codegen" or not problem.tests or len(problem.modes) != 1:
         return done("skipped", "not a program-writing problem with one kind of test")
-    refs = distinct_references(problem, settings.references)
-    if len(refs) < MIN_REFERENCES:
+    every = distinct_references(problem, len(problem.reference_solutions))
+    if len(every) < MIN_REFERENCES:
         return done("skipped", f"fewer than {MIN_REFERENCES} distinct reference solutions "
-                    f"({len(refs)})")  # fmt: skip
-    if settings.oracle == "model":  # the oracle's programs are part of how the tests were made
-        record["model_references"] = [problem.reference_solutions[r] for r in refs]
+                    f"({len(every)})")  # fmt: skip
     cands = candidates_for(problem, OVERSAMPLE * settings.per_problem, seed)
     if not cands:
         return done("skipped", "no candidate input could be made from the tests")
     originals = tuple(t.input for t in problem.tests)
-    jobs = [
-        ExecJob(problem, problem.reference_solutions[r], originals + tuple(c.input for c in cands))
-        for r in refs
-    ]
-    results = run_batch(jobs, workers=settings.workers, limits=settings.limits)
     n_orig = len(originals)
     oracle: dict[int, list] = {}
     dropped: dict[str, str] = {}
-    for r, outcomes in zip(refs, results, strict=True):
-        why = passes_original(problem, outcomes[:n_orig])
-        if why:
-            dropped[str(r)] = why
-        else:
-            oracle[r] = outcomes[n_orig:]
+    tried: list[int] = []
+    # references in dataset order, a batch at a time, until `references` of them pass the
+    # original tests (some APPS references do not) or MAX_ROUNDS batches were tried
+    for _ in range(MAX_ROUNDS):
+        need = settings.references - len(oracle)
+        batch = every[len(tried) : len(tried) + need]
+        if need <= 0 or not batch:
+            break
+        tried += batch
+        jobs = [ExecJob(problem, problem.reference_solutions[r],
+                        originals + tuple(c.input for c in cands)) for r in batch]  # fmt: skip
+        results = run_batch(jobs, workers=settings.workers, limits=settings.limits)
+        for r, outcomes in zip(batch, results, strict=True):
+            why = passes_original(problem, outcomes[:n_orig])
+            if why:
+                dropped[str(r)] = why
+            else:
+                oracle[r] = outcomes[n_orig:]
+    refs = tried
+    if settings.oracle == "model":  # the oracle's programs are part of how the tests were made
+        record["model_references"] = [problem.reference_solutions[r] for r in sorted(oracle)]
     if len(oracle) < MIN_REFERENCES:
         return done("skipped", f"fewer than {MIN_REFERENCES} references pass the original "
                     "tests", references=refs, dropped_references=dropped)  # fmt: skip
