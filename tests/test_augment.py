@@ -275,3 +275,17 @@ def test_more_references_are_tried_when_the_first_fail_the_original_tests():
     rec = augment_problem(max_problem((*wrong, *MAX_REFS)), Settings(per_problem=3))
     assert rec["status"] == "augmented" and rec["references"] == [3, 4]
     assert sorted(rec["dropped_references"]) == ["0", "1", "2"]
+
+
+def test_lm_eval_tasks_read_a_test_set_option(tmp_path):
+    from cppo_bench.lm_eval_tasks.docs import load_problems
+
+    rec = augment_problem(max_problem(), Settings(per_problem=3))
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "augment.json").write_text(json.dumps({"bench": "demo"}))
+    (tmp_path / "set" / "tests.jsonl").write_text(json.dumps(rec) + "\n")
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(max_problem().to_dict()) + "\n")
+    plain = load_problems("demo", str(data), {})[0]
+    strong = load_problems("demo", str(data), {"tests": str(tmp_path / "set")})[0]
+    assert len(plain.tests) == 1 and len(strong.tests) == 1 + len(rec["tests"]) > 1
