@@ -289,3 +289,21 @@ def test_lm_eval_tasks_read_a_test_set_option(tmp_path):
     plain = load_problems("demo", str(data), {})[0]
     strong = load_problems("demo", str(data), {"tests": str(tmp_path / "set")})[0]
     assert len(plain.tests) == 1 and len(strong.tests) == 1 + len(rec["tests"]) > 1
+
+
+def test_format_keeps_lengths_orders_parity_and_permutations():
+    # "n k" with k <= n, then a string of n characters with n/2 zeros; n even
+    inputs = ["2\n4 2\n0101\n6 1\n001011\n"]
+    fmt = infer_format(inputs)
+    assert fmt.lengths == {(1, 0): 2, (3, 0): 4}
+    assert fmt.relations == {-2: [(0, 1, ">")]}
+    for c in stdin_candidates(inputs, 30, random.Random(0)):
+        lines = [x.split() for x in c.input.splitlines()]
+        for n_k, s in ((lines[1], lines[2][0]), (lines[3], lines[4][0])):
+            n, k = map(int, n_k)
+            assert n == len(s) and k < n and n % 2 == 0 and s.count("0") * 2 == n, c
+    perm = infer_format(["2\n5\n3 1 2 5 4\n4\n2 4 1 3\n"])
+    assert perm.permutations and perm.distinct_lists
+    for c in stdin_candidates(["2\n5\n3 1 2 5 4\n4\n2 4 1 3\n"], 20, random.Random(1)):
+        rows = [x.split() for x in c.input.splitlines()]
+        assert sorted(map(int, rows[2])) == list(range(1, int(rows[1][0]) + 1)), c

@@ -35,20 +35,26 @@ def _int_in(slot: Slot, rng: random.Random, near: int) -> int:
     lo, hi = slot.lo, slot.hi
     if lo is None or hi is None:
         return near
-    picks = [lo, hi, rng.randint(lo, hi), min(hi, near + 1), max(lo, near - 1)]
-    return rng.choice(picks)
+    v = rng.choice([lo, hi, rng.randint(lo, hi), min(hi, near + 1), max(lo, near - 1)])
+    if len(slot.parities) == 1 and v % 2 not in slot.parities:  # only even (odd) values seen
+        v = v + 1 if v + 1 <= hi else v - 1
+    return v
 
 
 def _is_count(fmt: InputFormat, i: int, j: int) -> bool:
-    return (i, j) in fmt.counts
+    return (i, j) in fmt.counts or (i, j) in fmt.lengths
 
 
 def _ints(fmt: InputFormat, lines: Lines) -> list[tuple[int, int]]:
+    """Integers free to change: not counts or lengths, and in a place where only integers
+    were seen (a "111" among bit strings is a word)."""
     return [
         (i, j)
         for i, toks in enumerate(lines)
         for j, tok in enumerate(toks)
-        if token_kind(tok) == "int" and not _is_count(fmt, i, j)
+        if token_kind(tok) == "int"
+        and not _is_count(fmt, i, j)
+        and fmt.slot(i, j, len(toks)).kind == "int"
     ]
 
 
@@ -71,6 +77,13 @@ def word_tweak(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
     i, j = rng.choice(places)
     slot = fmt.slot(i, j, len(lines[i]))
     word = list(lines[i][j])
+    if i in fmt.lengths.values() and len(word) > 1:
+        # a word whose length a count gives: keep its length and its characters (a string
+        # with "n/2 zeros", "balanced brackets" stays one)
+        a, b = rng.sample(range(len(word)), 2)
+        word[a], word[b] = word[b], word[a]
+        lines[i][j] = "".join(word)
+        return True
     chars = sorted(slot.chars) or sorted(set(word))
     lo, hi = slot.min_len or 1, slot.max_len or len(word)
     op = rng.choice(["replace", "insert", "delete"])
@@ -84,8 +97,18 @@ def word_tweak(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
     return True
 
 
+def _lists(fmt: InputFormat, lines: Lines) -> list[int]:
+    """Lines that are lists of one kind of token (never "n k": swapping those is no
+    permutation of a list but another input, often outside the constraints)."""
+    return [
+        i
+        for i, t in enumerate(lines)
+        if len(t) > 1 and fmt.is_list(i, len(t)) and len({token_kind(x) for x in t}) == 1
+    ]
+
+
 def swap(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
-    rows = [i for i, t in enumerate(lines) if len(t) > 1 and len({token_kind(x) for x in t}) == 1]
+    rows = _lists(fmt, lines)
     if not rows:
         return False
     i = rng.choice(rows)
@@ -99,7 +122,7 @@ def swap(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
 
 def duplicate(fmt: InputFormat, lines: Lines, rng: random.Random) -> bool:
     """Make two tokens of a list equal (duplicates are a classic missed case)."""
-    rows = [i for i, t in enumerate(lines) if len(t) > 1 and len({token_kind(x) for x in t}) == 1]
+    rows = _lists(fmt, lines)
     if not rows:
         return False
     i = rng.choice(rows)
@@ -178,14 +201,15 @@ def stdin_candidates(inputs: Sequence[str], n: int, rng: random.Random) -> list[
     seen = {render(p) for _, p in parents}
     out: list[Candidate] = []
 
-    def keep(text: str, how: dict) -> None:
-        if text not in seen and len(out) < n:
+    def keep(lines: Lines, how: dict) -> None:
+        text = render(lines)
+        if text not in seen and len(out) < n and fmt.respects(lines):
             seen.add(text)
             out.append(Candidate(text, how))
 
     k0, first = parents[0]
     for name, lines in boundary(fmt, first):
-        keep(render(lines), {"mutation": name, "parent": k0})
+        keep(lines, {"mutation": name, "parent": k0})
     names = sorted(MUTATIONS)
     for _ in range(20 * n):  # attempts: most formats give many more distinct inputs than n
         if len(out) >= n:
@@ -198,5 +222,5 @@ def stdin_candidates(inputs: Sequence[str], n: int, rng: random.Random) -> list[
             if MUTATIONS[name](fmt, lines, rng):
                 done.append(name)
         if done:
-            keep(render(lines), {"mutation": "+".join(done), "parent": k})
+            keep(lines, {"mutation": "+".join(done), "parent": k})
     return out
