@@ -196,7 +196,7 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
     res = invoke(["audit", str(plain), "--tests", str(tmp_path / "a"), "--quiet",
                   "--workers", "1", "--resamples", "200"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "pass@K+" in res.output and "weakest original tests" in res.output
+    assert "pass@4 vs pass@4+" in res.output and "weakest original tests" in res.output
     assert "100.0%" in res.output and "50.0%" in res.output  # pass@4, pass@4+
     doc = json.loads(next((plain / "audit").glob("*.json")).read_text())
     assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 0.5

@@ -77,8 +77,10 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
 def plus_table(rows: list):
     from rich.table import Table
 
-    table = Table(title="pass@K vs pass@K+ (augmented tests)")
-    for col in ("bench", "method", "model", "K", "seeds", "n", "pass@K", "pass@K+",
+    ks = {r.k for r in rows}
+    at = f"pass@{ks.pop()}" if len(ks) == 1 else "pass@K"  # pass@4 / pass@4+ when one K
+    table = Table(title=f"{at} vs {at}+ (augmented tests)")
+    for col in ("bench", "method", "model", "K", "seeds", "n", at, f"{at}+",
                 "drop [95% CI]", "oracle"):  # fmt: skip
         table.add_column(col, justify="right" if col[0] in "Kspnd" else "left")
     for r in rows:
