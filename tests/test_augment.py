@@ -307,3 +307,33 @@ def test_format_keeps_lengths_orders_parity_and_permutations():
     for c in stdin_candidates(["2\n5\n3 1 2 5 4\n4\n2 4 1 3\n"], 20, random.Random(1)):
         rows = [x.split() for x in c.input.splitlines()]
         assert sorted(map(int, rows[2])) == list(range(1, int(rows[1][0]) + 1)), c
+
+
+def test_verify_reads_tests_and_a_bad_test_set_is_one_line(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run_scripted import invoke
+
+    data = _demo_file(tmp_path)
+    res = invoke(["augment", "--bench", "demo", "--data", str(data), "--per-problem", "4",
+                  "--workers", "1", "--quiet", "--out", str(tmp_path / "set")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    progs = tmp_path / "progs.jsonl"
+    progs.write_text(json.dumps({"problem_id": "list-max", "code": MAX_WRONG}) + "\n")
+    verify = ["verify", "--bench", "demo", "--data", str(data), "--programs", str(progs),
+              "--workers", "1"]  # fmt: skip
+    assert '"passed": true' in invoke(verify).output
+    assert '"passed": false' in invoke([*verify, "--tests", str(tmp_path / "set")]).output
+    res = invoke(["verify", "--bench", "apps", "--data", str(data), "--programs", str(progs),
+                  "--tests", str(tmp_path / "set")])  # fmt: skip
+    assert res.exit_code != 0 and "not for --bench 'apps'" in res.output
+    lines = (tmp_path / "set" / "tests.jsonl").read_text().splitlines()
+    (tmp_path / "set" / "tests.jsonl").write_text(
+        "\n".join([lines[0], '{"problem_id": "x", "tests": [{"input": 1}]}', lines[1]]) + "\n"
+    )
+    res = invoke([*verify, "--tests", str(tmp_path / "set")])
+    assert (
+        res.exit_code != 0 and "tests.jsonl:2: a test's input and output must be text" in res.output
+    )
+    assert "Traceback" not in res.output

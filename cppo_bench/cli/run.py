@@ -245,6 +245,7 @@ def run(**opts: Any) -> None:
     if opts["strict_plans"]:
         strict_plans(opts["method"], method_options)
     backend_as_model(opts)
+    test_set = load_tests(opts["tests_dir"], opts["bench"])  # before the data: fails fast
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
@@ -255,7 +256,6 @@ def run(**opts: Any) -> None:
             opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
         )
         say_what_was_loaded(opts["bench"], loaded, opts["limit"])
-        test_set = load_tests(opts["tests_dir"], opts["bench"])
         loaded.problems = apply_tests(loaded.problems, test_set)
         label = opts["model"] or default_model_label(
             opts["backend"], backend_factory(opts["backend"])

@@ -239,6 +239,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
+    test_set = load_tests(tests_dir, bench)  # before the data: a wrong set fails fast
     options = parse_kv(option_pairs)
     try:
         if programs is not None:
@@ -248,7 +249,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
         click.echo(f"skipped record: {safe(e)}", err=True)
-    problems, ambiguous = problem_index(apply_tests(loaded.problems, load_tests(tests_dir, bench)))
+    problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
     if reference:
         records, errors = reference_records(problems), []
     else:
