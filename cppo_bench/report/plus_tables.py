@@ -21,7 +21,7 @@ def plus_tables(runs_root: Path, resamples: int = 1000, seed: int = 0) -> list[A
         oracle = "" if r.oracle == "references" else " [model-written oracle]"
         rows.append(
             Row(
-                (r.bench, r.method + oracle, r.model),
+                (r.bench, r.method + oracle, r.model, str(r.k)),
                 [
                     Cell(r.pass_k, n_seeds=r.seeds, n_problems=r.problems),
                     Cell(r.pass_k_plus, n_seeds=r.seeds, n_problems=r.problems),
@@ -47,11 +47,11 @@ def plus_tables(runs_root: Path, resamples: int = 1000, seed: int = 0) -> list[A
         "the augmented tests (cppo-bench augment). Drop = pass@K - pass@K+; its 95% interval "
         "is a paired hierarchical bootstrap over problems and seeds. n: problems every seed "
         "covers.",
-        row_headers=("Benchmark", "Method", "Model"),
+        row_headers=("Benchmark", "Method", "Model", "K"),
         columns=[
-            Column(("pass@K",), 3, percent=True),
-            Column(("pass@K+",), 3, percent=True),
-            Column(("drop",), 3, signed=True, percent=True),
+            Column(("pass@K",), 1, percent=True),
+            Column(("pass@K+",), 1, percent=True),
+            Column(("drop",), 1, signed=True, percent=True),
             Column(("n",), 0),
             Column(("seeds",), 0),
         ],
@@ -69,7 +69,7 @@ def plus_tables(runs_root: Path, resamples: int = 1000, seed: int = 0) -> list[A
         columns=[
             Column(("accepted",), 0),
             Column(("rejected",), 0),
-            Column(("share",), 3, percent=True),
+            Column(("share",), 1, percent=True),
         ],  # fmt: skip
         rows=weak_rows,
     )
