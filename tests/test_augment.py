@@ -337,3 +337,12 @@ def test_verify_reads_tests_and_a_bad_test_set_is_one_line(tmp_path):
         res.exit_code != 0 and "tests.jsonl:2: a test's input and output must be text" in res.output
     )
     assert "Traceback" not in res.output
+
+
+def test_a_planted_bad_audit_file_is_skipped(tmp_path):
+    from cppo_bench.augment.audit import read_audits
+
+    (tmp_path / "r" / "audit").mkdir(parents=True)
+    (tmp_path / "r" / "audit" / "x.json").write_text('{"problems": {"a": {"pass": 1}}}')
+    (tmp_path / "r" / "audit" / "y.json").write_text("not json")
+    assert read_audits(tmp_path) == []

@@ -10,6 +10,7 @@ and seeds resampled) of the paired difference pass@K - pass@K+.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from cppo_bench.runstore import ProblemRecord, RunManifest
 from cppo_bench.storefs import write_atomic
 
 AUDIT_DIR = "audit"
+log = logging.getLogger(__name__)
 
 
 def audit_path(run_dir: Path, ts_hash: str, strict: bool) -> Path:
@@ -108,16 +110,33 @@ def store_audit(run_dir: Path, doc: dict[str, Any]) -> Path:
 
 
 def read_audits(root: Path) -> list[dict[str, Any]]:
-    """Every stored audit under a run store (a bad file is skipped: the report says so)."""
+    """Every stored audit under a run store; a file that is not one is skipped (and logged)."""
     out = []
     for path in sorted(Path(root).rglob(f"{AUDIT_DIR}/*.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("problems"), dict):
+            doc = None
+        if _is_audit(doc):
             out.append(doc)
+        else:
+            log.warning("%s: not an audit written by cppo-bench audit; skipped", path)
     return out
+
+
+def _is_audit(doc: Any) -> bool:
+    if not isinstance(doc, dict) or not isinstance(doc.get("problems"), dict):
+        return False
+    keys = ("method", "bench", "model", "k", "strict", "test_set")
+    if any(k not in doc for k in keys) or not isinstance(doc["test_set"], dict):
+        return False
+    return all(
+        isinstance(v, dict)
+        and isinstance(v.get("pass"), list)
+        and isinstance(v.get("pass_plus"), list)
+        and len(v["pass"]) == len(v["pass_plus"])
+        for v in doc["problems"].values()
+    )
 
 
 @dataclass(frozen=True)

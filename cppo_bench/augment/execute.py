@@ -13,7 +13,7 @@ import json
 import queue
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from cppo_bench.problem import Problem, Test
 from cppo_bench.verifier import Limits, SandboxError, extract_code, get_checker
@@ -135,6 +135,3 @@ def agree(problem: Problem, a: str, b: str) -> bool:
     if problem.tests[0].mode == "stdin":
         return bool(checker.stdin(a, b))
     return bool(checker.call(json.loads(a), json.loads(b)))
-
-
-__all__ = ["ExecJob", "Outcome", "agree", "replace", "run_batch"]

@@ -98,7 +98,12 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
         raise click.ClickException(str(exc)) from None
     todo = [p for p in problems if p.problem_id not in ts.records]
     if oracle == "model" and todo:
-        todo = model_references(todo, generator_backend, generator_model, references, seed)
+        from cppo_bench.backends.base import ModelLoadError
+
+        try:
+            todo = model_references(todo, generator_backend, generator_model, references, seed)
+        except (ModelLoadError, UnknownNameError) as exc:
+            raise click.ClickException(f"--generator-model: {exc}") from None
     settings = Settings(per_problem, seed, references, workers or os.cpu_count() or 1,
                         Limits(time_s=time_limit), oracle)  # fmt: skip
     t0 = time.perf_counter()
