@@ -198,6 +198,11 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
     assert res.exit_code == 0, res.output
     assert "pass@4 vs pass@4+" in res.output and "weakest original tests" in res.output
     assert "100.0%" in res.output and "50.0%" in res.output  # pass@4, pass@4+
+    res = invoke(["audit", str(plain), "--tests", str(tmp_path / "a"), "--quiet", "--strict",
+                  "--workers", "1", "--resamples", "200"])  # fmt: skip
+    assert res.exit_code == 0 and "strict" in res.output, res.output
+    strict = json.loads(next((plain / "audit").glob("*-strict.json")).read_text())
+    assert strict["strict"] and strict["pass_at_k_plus"] == 0.5
     doc = json.loads(next((plain / "audit").glob("*.json")).read_text())
     assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 0.5
     total, top = doc["problems"]["list-total"], doc["problems"]["list-max"]
@@ -324,7 +329,8 @@ def test_verify_reads_tests_and_a_bad_test_set_is_one_line(tmp_path):
     verify = ["verify", "--bench", "demo", "--data", str(data), "--programs", str(progs),
               "--workers", "1"]  # fmt: skip
     assert '"passed": true' in invoke(verify).output
-    assert '"passed": false' in invoke([*verify, "--tests", str(tmp_path / "set")]).output
+    res = invoke([*verify, "--tests", str(tmp_path / "set")])
+    assert '"passed": false' in res.output and "8 tests added to 2 of 2 problems" in res.output
     res = invoke(["verify", "--bench", "apps", "--data", str(data), "--programs", str(progs),
                   "--tests", str(tmp_path / "set")])  # fmt: skip
     assert res.exit_code != 0 and "not for --bench 'apps'" in res.output

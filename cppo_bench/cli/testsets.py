@@ -42,8 +42,19 @@ def load_tests(tests_dir: Path | None, bench: str) -> Any:
 
 
 def apply_tests(problems: list, ts: Any) -> list:
+    """The problems with the set's tests added; says on stderr how many problems it covers
+    (a set made from other data covers none, which must not pass unnoticed)."""
     if ts is None:
         return problems
     from cppo_bench.augment.store import with_tests
+    from cppo_bench.termsafe import safe
 
-    return with_tests(problems, ts)
+    out = with_tests(problems, ts)
+    covered = [p for p, q in zip(problems, out, strict=True) if p is not q]
+    added = sum(len(q.tests) - len(p.tests) for p, q in zip(problems, out, strict=True))
+    marked = ", model-written oracle" if ts.config.get("oracle") == "model" else ""
+    click.echo(f"test set {safe(ts.path)} ({ts.hash()[:12]}{marked}): {added} tests added to "
+               f"{len(covered)} of {len(problems)} problems", err=True)  # fmt: skip
+    if problems and not covered:
+        raise click.ClickException(f"{ts.path}: none of its problems is in the data loaded")
+    return out
