@@ -234,6 +234,7 @@ def test_oracle_model_uses_model_written_references_and_says_so(tmp_path):
             "--workers", "1", "--quiet"]  # fmt: skip
     res = invoke([*base, "--out", str(tmp_path / "refs")])
     assert res.exit_code == 0 and "skipped 1: fewer than 2" in res.output, res.output
+    assert "needs --oracle model" in res.output
 
     def respond(req):  # two different right programs, by seed
         return f"```python\n{MAX_REFS[req.params.seed % 2]}```"

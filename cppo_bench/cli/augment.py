@@ -134,3 +134,6 @@ def print_summary(ts: Any, seconds: float, new: int) -> None:
     reasons = Counter(r.get("reason") for r in recs if r.get("status") == "skipped")
     for reason, n in reasons.most_common(5):
         click.echo(f"  skipped {n}: {safe(reason)}")
+    if recs and not added and ts.config.get("oracle") == "references":
+        click.echo("  no problem had two references to agree: a benchmark that ships none "
+                   "(LiveCodeBench) needs --oracle model --generator-model MODEL")  # fmt: skip
