@@ -171,6 +171,7 @@ def run(
     workers: int | None = None,
     tags: Mapping[str, Any] | None = None,
     lock_wait: float = 0.0,
+    tests: str | Path | Any | None = None,
     session: Callable[[int], AbstractContextManager[Reporter | None]] | None = None,
     on_loaded: Callable[[LoadResult], None] | None = None,
     on_result: Callable[[RunResult], None] | None = None,
@@ -183,7 +184,10 @@ def run(
     `tags` go into the manifest (``{"trained": "pkpo", "base_model": ..., "train_seed": 0}``
     for a trained checkpoint). `session(seed)` may give a context yielding a progress
     reporter (cppo_bench.pipeline.Reporter); `on_loaded` and `on_result` hear about the
-    data loaded and each seed's result."""
+    data loaded and each seed's result. `tests`: an augmented test set (`cppo-bench augment`
+    folder, or its TestSet) whose tests are added to every problem it covers; its hash is part
+    of the run's identity, so a run on augmented tests is a different run."""
+    from cppo_bench.augment.store import identity, read_test_set, with_tests
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
     from cppo_bench.methods import METHODS
@@ -191,10 +195,15 @@ def run(
 
     METHODS.get(method)  # an unknown method before anything loads
     seed_list = _seeds(seeds)
+    test_set = read_test_set(Path(tests)) if isinstance(tests, str | Path) else tests
+    if test_set is not None and test_set.bench != bench:
+        raise DataError(f"test set {test_set.path}: made for {test_set.bench}, not {bench}")
     # the whole dataset: it identifies the run; limit and shard select from it
     loaded = load_result(bench, data, **dict(loader_options or {}))
     if on_loaded is not None:
         on_loaded(loaded)
+    if test_set is not None:
+        loaded.problems = with_tests(loaded.problems, test_set)
     if isinstance(backend, str):
         name = backend
         label = model or default_model_label(name, backend_factory(name))
@@ -218,7 +227,7 @@ def run(
                 method_options=dict(method_options or {}),
                 chunk_size=chunk_size,
                 verify_workers=workers,
-                tags=dict(tags or {}),
+                tags={**dict(tags or {}), **identity(test_set)},
                 limit=limit,
                 shard=shard,
             )

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
@@ -112,6 +113,7 @@ _LOCK_WAIT = click.option(
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
 @bench_options
+@tests_option
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
 @click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
 @click.option(
@@ -238,6 +240,7 @@ def run(**opts: Any) -> None:
     if opts["strict_plans"]:
         strict_plans(opts["method"], method_options)
     backend_as_model(opts)
+    test_set = load_tests(opts["tests_dir"], opts["bench"])  # before the data: fails fast
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
@@ -248,6 +251,7 @@ def run(**opts: Any) -> None:
     def loaded(result: Any) -> None:
         skipped[0] = len(result.errors)
         say_what_was_loaded(opts["bench"], result, opts["limit"])
+        apply_tests(result.problems, test_set)  # says how many problems the set covers
 
     @contextmanager
     def session(seed: int) -> Any:
@@ -282,6 +286,7 @@ def run(**opts: Any) -> None:
             workers=opts["workers"],
             tags=checkpoint_tags(opts),
             lock_wait=opts["lock_wait"],
+            tests=test_set,
             session=session,
             on_loaded=loaded,
             on_result=lambda result: print_summary(result, skipped=skipped[0]),

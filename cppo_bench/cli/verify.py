@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.termsafe import markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
@@ -178,6 +179,7 @@ def failure_table(rows: list[dict], limit: int = 25):
 
 @click.command("verify")
 @bench_options
+@tests_option
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -222,7 +224,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            programs: Path | None, out: Path | None, workers: int | None, all_tests: bool,
            reference: bool, cache_dir: Path | None, time_limit: float | None,
            memory_mb: int | None, output_mb: int | None,
-           unsafe_no_sandbox: bool = False) -> None:  # fmt: skip
+           unsafe_no_sandbox: bool = False, tests_dir: Path | None = None) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox."""
     from cppo_bench import api
     from cppo_bench.problem import DataError
@@ -235,6 +237,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
+    test_set = load_tests(tests_dir, bench)  # before the data: a wrong set fails fast
     options = parse_kv(option_pairs)
     try:
         if programs is not None:
@@ -244,7 +247,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
         click.echo(f"skipped record: {safe(e)}", err=True)
-    problems, ambiguous = problem_index(loaded.problems)
+    problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
     if reference:
         records, errors = reference_records(problems), []
     else:

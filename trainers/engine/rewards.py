@@ -75,3 +75,32 @@ def tests_fraction_reward(workers: int | None = None) -> RewardFn:
         ]
 
     return score
+
+
+def on_test_set(reward: RewardFn, tests_dir: str) -> RewardFn:
+    """`reward`, judging each rollout's problem with the augmented test set in `tests_dir`
+    added to its own tests (the Scored rollouts are the ones given)."""
+    from dataclasses import replace
+
+    from cppo_bench.augment.store import read_test_set, with_tests
+
+    ts = read_test_set(tests_dir)
+    cache: dict[int, object] = {}
+
+    def stronger(problem):  # noqa: ANN001, ANN202 - a Problem in, a Problem out
+        if id(problem) not in cache:
+            cache[id(problem)] = (problem, with_tests([problem], ts)[0])
+        return cache[id(problem)][1]  # type: ignore[index]
+
+    def score(rollouts: Sequence[Rollout]) -> list[Scored]:
+        judged = [replace(r, request=replace(r.request, problem=stronger(r.request.problem)))
+                  for r in rollouts]  # fmt: skip
+        return [replace(s, rollout=r) for s, r in zip(reward(judged), rollouts, strict=True)]
+
+    return score
+
+
+def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
+    """REWARDS[cfg.reward], on cfg.reward_tests' augmented tests when one is set."""
+    fn = REWARDS.get(cfg.reward)(cfg.verify_workers or None)
+    return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn
