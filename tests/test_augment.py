@@ -201,9 +201,9 @@ def test_cli_augment_is_deterministic_and_resumable_and_audit_prints_pass_plus(t
     res = invoke(["audit", str(plain), "--tests", str(tmp_path / "a"), "--quiet", "--strict",
                   "--workers", "1", "--resamples", "200"])  # fmt: skip
     assert res.exit_code == 0 and "strict" in res.output, res.output
-    strict = json.loads(next((plain / "audit").glob("*-strict.json")).read_text())
+    strict = json.loads(next((plain / "test_audits").glob("*-strict.json")).read_text())
     assert strict["strict"] and strict["pass_at_k_plus"] == 0.5
-    doc = json.loads(next((plain / "audit").glob("*.json")).read_text())
+    doc = json.loads(next((plain / "test_audits").glob("*.json")).read_text())
     assert doc["pass_at_k"] == 1.0 and doc["pass_at_k_plus"] == 0.5
     total, top = doc["problems"]["list-total"], doc["problems"]["list-max"]
     assert total["pass"] == [True] * 4 and total["pass_plus"] == [False] * 4
@@ -349,7 +349,7 @@ def test_verify_reads_tests_and_a_bad_test_set_is_one_line(tmp_path):
 def test_a_planted_bad_audit_file_is_skipped(tmp_path):
     from cppo_bench.augment.audit import read_audits
 
-    (tmp_path / "r" / "audit").mkdir(parents=True)
-    (tmp_path / "r" / "audit" / "x.json").write_text('{"problems": {"a": {"pass": 1}}}')
-    (tmp_path / "r" / "audit" / "y.json").write_text("not json")
+    (tmp_path / "r" / "test_audits").mkdir(parents=True)
+    (tmp_path / "r" / "test_audits" / "x.json").write_text('{"problems": {"a": {"pass": 1}}}')
+    (tmp_path / "r" / "test_audits" / "y.json").write_text("not json")
     assert read_audits(tmp_path) == []

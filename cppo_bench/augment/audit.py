@@ -2,7 +2,7 @@
 
 `audit_run` re-judges every AC branch of a run with the augmented tests (and, strict, with
 every original test, no early stop) through `verify_batch`, and stores the outcome beside
-the run (RUN/audit/<test-set hash>[-strict].json). `plus_rows` turns stored audits into the
+the run (RUN/test_audits/<test-set hash>[-strict].json). `plus_rows` turns stored audits into the
 pass@K / pass@K+ table: per method and benchmark, with a hierarchical bootstrap (problems
 and seeds resampled) of the paired difference pass@K - pass@K+.
 """
@@ -23,7 +23,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.runstore import ProblemRecord, RunManifest
 from cppo_bench.storefs import write_atomic
 
-AUDIT_DIR = "audit"
+AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
 log = logging.getLogger(__name__)
 
 
