@@ -313,3 +313,16 @@ def test_config_reader_fuzz(tmp_path: Path) -> None:
             assert "\n" not in str(exc).strip()
 
     check()
+
+
+def test_reward_tests_flag_sets_the_reward_test_set(tmp_path: Path) -> None:
+    """`--tests DIR --reward-tests augmented` (issue "Stronger tests") is the config key
+    reward_tests, in the engine section for cppo; each flag alone is a one-line error."""
+    pk = _print_config("pkpo", "--tests", str(tmp_path), "--reward-tests", "augmented")
+    assert pk["config"]["reward_tests"] == str(tmp_path)
+    cp = _print_config("cppo", "--tests", str(tmp_path), "--reward-tests", "augmented")
+    assert cp["config"]["engine"]["reward_tests"] == str(tmp_path)
+    assert _print_config("pkpo", "--reward-tests", "original")["config"]["reward_tests"] == ""
+    for args in (["--reward-tests", "augmented"], ["--tests", str(tmp_path)]):
+        res = CliRunner().invoke(main, ["train", "pkpo", *args, "--print-config"])
+        assert res.exit_code == 2 and "--reward-tests augmented" in res.output
