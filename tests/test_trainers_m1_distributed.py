@@ -65,6 +65,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True)
+def _no_lingering_tracker():
+    """mp.spawn starts multiprocessing's resource tracker, a child that would live as long as
+    pytest (later tests check that nothing they started outlives them): stop it after."""
+    yield
+    from multiprocessing import resource_tracker
+
+    resource_tracker._resource_tracker._stop()
+
+
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("row", ["m1", "m1_loo"])
 def test_m1_over_processes_equals_one_process(tmp_path: Path, world: int, row: str) -> None:

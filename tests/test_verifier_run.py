@@ -43,7 +43,8 @@ def children_of_this_process() -> list[str]:
                 continue
             fields = stat.rsplit(")", 1)[1].split()
             if int(fields[1]) == os.getpid():
-                out.append(f"{entry} state {fields[0]}")
+                name = stat.split("(", 1)[1].rsplit(")", 1)[0]  # which process: a failure says
+                out.append(f"{entry} state {fields[0]} ({name})")
     return out
 
 
