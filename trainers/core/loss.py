@@ -99,7 +99,9 @@ def logprobs_from_logits(
     # over the vocabulary and its backward then run on the response tokens alone, not on the
     # (much longer) prompts: what makes the update cost about a bare forward + backward.
     b, t = input_ids.shape
-    out = logits.new_zeros((b, t), dtype=torch.float32)
+    # zeros that still hang on the graph: a micro-batch with no trained token (the padding that
+    # keeps DDP / FSDP processes in step) must run a backward, and its collectives, like any
+    out = logits[..., 0].float() * 0.0
     for i in range(b):
         ids_row = input_ids[i, 1:]
         if only is None:

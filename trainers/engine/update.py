@@ -26,6 +26,7 @@ import torch
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.grpo import aggregation_count
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
+from trainers.engine import sharding
 
 
 @dataclass
@@ -40,6 +41,16 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
     if not rows:  # nothing to train on here: one row without trained tokens keeps DDP in step
         rows = [Row((Segment((pad_id, pad_id)),))]
     return [collate(rows[i : i + size], pad_id) for i in range(0, len(rows), size)]
+
+
+def _padding(count: int, pad_id: int) -> list[PolicyBatch]:
+    """Micro-batches without trained tokens that bring this process to the largest count of
+    any process (FSDP: a process with fewer rows would wait in a collective forever)."""
+    import torch.distributed as dist
+
+    most = torch.tensor([count], dtype=torch.int64)
+    dist.all_reduce(most, op=dist.ReduceOp.MAX)
+    return micro_batches([], 1, pad_id) * (int(most[0]) - count)
 
 
 def _to(batch: PolicyBatch, device: Any) -> PolicyBatch:
@@ -86,6 +97,8 @@ def policy_update(
 ) -> UpdateResult:
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
+    if sharding.is_fsdp2(model):  # every forward/backward is a collective: same count everywhere
+        batches += [_to(b, device) for b in _padding(len(batches), pad_id)]
     started = time.perf_counter()
     t = loss_config.temperature
     if reference is not None and loss_config.beta != 0:
@@ -120,9 +133,12 @@ def policy_update(
         sums["loss"] = sums.get("loss", 0.0) + float(
             loss.detach()
         )  # already a share of the global loss
-    norm = accelerator.clip_grad_norm_(
-        model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
-    )
+    if sharding.is_fsdp2(model):
+        norm = sharding.clip_grad_norm(list(model.parameters()), max_grad_norm)
+    else:
+        norm = accelerator.clip_grad_norm_(
+            model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
+        )
     if on_before_step is not None:
         on_before_step()
     optimizer.step()
