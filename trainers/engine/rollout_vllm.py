@@ -14,8 +14,9 @@ process's engine on its own GPU (the uniprocess executor would put every one on 
 TRL's colocate mode does. Building the engine reseeds the global RNGs (vLLM's
 ``set_random_seed``): the trainer's RNG state (a resumed one included) is restored afterwards.
 ``sleep`` (TrainConfig ``vllm_sleep``) frees the engine's weights and KV cache between
-rollouts (vLLM's sleep mode, level 2: the next sync reloads every weight). Read against vLLM
-0.11-0.13 and TRL's colocate mode; the tested range is the ``vllm`` extra's pin.
+rollouts (vLLM's sleep mode, level 2: the next sync reloads every weight; vLLM's CPU worker
+ignores it). Read against vLLM 0.32's source and TRL's colocate mode; the tested range is
+the ``vllm`` extra's pin.
 
 Prompts are encoded by the same ``chat.encode`` as the hf path and handed to vLLM as token
 ids, so both engines sample the same prompts; each request keeps its own seed.

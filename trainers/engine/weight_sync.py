@@ -17,10 +17,11 @@ sharded model, never a second full copy:
 Naming (``vllm_names``): the trainer loads a composite checkpoint's *text* model (the harness's
 ``hf_load.load_model``: Qwen3.5, Gemma 4 become ``Qwen3_5ForCausalLM`` / ``Gemma4ForCausalLM``
 with weights ``model.*``), while vLLM builds the checkpoint's own multimodal class, whose
-``hf_to_vllm_mapper`` reads the hub layout ``model.language_model.*`` (vLLM 0.11-0.13's
-Qwen3-VL / Qwen3.5 / Gemma 3n-4 classes: ``model.language_model.`` -> ``language_model.model.``,
-``lm_head.`` -> ``language_model.lm_head.``; a bare ``model.layers.*`` matches no rule and the
-sync fails). The map is chosen per architecture by the checkpoint's ``model_type``; a text
+``hf_to_vllm_mapper`` reads the hub layout ``model.language_model.*`` (vLLM 0.32:
+``Qwen3_5ForConditionalGeneration`` inherits Qwen3-VL's ``model.language_model.`` ->
+``language_model.model.``, ``lm_head.`` -> ``language_model.lm_head.``, with no rule for a
+bare ``model.layers.*``, so an unmapped sync fails; ``Gemma4ForConditionalGeneration`` also
+takes ``model.language_model.*``). The map is chosen per architecture by the checkpoint's ``model_type``; a text
 checkpoint (Llama, Qwen2/3, SmolLM2) keeps its names; an unknown composite is one clear error
 instead of a sync that loads nothing.
 """
