@@ -116,3 +116,21 @@ def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
     c = _weights(resumed / "checkpoints" / "final")
     for k in b:
         torch.testing.assert_close(c[k], b[k], rtol=1e-5, atol=1e-6)
+
+
+def test_cppo_data_stages_run_on_the_main_process_only(tmp_path: Path) -> None:
+    out = tmp_path / "stages"
+    _torchrun([str(REPO / "tests" / "stages_probe.py"), str(out)], timeout=180)
+    calls = sorted((out / "calls.txt").read_text().split("\n")[:-1])
+    # sft and rm: one process wrote them; warmup (an engine run) runs on both
+    assert calls == ["rm 0", "sft 0", "warmup 0", "warmup 1"]
+    for r in (0, 1):
+        assert json.loads((out / f"done{r}.json").read_text()) == {
+            "sft": "ran",
+            "rm": "ran",
+            "warmup": "ran",
+        }
+    for stage in ("sft", "rm", "warmup"):
+        manifest = json.loads((out / "pipe" / stage / "train_manifest.json").read_text())
+        assert manifest["status"] == "complete"
+    assert not (out / "pipe" / "sft" / "from_1.txt").exists()
