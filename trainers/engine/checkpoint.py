@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError
-from trainers.engine import artifacts, sharding
+from trainers.engine import artifacts, sharding, weight_sync
 
 STATE_DIR = "state"
 HF_DIR = "checkpoints"
@@ -114,6 +114,13 @@ def save_hf(
     """Write an HF folder of the current policy (gathered from every shard); main process."""
     if sharding.is_fsdp2(model):  # sharded by the engine: accelerate does not know it
         state = sharding.full_state_dict(model)
+    elif weight_sync.layout(accelerator.unwrap_model(model)) == "zero3":
+        # gathered module by module: no zero3_save_16bit_model flag needed, fp32 kept
+        main = accelerator.is_main_process
+        state = {}
+        for name, tensor in weight_sync.full_tensors(accelerator.unwrap_model(model)):
+            if main:
+                state[name] = tensor.detach().cpu().clone()
     else:
         state = accelerator.get_state_dict(model)  # full state dict even under FSDP / ZeRO-3
     root = Path(out_dir) / HF_DIR

@@ -19,7 +19,7 @@ from cppo_bench.methods.direct import render_messages, stop_strings
 from cppo_bench.problem import DataError, Problem
 from cppo_bench.prompts import DEFAULT_VERSION
 from cppo_bench.verifier import keep_sandboxes
-from trainers.engine import checkpoint, data, manifest, sharding
+from trainers.engine import checkpoint, data, deepspeed_support, manifest, sharding
 from trainers.engine.algorithm import Algorithm, Messages
 from trainers.engine.config import TrainConfig
 from trainers.engine.context import step_context
@@ -97,7 +97,9 @@ def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
         path = str(ensure_default_model()) if spec.model is None else spec.model
-        model, tokenizer, _ = load_model(path, dtype=torch.float32)
+    # every process loads at once: under ZeRO-3, zero.Init broadcasts while loading, and a
+    # process held back by main_process_first would never join it (deadlock)
+    model, tokenizer, _ = load_model(path, dtype=torch.float32)
     model.config.use_cache = False  # training forwards need no KV cache
     return model, tokenizer, model_label(spec.model), path
 
@@ -159,12 +161,17 @@ def train(spec: RunSpec) -> TrainResult:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
     reference = None
-    if cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
+    if cfg.kl_beta and deepspeed_support.zero_stage(accelerator) == 3:
+        reference = deepspeed_support.reference(
+            model_path, dtypes[cfg.reference_dtype], accelerator
+        )
+    elif cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
     fsdp = world > 1 and sharding.wants_fsdp(cfg.sharding)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
         model = sharding.shard(model, accelerator.device, world)
     optimizer, scheduler = _optimizer(cfg, model)
+    deepspeed_support.fill_config(accelerator, cfg.micro_batch_rows, cfg.max_grad_norm)
     if fsdp:
         scheduler = accelerator.prepare(scheduler)
     else:

@@ -86,8 +86,14 @@ def _fsdp_units(model: Any) -> list[Any]:
 def gathered(model: Any) -> Iterator[None]:
     """Every FSDP2 unit unsharded for the duration (one all-gather each, the same on every
     process), so forwards inside run no collective: processes may then decode different
-    numbers of steps. No-op for an unsharded model. Memory: the full parameters, as long as
-    the block lasts (vLLM would hold a full copy too)."""
+    numbers of steps. ZeRO-3: every partition gathered for the block (untested). No-op when
+    unsharded. Memory: the full parameters while the block lasts (as vLLM would hold)."""
+    if any(hasattr(p, "ds_id") for p in model.parameters()):  # ZeRO-3 (untested here)
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.parameters()), modifier_rank=None):
+            yield
+        return
     if not is_fsdp2(model):
         yield
         return

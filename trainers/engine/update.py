@@ -26,7 +26,7 @@ import torch
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.grpo import aggregation_count
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
-from trainers.engine import sharding
+from trainers.engine import deepspeed_support, sharding
 
 
 @dataclass
@@ -114,9 +114,12 @@ def policy_update(
     sums: dict[str, float] = {"sampler_gap_sum": 0.0, "sampler_tokens": 0.0}
     weight = 0.0
     tokens = 0
+    if on_before_step is not None:  # weights do not change until the step: snapshot them now
+        on_before_step()  # (under DeepSpeed the engine steps inside the last backward)
     for i, batch in enumerate(batches):
         last = i == len(batches) - 1
         sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
+        deepspeed_support.micro_batch_boundary(accelerator, last)  # one engine step per update
         with sync:
             loss, diag = policy_loss(model, batch, loss_config, denominator=max(total, 1.0))
             accelerator.backward(loss * scale)
@@ -139,8 +142,6 @@ def policy_update(
         norm = accelerator.clip_grad_norm_(
             model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
         )
-    if on_before_step is not None:
-        on_before_step()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     keys = sorted(sums)
