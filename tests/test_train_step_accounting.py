@@ -106,3 +106,31 @@ def test_deepspeed_backward_steps_the_engine_once_per_update(tmp_path: Path, toy
     assert acc.sync_gradients is True  # left as accelerate expects it
     # the step-norm snapshot predates the engine's step (taken before the first backward)
     assert len(snapshots) == 1 and not torch.equal(snapshots[0], first.detach())
+
+
+def test_gradient_checkpointing_is_an_option_that_takes_the_same_step(
+    tmp_path: Path,
+    toy_model,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from safetensors.torch import load_file
+    from toy_task import run
+    from transformers import PreTrainedModel
+
+    calls: list[dict] = []
+    real = PreTrainedModel.gradient_checkpointing_enable
+
+    def spy(self, gradient_checkpointing_kwargs=None):  # noqa: ANN001, ANN202
+        calls.append(dict(gradient_checkpointing_kwargs or {}))
+        return real(self, gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
+
+    monkeypatch.setattr(PreTrainedModel, "gradient_checkpointing_enable", spy)
+    plain, ckpt = tmp_path / "plain", tmp_path / "ckpt"
+    run(plain, toy_model, steps=1, parity_reward=True)
+    assert calls == []
+    run(ckpt, toy_model, steps=1, parity_reward=True, gradient_checkpointing=True)
+    assert calls == [{"use_reentrant": False}]
+    a = load_file(str(plain / "checkpoints" / "final" / "model.safetensors"))
+    b = load_file(str(ckpt / "checkpoints" / "final" / "model.safetensors"))
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
