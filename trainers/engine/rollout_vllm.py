@@ -108,10 +108,18 @@ class VLLMRollout:
         # one gathered tensor at a time (every process iterates: a collective when sharded)
         if self.sleeping:
             self.llm.wake_up(tags=["weights"])
-        apply = _engine_model_loader(self.llm)
-        for name, tensor in weight_sync.full_tensors(model):
-            pair = [(self.names(name), tensor)]
-            apply(lambda m, pair=pair: m.load_weights(weights=pair))
+        weights = ((self.names(name), t) for name, t in weight_sync.full_tensors(model))
+        if _inplace_reload():
+            # vLLM >= 0.32: load_weights after the engine processed (repacked) its weights
+            # fails on some backends (the CPU one: a Parameter without weight_loader); the
+            # worker's reload_weights restores the checkpoint layout, loads, re-processes
+            self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+            )
+        else:
+            apply = _engine_model_loader(self.llm)
+            for pair in weights:
+                apply(lambda m, pair=pair: m.load_weights(weights=[pair]))
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
 
@@ -137,6 +145,18 @@ class VLLMRollout:
                 torch.cuda.empty_cache()
         except ImportError:  # pragma: no cover
             pass
+
+
+def _inplace_reload() -> bool:
+    """Whether this vLLM reloads weights in place through its workers (``reload_weights``)."""
+    import importlib.util
+
+    try:
+        return (
+            importlib.util.find_spec("vllm.model_executor.model_loader.reload.inplace") is not None
+        )
+    except (ImportError, ValueError):  # a stand-in vllm module without a spec, or no vllm
+        return False
 
 
 def engine_kwargs(model_path: str, options: Mapping[str, Any]) -> dict[str, Any]:
