@@ -26,7 +26,7 @@ from typing import Any
 
 
 def active(accelerator: Any) -> bool:
-    return accelerator.distributed_type.name == "DEEPSPEED"
+    return getattr(getattr(accelerator, "distributed_type", None), "name", "") == "DEEPSPEED"
 
 
 def zero_stage(accelerator: Any) -> int:
