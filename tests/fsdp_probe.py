@@ -119,7 +119,7 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
         return t
 
     before = {k: v.clone() for k, v in plain.state_dict().items()}
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
     policy_update(
         acc,
         model,
@@ -139,7 +139,7 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
         no_sync=lambda m: contextlib.nullcontext(),
         clip_grad_norm_=torch.nn.utils.clip_grad_norm_,
     )
-    opt1 = torch.optim.AdamW(plain.parameters(), lr=1e-2)
+    opt1 = torch.optim.SGD(plain.parameters(), lr=1.0)
     policy_update(
         one,
         plain,
@@ -156,10 +156,11 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
     if rank != 0:
         return True
     ref = plain.state_dict()
-    # Adam's normalised step turns float round-off in tiny gradients into ~1e-6 differences
-    close = all(torch.allclose(full[k], ref[k], rtol=1e-4, atol=1e-5) for k in full)
+    # SGD: the step is the gradient itself (Adam would blow float round-off in near-zero
+    # gradients up to whole steps), so the two layouts agree to round-off
+    close = all(torch.allclose(full[k], ref[k], rtol=1e-4, atol=1e-6) for k in full)
     moved = max(float((full[k] - before[k]).abs().max()) for k in full)
-    return close and moved > 1e-3  # lr 1e-2: the step really changed the weights
+    return close and moved > 1e-4  # the step really changed the weights
 
 
 if __name__ == "__main__":
