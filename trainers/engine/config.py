@@ -58,8 +58,9 @@ class TrainConfig:
     vllm_sleep: bool = False
     # the chat template's enable_thinking: the study's prompts expect a direct answer
     enable_thinking: bool | None = False
-    # layout: auto = FSDP2 when accelerate launches with an FSDP config; fsdp2 = always shard
-    # (applied by the engine itself, also on CPU); none = replicate (DDP)
+    # layout over several processes: auto = FSDP2 when accelerate launches with an FSDP
+    # config; fsdp2 = always shard (applied by the engine itself, also on CPU); none =
+    # replicate (DDP). One process never shards. docs/gpu.md
     sharding: Literal["auto", "none", "fsdp2"] = "auto"
     gradient_checkpointing: bool = False  # recompute activations in backward (memory)
     # TRL's truncated importance-sampling cap on pi_old / pi_vllm per token; null = off
