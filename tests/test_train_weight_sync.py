@@ -103,8 +103,9 @@ def test_vllm_rollout_options_rng_names_and_close(
     fake = types.ModuleType("vllm")
     fake.LLM = _FakeLLM  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
-        monkeypatch.delenv(var, raising=False)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):  # set by the engine: restored after
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     folder = build("qwen3_5", tmp_path / "q")
     policy, _, _ = load_model(str(folder), dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(folder)
