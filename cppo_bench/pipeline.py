@@ -30,7 +30,7 @@ import cppo_bench
 from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.methods import METHODS, Method
-from cppo_bench.problem import DataError, LoadResult, Problem
+from cppo_bench.problem import LoadResult, Problem
 from cppo_bench.runlock import RunLock
 from cppo_bench.runopen import adopt_legacy, git_commit, open_run
 from cppo_bench.runstore import (
@@ -124,14 +124,11 @@ class NullReporter:
 def load_problems(
     bench: str, data: str | None, limit: int | None, options: Mapping[str, Any]
 ) -> LoadResult:
-    from cppo_bench.benchmarks import load_benchmark, require_problems
+    """The benchmark's problems (cppo_bench.api.load_result: one definition for the API and
+    the CLI): none usable, or an id twice, is a DataError."""
+    from cppo_bench.api import load_result
 
-    result = require_problems(load_benchmark(bench, data, limit=limit, **dict(options)), bench)
-    ids = [p.problem_id for p in result.problems]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"{result.source or bench}: problem id {dup!r} appears twice")
-    return result
+    return load_result(bench, data, limit=limit, **dict(options))
 
 
 def select(spec: RunSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], list[int]]:

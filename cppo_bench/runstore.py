@@ -78,6 +78,10 @@ class RunManifest:
         ]
         # an older manifest was identified by its exact problem list; keep its hash valid
         fields.append(self.dataset_hash or self.problem_ids_hash)
+        # judged with an augmented test set (cppo-bench augment --tests): another run
+        test_set = self.extra.get("test_set")
+        if isinstance(test_set, dict) and test_set.get("hash"):
+            fields.append(["test_set", test_set["hash"]])
         payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 

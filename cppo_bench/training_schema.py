@@ -41,7 +41,7 @@ TRAINING_MANIFEST = sch.SCHEMAS.register("training_manifest")(
         {
             "kind": sch.one_of("training"),
             "algorithm": sch.name,
-            "stage": sch.one_of(*STAGES),
+            "stage": sch.name,  # a CPPO stage (STAGES) or a stage of another pipeline
             "status": sch.one_of("running", "complete", "stopped"),
             "base_model": sch.name,
             "model_path": sch.optional(sch.text),

@@ -186,3 +186,23 @@ def test_upskill_prompts_are_the_skills_methods() -> None:
         prefix = cfg.prefix_format.format(i=z)
         assert prefix == opts.prefix(z)
         assert skill_messages(render_messages(p), prefix) == eval_messages(p, prefix)
+
+
+def test_training_rewards_run_every_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The early stop is one bit about the hidden answers per program: the default training
+    reward runs every test; the early-stopping judge is a named option."""
+    from trainers.engine import rewards
+    from trainers.engine.rollout import Rollout, RolloutRequest
+
+    seen: list[bool] = []
+
+    def fake_verify(jobs, workers=None, all_tests=False):  # noqa: ANN001, ANN202
+        seen.append(all_tests)
+        return [type("V", (), {"passed": True, "verdict": "AC"})() for _ in jobs]
+
+    monkeypatch.setattr(rewards, "verify_batch", fake_verify)
+    req = RolloutRequest(_problem("p", "s"), 0, messages=())
+    rollout = Rollout(req, (), (1,), "print(1)", "stop")
+    assert rewards.REWARDS.get("pass")(1)([rollout])[0].reward == 1.0
+    rewards.REWARDS.get("pass_early_stop")(1)([rollout])
+    assert seen == [True, False]

@@ -269,6 +269,7 @@ def test_cppo_takes_the_common_options_stages_seed_and_resume(tmp_path: Path) ->
               "--out", str(out), "--seed", "1", "--quiet"]  # fmt: skip
     first = _train_cli(*common, "--stages", "sft")
     assert first.returncode == 0, first.stderr[-3000:]
+    assert "training set demo_train" in first.stderr and "read 50 records" in first.stderr
     sft = json.loads((out / "sft" / "train_manifest.json").read_text())
     assert sft["status"] == "complete" and sft["stage_config"]["seed"] == 1
     assert (out / "sft" / "planner" / "artifact.json").is_file()
@@ -283,3 +284,45 @@ def test_cppo_takes_the_common_options_stages_seed_and_resume(tmp_path: Path) ->
     assert rm["status"] in ("complete", "stopped") and "sft/planner" in rm["consumed"]
     assert (rm["status"] == "stopped") == (resumed.returncode == 3)
     assert "Traceback" not in resumed.stderr
+
+
+_YAMLISH = [b"n: ", b"rm:\n  epochs: ", b"- ", b"&a ", b"*a", b"!!python/name:os.system ", b"{", b"}",
+            b"[", b"]", b": ", b"\n", b"1e999", b".nan", b"-.inf", b"yes", b"~", b"\xff\xfe", b"'",
+            b'"', b"%YAML 1.1\n", b"--- ", b"engine: {lr: ", b"problem_ids: [", b"\t", b"? "]  # fmt: skip
+
+
+def test_config_reader_fuzz(tmp_path: Path) -> None:
+    """Random and YAML-shaped bytes as --config: a config or one ConfigError, never anything
+    else (no traceback, no hang, nothing executed)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    from trainers.api import resolve
+    from trainers.engine.layers import ConfigError
+
+    path = tmp_path / "fuzz.yaml"
+    pieces = st.lists(st.one_of(st.sampled_from(_YAMLISH), st.binary(max_size=12)), max_size=30)
+
+    @hypothesis.settings(max_examples=150, deadline=None, database=None)
+    @hypothesis.given(pieces, st.sampled_from(["pkpo", "cppo", "upskill"]))
+    def check(parts: list[bytes], algo: str) -> None:
+        path.write_bytes(b"".join(parts))
+        try:
+            resolve(algo, config=path)
+        except ConfigError as exc:
+            assert "\n" not in str(exc).strip()
+
+    check()
+
+
+def test_reward_tests_flag_sets_the_reward_test_set(tmp_path: Path) -> None:
+    """`--tests DIR --reward-tests augmented` (issue "Stronger tests") is the config key
+    reward_tests, in the engine section for cppo; each flag alone is a one-line error."""
+    pk = _print_config("pkpo", "--tests", str(tmp_path), "--reward-tests", "augmented")
+    assert pk["config"]["reward_tests"] == str(tmp_path)
+    cp = _print_config("cppo", "--tests", str(tmp_path), "--reward-tests", "augmented")
+    assert cp["config"]["engine"]["reward_tests"] == str(tmp_path)
+    assert _print_config("pkpo", "--reward-tests", "original")["config"]["reward_tests"] == ""
+    for args in (["--reward-tests", "augmented"], ["--tests", str(tmp_path)]):
+        res = CliRunner().invoke(main, ["train", "pkpo", *args, "--print-config"])
+        assert res.exit_code == 2 and "--reward-tests augmented" in res.output

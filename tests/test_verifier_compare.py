@@ -183,3 +183,48 @@ json_values = st.recursive(
 @given(json_values)
 def test_codec_roundtrip_property(value: object) -> None:
     assert roundtrip(value) == value
+
+
+# ---- bounded memory on huge outputs (issue 26) ----------------------------------------------
+
+
+def _peak_mib(fn, *args) -> tuple[object, float]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = fn(*args)
+        return result, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_huge_outputs_compare_in_bounded_memory() -> None:
+    # 5 MB on one line (750 k tokens) and on 750 k lines, differing only at the end (a
+    # 100 MB expected output took 6.5 GB as the originals' lists of Decimals / sets of
+    # lines): we stay within a few times the text itself
+    tokens = [str(i) for i in range(750_000)]
+    one_line = " ".join(tokens) + "\n"
+    wrong_line = one_line[:-3] + "x\n"
+    many_lines = "\n".join(tokens) + "\n"
+    wrong_lines = many_lines[:-3] + "x\n"
+    size = len(one_line) / 2**20
+    for rule, out, exp, want in [
+        (lcb_stdin, wrong_line, one_line, False),
+        (lcb_stdin, one_line.replace(" 7 ", " 7.0 "), one_line, True),
+        (apps_stdin, wrong_line, one_line, False),
+        (apps_stdin, wrong_lines, many_lines, False),
+        (apps_stdin, "\n".join(reversed(tokens)) + "\n", many_lines, True),  # line sets
+    ]:
+        result, peak = _peak_mib(rule, out, exp)
+        assert result is want, rule.__name__
+        assert peak < 4 * size + 40, (rule.__name__, peak, size)
+
+
+@given(st.text(alphabet=" \t\r\n\x0b\x1c\x85\u2028ab1.", max_size=40))
+def test_streamed_joins_are_the_official_joins(text: str) -> None:
+    from cppo_bench.verifier.compare_text import joined_lines, joined_stripped_lines
+
+    assert "".join(joined_lines(text)) == "\n".join(text.splitlines()).strip()
+    want = "\n".join(line.strip() for line in text.splitlines()).strip()
+    assert "".join(joined_stripped_lines(text)) == want

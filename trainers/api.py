@@ -2,7 +2,7 @@
 
 Resolves the config (dataclass defaults <- preset files <- ``config`` file <- ``overrides``),
 loads and decontaminates the training set, and runs the algorithm's recipe. Every argument
-has the meaning of the CLI option of the same name (README "Training").
+has the meaning of the CLI option of the same name (docs/training.md).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def train(
     recipe = RECIPES.get(algo)
     check_known(recipe, stages)
     resolved = resolve(algo, config=config, preset=preset, model=model, overrides=overrides)
-    problems, source = datamod.load_training(bench, data, split)
+    problems, source = datamod.load_training(bench, data, split, echo=echo)
     training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
     if resolved.preset == "demo":
         echo("preset demo: short CPU settings (trainers/configs); preset study for the study's")

@@ -84,6 +84,20 @@ CPPO_ONLY = ("stages", "judge_spec", "base_url", "rm_model", "rm_kind")
     default=None,
     help="Also log to these accelerate trackers (tensorboard: optional extra).",
 )
+@click.option(
+    "--tests",
+    "tests_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="An augmented test set (`cppo-bench augment --out DIR`) for --reward-tests augmented.",
+)
+@click.option(
+    "--reward-tests",
+    type=click.Choice(["original", "augmented"]),
+    default=None,
+    help="Which tests the training reward judges with: the dataset's own (default) or also "
+    "the augmented set given with --tests (a policy then cannot learn the weak tests).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--progress/--no-progress", "progress", default=True, hidden=True)
 @click.option(
@@ -134,6 +148,7 @@ def train(algo: str, **opts: object) -> None:
             overrides = {**overrides, **key}
         if opts["rm_kind"]:
             overrides.setdefault("rm", {})["kind"] = opts["rm_kind"]
+        overrides = _reward_tests(algo, opts, overrides)
         stages = parse_stages(str(opts["stages"])) if opts["stages"] else []
         if opts["print_config"]:
             resolved = resolve(
@@ -187,3 +202,18 @@ def train(algo: str, **opts: object) -> None:
             f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
             f"--base-model {shlex.quote(outcome.base_model)} --train-seed {opts['seed']}"
         )
+
+
+def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:
+    """--reward-tests augmented --tests DIR as the config key reward_tests (an engine key; for
+    cppo in its engine section)."""
+    choice, folder = opts["reward_tests"], opts["tests_dir"]
+    if choice == "augmented" and folder is None:
+        raise click.UsageError("--reward-tests augmented needs --tests DIR (an augmented set)")
+    if folder is not None and choice != "augmented":
+        raise click.UsageError("--tests is read by the reward only with --reward-tests augmented")
+    if choice != "augmented":
+        return overrides
+    if algo == "cppo":
+        return {**overrides, "engine": {**overrides.get("engine", {}), "reward_tests": str(folder)}}
+    return {**overrides, "reward_tests": str(folder)}

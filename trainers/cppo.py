@@ -23,7 +23,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, load_prompt, render
 from cppo_bench.training_schema import TAU, read_jsonl
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
-from trainers.core.cppo_ablation import ABLATIONS, ablation
+from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation
 from trainers.core.cppo_joint import joint_rows, warmup_rows
 from trainers.engine.algorithm import ALGORITHMS, Algorithm, StepContext, StepRows
 from trainers.engine.artifacts import atomic_write_text
@@ -37,8 +37,8 @@ GateFn = Callable[[Sequence[Problem], Sequence[tuple[str, ...]]], torch.Tensor]
 
 @dataclass(frozen=True)
 class CPPOAlgoConfig:
-    k: int = 4  # strategies per tuple = solver branches
-    m: int = 8  # tuples per prompt
+    k: int = STUDY_K  # strategies per tuple = solver branches
+    m: int = DEFAULT_M  # tuples per prompt
     tau: float = TAU
     stage: str = "joint"  # warmup | joint
     ablation: str = "cppo"  # a row of trainers.core.cppo_ablation.ABLATIONS

@@ -14,6 +14,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
+    "augment": "cppo_bench.cli.augment:augment",
+    "audit": "cppo_bench.cli.audit:audit",
     "data": "cppo_bench.cli.data:data",
     "doctor": "cppo_bench.cli.doctor:doctor",
     "decontam": "cppo_bench.cli.decontam:decontam",

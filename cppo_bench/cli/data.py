@@ -54,7 +54,7 @@ def show(
 ) -> None:
     """Print a benchmark's problems as the loaders normalise them: a summary table, or JSON
     lines of Problem records with --json."""
-    from cppo_bench.benchmarks import load_benchmark, require_problems
+    from cppo_bench.api import load_result
     from cppo_bench.loadreport import load_line
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
@@ -64,8 +64,9 @@ def show(
     err = Console(stderr=True)
     try:
         with err.status(f"loading {bench} from {data_path or 'the hub'}"):
-            result = load_benchmark(bench, data_path, limit=limit, strict=strict, **options)
-        require_problems(result, bench)
+            result = load_result(
+                bench, data_path, limit=limit, strict=strict, unique=False, **options
+            )
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

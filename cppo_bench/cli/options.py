@@ -3,9 +3,7 @@ one way to open a backend that is always closed again."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
@@ -55,36 +53,25 @@ def bench_options(func: F) -> F:
 
 
 def backend_factory(name: str) -> Callable[..., Any]:
-    """A registered backend name, or `package.module:factory` for one of your own."""
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise click.ClickException(f"backend {name!r}: cannot import ({exc})") from None
-    from cppo_bench.backends import BACKENDS
+    """A registered backend name, or `package.module:factory` (cppo_bench.backends.opening)."""
+    from cppo_bench.backends import opening
+    from cppo_bench.problem import DataError
 
-    return BACKENDS.get(name)
+    try:
+        return opening.backend_factory(name)
+    except DataError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def default_model_label(name: str, factory: Callable[..., Any]) -> str:
-    """What a run without --model is called: the backend's declared default model."""
-    declared = getattr(factory, "default_model", None) or getattr(
-        importlib.import_module(factory.__module__), "DEFAULT_MODEL", None
-    )
-    return str(declared) if declared else f"{name}-default"
+    from cppo_bench.backends.opening import default_model_label as label
+
+    return label(name, factory)
 
 
-@contextmanager
-def open_backend(name: str, model: str | None, options: dict[str, Any]) -> Iterator[Any]:
-    """The backend `name` for `model`, built on first use (a fully cached run never loads a
-    model) and closed when the block ends, however it ends: a model left open holds its
-    memory, and a vLLM engine its GPU, until the process exits."""
-    from cppo_bench.gencache import LazyBackend
+def open_backend(name: str, model: str | None, options: dict[str, Any]) -> Any:
+    """The backend `name` for `model`, closed when the block ends (backends.opening)."""
+    from cppo_bench.backends.opening import open_backend as opened
 
-    factory = backend_factory(name)
-    backend = LazyBackend(lambda: factory(model, **options), name)
-    try:
-        yield backend
-    finally:
-        backend.close()
+    backend_factory(name)  # an unimportable factory: one click line before anything starts
+    return opened(name, model, options)

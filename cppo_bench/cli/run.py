@@ -7,13 +7,8 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import (
-    backend_factory,
-    bench_options,
-    default_model_label,
-    open_backend,
-    parse_kv,
-)
+from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
@@ -118,6 +113,7 @@ _LOCK_WAIT = click.option(
 @click.command()
 @click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
 @bench_options
+@tests_option
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
 @click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
 @click.option(
@@ -214,7 +210,10 @@ def run(**opts: Any) -> None:
     Run the same command again to resume: finished problems are skipped and finished
     generations are served from the run's generation cache.
     """
-    from cppo_bench.backends.base import ModelLoadError, SamplingParams
+    from contextlib import contextmanager
+
+    from cppo_bench.api import run as run_api
+    from cppo_bench.backends.base import ModelLoadError
     from cppo_bench.cli.run_view import (
         RichReporter,
         print_interrupted,
@@ -222,7 +221,6 @@ def run(**opts: Any) -> None:
         print_summary,
     )
     from cppo_bench.methods import OptionError
-    from cppo_bench.pipeline import RunSpec, execute, load_problems
     from cppo_bench.runstore import parse_shard
     from cppo_bench.verifier import SandboxError
 
@@ -242,68 +240,65 @@ def run(**opts: Any) -> None:
     if opts["strict_plans"]:
         strict_plans(opts["method"], method_options)
     backend_as_model(opts)
+    test_set = load_tests(opts["tests_dir"], opts["bench"])  # before the data: fails fast
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
+    backend_factory(opts["backend"])  # an unimportable factory: one line, before loading
+    skipped: list[int] = [0]
+
+    def loaded(result: Any) -> None:
+        skipped[0] = len(result.errors)
+        say_what_was_loaded(opts["bench"], result, opts["limit"])
+        apply_tests(result.problems, test_set)  # says how many problems the set covers
+
+    @contextmanager
+    def session(seed: int) -> Any:
+        title = f"{opts['method']} seed {seed}" + (f" shard {opts['shard']}" if shard else "")
+        with RichReporter(title, opts["k"], opts["quiet"]) as rep:
+            try:
+                yield rep
+            except KeyboardInterrupt:
+                rep.__exit__(None, None, None)  # the bar off the screen first
+                print_interrupted(rep.run_dir, rep.total, resume_command())
+                raise
+
     try:
-        # the whole dataset: it identifies the run; --limit and --shard select from it
-        loaded = load_problems(
-            opts["bench"], opts["data_path"], None, parse_kv(opts["option_pairs"])
+        done = run_api(
+            opts["method"],
+            opts["bench"],
+            model=opts["model"],
+            backend=opts["backend"],
+            k=opts["k"],
+            seeds=seeds,
+            out=opts["out"],
+            data=opts["data_path"],
+            limit=opts["limit"],
+            shard=shard,
+            temperature=opts["temperature"],
+            top_p=opts["top_p"],
+            max_tokens=opts["max_tokens"],
+            method_options=method_options,
+            backend_options=backend_options,
+            loader_options=parse_kv(opts["option_pairs"]),
+            chunk_size=opts["chunk_size"],
+            workers=opts["workers"],
+            tags=checkpoint_tags(opts),
+            lock_wait=opts["lock_wait"],
+            tests=test_set,
+            session=session,
+            on_loaded=loaded,
+            on_result=lambda result: print_summary(result, skipped=skipped[0]),
         )
-        say_what_was_loaded(opts["bench"], loaded, opts["limit"])
-        label = opts["model"] or default_model_label(
-            opts["backend"], backend_factory(opts["backend"])
-        )
-        sampling = SamplingParams(
-            temperature=opts["temperature"], top_p=opts["top_p"], max_tokens=opts["max_tokens"]
-        )
-        results = []
-        with open_backend(opts["backend"], opts["model"], backend_options) as backend:
-            for seed in seeds:
-                spec = RunSpec(
-                    method=opts["method"],
-                    bench=opts["bench"],
-                    model=label,
-                    backend=opts["backend"],
-                    k=opts["k"],
-                    seed=seed,
-                    sampling=sampling,
-                    method_options=method_options,
-                    chunk_size=opts["chunk_size"],
-                    verify_workers=opts["workers"],
-                    tags=checkpoint_tags(opts),
-                    limit=opts["limit"],
-                    shard=shard,
-                )
-                title = f"{opts['method']} seed {seed}" + (
-                    f" shard {opts['shard']}" if shard else ""
-                )
-                with RichReporter(title, opts["k"], opts["quiet"]) as rep:
-                    try:
-                        result = execute(
-                            spec,
-                            loaded.problems,
-                            backend,
-                            opts["out"],
-                            data_source=loaded.source or opts["bench"],
-                            reporter=rep,
-                            lock_wait=opts["lock_wait"],
-                        )
-                    except KeyboardInterrupt:
-                        rep.__exit__(None, None, None)  # the bar off the screen first
-                        print_interrupted(rep.run_dir, rep.total, resume_command())
-                        raise
-                print_summary(result, skipped=len(loaded.errors))
-                results.append(result)
     except (DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from None
     except TypeError as exc:  # a backend factory refusing an option
         if "argument" not in str(exc):
             raise
         raise click.ClickException(f"backend {opts['backend']!r}: {exc}") from None
-    if len(results) > 1:
-        print_seed_table(results)
+    if len(done.results) > 1:
+        print_seed_table(list(done.results))
 
 
 from cppo_bench.cli.runs import runs  # noqa: E402,F401  (`runs` lived here; kept importable)

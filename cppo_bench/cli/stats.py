@@ -48,8 +48,9 @@ def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
-    from cppo_bench.metrics.table import read_outcomes_csv, rows_from_runs
+def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
+    """The results frame the API's statistics take (cppo_bench.frames)."""
+    from cppo_bench.frames import load_runs, read_outcomes
 
     if (runs is None) == (csv_path is None):
         raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
@@ -57,16 +58,23 @@ def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
         from cppo_bench.progress import progress_bar
 
         with progress_bar("reading runs") as advance:
-            rows = rows_from_runs(
+            frame = load_runs(
                 runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
             )
     else:
-        rows = read_outcomes_csv(csv_path)
+        frame = read_outcomes(csv_path)
     if bench is not None:
-        rows = [r for r in rows if r.benchmark == bench]
-        if not rows:
+        frame = frame[frame["benchmark"] == bench]
+        if frame.empty:
             raise click.ClickException(f"no results for benchmark {bench!r}")
-    return rows
+    return frame
+
+
+def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
+    """The frame's rows as OutcomeRows (for `stats diversity`)."""
+    from cppo_bench.frames import rows_of
+
+    return rows_of(_frame(runs, csv_path, bench))
 
 
 def _ks(text: str) -> list[int]:
@@ -77,12 +85,6 @@ def _ks(text: str) -> list[int]:
     if not ks or min(ks) < 1:
         raise click.BadParameter(f"every k must be >= 1, got {text!r}")
     return ks
-
-
-def _scores(rows: list, k: int, estimator: str, select: str | None, seed: int) -> Any:
-    from cppo_bench.metrics.table import group_scores, row_scores
-
-    return group_scores(rows, row_scores(rows, k, estimator=estimator, select=select, seed=seed))
 
 
 def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
@@ -133,19 +135,16 @@ def passk(
 ) -> None:
     """pass@K per benchmark and method: mean ± the study's uncertainty (trained: std over
     training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
-    from cppo_bench.metrics.cells import stats_cells
+    from cppo_bench import stats as api
 
     with _clean_errors():
-        rows, ks = _load(runs, csv_path, bench), _ks(k_text)
-        cells: dict[tuple[str, str], dict[int, Any]] = {}
-        warnings: list[str] = []
-        for k in ks:
-            got, warned = stats_cells(
-                rows, _scores(rows, k, estimator, select, seed), k, spread, resamples, seed
-            )
-            warnings += [w for w in warned if w not in warnings]
-            for c in got:
-                cells.setdefault((c.benchmark, c.method), {})[k] = c
+        frame, ks = _frame(runs, csv_path, bench), _ks(k_text)
+        table = api.pass_at_k(frame, ks, estimator=estimator, select=select, spread=spread,
+                              resamples=resamples, seed=seed)  # fmt: skip
+    warnings = table.attrs["warnings"]
+    cells: dict[tuple[str, str], dict[int, Any]] = {}
+    for c in table["cell"] if len(table) else []:
+        cells.setdefault((c.benchmark, c.method), {})[c.k] = c
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -194,31 +193,15 @@ def bootstrap(
 ) -> None:
     """Hierarchical bootstrap (problems and seeds resampled): one-sided p that A beats the
     strongest baseline, per benchmark (the study's dagger test)."""
-    from cppo_bench.metrics import dagger_marks, hierarchical_bootstrap
-    from cppo_bench.metrics.table import method_matrices
+    from cppo_bench import stats as api
 
-    out = []
     with _clean_errors():
-        for b, methods in sorted(
-            _scores(_load(runs, csv_path, bench), k, estimator, select, seed).items()
-        ):
-            pool = list(bases) or [m for m in sorted(methods) if m not in cands]
-            missing = [m for m in (*cands, *pool) if m not in methods]
-            if missing or not pool:
-                click.echo(
-                    f"{b}: skipped (no results for {', '.join(missing) or 'any baseline'})",
-                    err=True,
-                )
-                continue
-            arrays, shared, dropped = method_matrices(methods, [*cands, *pool])
-            result = hierarchical_bootstrap(arrays, resamples=resamples, seed=seed)
-            for d in dagger_marks(result, cands, pool, alpha):
-                out.append({
-                    "benchmark": b, "method": d.method, "score": result.observed[d.method],
-                    "baseline": d.baseline, "baseline_score": result.observed[d.baseline],
-                    "p_value": d.p_value, "significant": d.significant,
-                    "problems": len(shared), "dropped": dropped, "resamples": resamples,
-                })  # fmt: skip
+        table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
+                              resamples=resamples, alpha=alpha, estimator=estimator,
+                              select=select, seed=seed)  # fmt: skip
+    for line in table.attrs["skipped"]:
+        click.echo(line, err=True)
+    out = table.to_dict("records")
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")
     if as_json:
@@ -262,45 +245,23 @@ def _shared(problems: int, dropped: int) -> str:
 @_scoring
 def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select, seed) -> None:
     """Per-seed differences A - B of benchmark pass@K: mean and Student-t interval."""
+    from cppo_bench import stats as api
     from cppo_bench.metrics import seed_difference_ci
-    from cppo_bench.metrics.table import method_matrices
 
     body = []
     with _clean_errors():
         if deltas:
             d = [float(x) for x in deltas.split(",")]
-            body.append(
-                [
-                    "-",
-                    "given",
-                    ", ".join(f"{x:+.3f}" for x in d),
-                    str(seed_difference_ci(d, confidence)),
-                ]
-            )
+            ci = seed_difference_ci(d, confidence)
+            body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci)])
         else:
             if not (a and b):
                 raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
-            for bn, methods in sorted(
-                _scores(_load(runs, csv_path, bench), k, estimator, select, seed).items()
-            ):
-                if a not in methods or b not in methods:
-                    continue
-                arrays, _, _ = method_matrices(methods, [a, b])
-                sa, sb = sorted(methods[a]), sorted(methods[b])
-                pa, pb = arrays[a].mean(axis=1), arrays[b].mean(axis=1)
-                if len(sb) == 1:
-                    d = [float(x - pb[0]) for x in pa]
-                else:
-                    common = sorted(set(sa) & set(sb))
-                    d = [float(pa[sa.index(s)] - pb[sb.index(s)]) for s in common]
-                body.append(
-                    [
-                        bn,
-                        f"{a} - {b}",
-                        ", ".join(f"{x:+.3f}" for x in d),
-                        str(seed_difference_ci(d, confidence)),
-                    ]
-                )
+            table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
+                              estimator=estimator, select=select, seed=seed)  # fmt: skip
+            for r in table.to_dict("records"):
+                deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
+                body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"])])
     if not body:
         raise click.ClickException(f"no benchmark has results for both {a!r} and {b!r}")
     _table(
@@ -316,36 +277,20 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
 @_scoring
 def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     """Decoded planner / solver tokens per problem and pass@K per 10k decoded tokens."""
-    from cppo_bench.metrics import pass_per_10k_tokens, summarise_tokens
-    from cppo_bench.metrics.table import row_scores
+    from cppo_bench import stats as api
 
-    body = []
     with _clean_errors():
-        rows = _load(runs, csv_path, bench)
-        scores = row_scores(rows, k, estimator=estimator, select=select, seed=seed)
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, r in enumerate(rows):
-            groups.setdefault((r.benchmark, r.method), []).append(i)
-        for (bn, m), idx in sorted(groups.items()):
-            pk = float(scores[idx].mean())
-            if any(rows[i].planner_tokens is None or rows[i].solver_tokens is None for i in idx):
-                body.append([bn, m, "-", "-", "-", f"{pk:.3f}", "-"])
-                continue
-            t = summarise_tokens(
-                [rows[i].planner_tokens for i in idx], [rows[i].solver_tokens for i in idx]
-            )
-            eff = f"{pass_per_10k_tokens(pk, t.mean):.3f}" if t.mean > 0 else "-"
-            body.append(
-                [
-                    bn,
-                    m,
-                    f"{t.planner_mean:.1f}",
-                    f"{t.solver_mean:.1f}",
-                    f"{t.mean:.1f}",
-                    f"{pk:.3f}",
-                    eff,
-                ]
-            )
+        table = api.tokens(
+            _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
+        )
+    body = []
+    for r in table.to_dict("records"):
+        if r["tokens"] is None or r["tokens"] != r["tokens"]:  # None, or NaN in a float column
+            body.append([r["benchmark"], r["method"], "-", "-", "-", f"{r['pass_at_k']:.3f}", "-"])
+            continue
+        eff = "-" if r["per_10k"] is None or r["per_10k"] != r["per_10k"] else f"{r['per_10k']:.3f}"
+        body.append([r["benchmark"], r["method"], f"{r['planner']:.1f}", f"{r['solver']:.1f}",
+                     f"{r['tokens']:.1f}", f"{r['pass_at_k']:.3f}", eff])  # fmt: skip
     cols = ["benchmark", "method", "planner", "solver", "tokens", f"pass@{k}", f"pass@{k}/10k"]
     _table("decoded tokens per problem (prompt tokens excluded)", cols, body)
 

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.termsafe import markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
@@ -178,6 +179,7 @@ def failure_table(rows: list[dict], limit: int = 25):
 
 @click.command("verify")
 @bench_options
+@tests_option
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -222,31 +224,30 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            programs: Path | None, out: Path | None, workers: int | None, all_tests: bool,
            reference: bool, cache_dir: Path | None, time_limit: float | None,
            memory_mb: int | None, output_mb: int | None,
-           unsafe_no_sandbox: bool = False) -> None:  # fmt: skip
+           unsafe_no_sandbox: bool = False, tests_dir: Path | None = None) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox."""
-    from dataclasses import replace
-
-    from cppo_bench.benchmarks import load_benchmark, require_problems
+    from cppo_bench import api
     from cppo_bench.problem import DataError
     from cppo_bench.registry import UnknownNameError
     from cppo_bench.termsafe import console as Console  # escapes data it prints
-    from cppo_bench.verifier import Limits, SandboxError, VerifyJob, verify_batch
+    from cppo_bench.verifier import SandboxError
 
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
         os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
+    test_set = load_tests(tests_dir, bench)  # before the data: a wrong set fails fast
     options = parse_kv(option_pairs)
     try:
         if programs is not None:
             options = selection_for(bench, options, named_problems(programs))
-        loaded = require_problems(load_benchmark(bench, data_path, **options), bench)
+        loaded = api.load_result(bench, data_path, unique=False, **options)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
         click.echo(f"skipped record: {safe(e)}", err=True)
-    problems, ambiguous = problem_index(loaded.problems)
+    problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
     if reference:
         records, errors = reference_records(problems), []
     else:
@@ -257,13 +258,12 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    limits = Limits()
     overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
-    limits = replace(limits, **{k: v for k, v in overrides.items() if v is not None})
-    jobs = [VerifyJob(problems[r["problem_id"]], r["code"]) for r in records]
+    limits = {k: v for k, v in overrides.items() if v is not None}
     try:
-        results = verify_batch(jobs, workers=workers, all_tests=all_tests, cache_dir=cache_dir,
-                               progress=err.is_terminal, limits=limits)  # fmt: skip
+        results = api.verify([problems[r["problem_id"]] for r in records],
+                             [r["code"] for r in records], workers=workers, all_tests=all_tests,
+                             cache_dir=cache_dir, progress=err.is_terminal, **limits)  # fmt: skip
     except (DataError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from None
     rows = []

@@ -105,13 +105,20 @@ def _to_doc(
 
 
 def load_problems(benchmark: str, source: str | None, options: Mapping[str, Any]) -> list[Problem]:
-    """Load through the toolkit's loaders, register the problems, report skipped records."""
+    """Load through the toolkit's loaders, register the problems, report skipped records.
+    The option `tests` (an augmented test set, cppo-bench augment) is not the loader's: it
+    adds the set's tests to the problems."""
     from cppo_bench.benchmarks import load_benchmark
 
     env = DATA_ENV.get(benchmark, "CPPO_BENCH_DATA_<BENCH>")
     hint = f"in lm-eval, instead of --data: set {env}=PATH or --metadata {benchmark}_data=PATH"
+    loader = {k: v for k, v in options.items() if k != "tests"}
     try:
-        result = load_benchmark(benchmark, source, **dict(options))
+        result = load_benchmark(benchmark, source, **loader)
+        if options.get("tests"):
+            from cppo_bench.augment.store import read_test_set, with_tests
+
+            result.problems = with_tests(result.problems, read_test_set(str(options["tests"])))
     except DataError as exc:
         raise DataError(f"{exc} ({hint})") from None
     for error in result.errors:

@@ -1,4 +1,5 @@
-"""Per-problem results as the statistics read them, from a run store or from a CSV file.
+"""Per-problem results as the statistics read them, from a run store or from a CSV file
+(both read into a pandas DataFrame by cppo_bench.frames, then into OutcomeRows here).
 
 CSV schema (a header row; comma-separated; one row per benchmark, method, seed and problem):
 
@@ -22,8 +23,6 @@ the row scores `passed` whatever k is asked.
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,8 +45,6 @@ CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
     "planner_tokens", "solver_tokens", "trained",
 )  # fmt: skip
-_TRUE = {"1", "true", "yes", "t", "y"}
-_FALSE = {"0", "false", "no", "f", "n"}
 
 
 @dataclass(frozen=True)
@@ -73,100 +70,12 @@ class OutcomeRow:
     validity: Any = field(default=None, compare=False, repr=False)
 
 
-def _parse_bool(text: str, where: str) -> bool:
-    low = text.strip().lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise DataError(f"{where}: 'passed' must be 0/1 or true/false, got {text!r}")
-
-
-def _parse_int(text: str | None, where: str, column: str, default: int | None) -> int | None:
-    if text is None or not text.strip():
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise DataError(f"{where}: {column!r} must be an integer, got {text!r}") from None
-
-
 def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
-    """Rows of a per-problem outcome CSV (schema in the module docstring)."""
-    path = Path(path)
-    try:
-        fh = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
-    rows: list[OutcomeRow] = []
-    seen: dict[tuple[str, str, int, str], int] = {}
-    with fh:
-        reader = csv.DictReader(fh)
-        header = set(reader.fieldnames or [])
-        missing = {"method", "problem_id"} - header
-        if missing or not header & {"outcomes", "passed"}:
-            need = sorted(missing) or ["outcomes or passed"]
-            raise DataError(f"{path}: missing column(s) {', '.join(need)} in the header")
-        for line, raw in enumerate(reader, start=2):
-            where = f"{path}:{line}"
-            method = (raw.get("method") or "").strip()
-            pid = (raw.get("problem_id") or "").strip()
-            if not method or not pid:
-                raise DataError(f"{where}: empty method or problem_id")
-            outcomes = None
-            text = "".join((raw.get("outcomes") or "").replace("|", " ").split())
-            if text:
-                if set(text) - {"0", "1"}:
-                    raise DataError(f"{where}: 'outcomes' must be a string of 0/1, got {text!r}")
-                outcomes = tuple(ch == "1" for ch in text)
-            passed_text = (raw.get("passed") or "").strip()
-            passed = _parse_bool(passed_text, where) if passed_text else None
-            if outcomes is None and passed is None:
-                raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
-            seed = _parse_int(raw.get("seed"), where, "seed", 0)
-            bench = (raw.get("benchmark") or "").strip() or "-"
-            key = (bench, method, int(seed or 0), pid)
-            if key in seen:
-                raise DataError(
-                    f"{where}: duplicate of line {seen[key]} ({bench}/{method}/seed {seed}/{pid})"
-                )
-            seen[key] = line
-            rows.append(
-                OutcomeRow(
-                    benchmark=bench,
-                    method=method,
-                    seed=int(seed or 0),
-                    problem_id=pid,
-                    outcomes=outcomes,
-                    passed=passed,
-                    planner_tokens=_parse_int(
-                        raw.get("planner_tokens"), where, "planner_tokens", None
-                    ),
-                    solver_tokens=_parse_int(
-                        raw.get("solver_tokens"), where, "solver_tokens", None
-                    ),
-                    trained=(raw.get("trained") or "").strip() or None,
-                )  # fmt: skip
-            )
-    if not rows:
-        raise DataError(f"{path}: no data rows")
-    if "trained" not in header:
-        rows = _trained_by_seeds(rows)
-    return rows
+    """Rows of a per-problem outcome CSV (schema in the module docstring), read by pandas
+    and checked in cppo_bench.frames.read_outcomes."""
+    from cppo_bench.frames import read_outcomes, rows_of
 
-
-def _trained_by_seeds(rows: list[OutcomeRow]) -> list[OutcomeRow]:
-    """A CSV without a `trained` column: `seed` is a training seed (schema above), so a
-    method with several seeds is a trained one (its ± is the std over them)."""
-    seeds: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for r in rows:
-        seeds[(r.benchmark, r.method)].add(r.seed)
-    return [
-        dataclasses.replace(r, trained="(several seeds)")
-        if len(seeds[(r.benchmark, r.method)]) > 1
-        else r
-        for r in rows
-    ]
+    return rows_of(read_outcomes(path))
 
 
 def tuple_texts(record: object) -> tuple[tuple[str, ...], ...]:
@@ -188,66 +97,11 @@ def rows_from_runs(
     warn: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[OutcomeRow]:
-    """One row per problem record of every run under `root` (a run store, or one run dir),
-    read with the shared run-store reader: shards merged, and one run per configuration
-    and seed (others are named through `warn`, not averaged in).
+    """One row per problem record of every run under `root` (cppo_bench.frames.load_runs:
+    the shared run-store reader, shards merged, one run per configuration and seed)."""
+    from cppo_bench.frames import load_runs, rows_of
 
-    The method label is the manifest's method; when one benchmark/method was run with several
-    models, the model slug is appended ("cppo[Qwen_Qwen2.5-7B]") so they are not mixed.
-    """
-    from cppo_bench.runindex import one_per_slot, scan
-    from cppo_bench.runstore import slug
-    from cppo_bench.validity import record_tally
-
-    store = scan(Path(root))
-    if store.unreadable:  # a bad manifest is bad input, not something to average around
-        _, why = store.unreadable[0]
-        raise DataError(why)
-    if not store.runs:
-        raise DataError(f"{root}: no run directories (none holds a manifest.json)")
-    runs, dropped = one_per_slot(store.runs)
-    for line in [*store.warnings, *dropped]:
-        if warn:
-            warn(line)
-    loaded = []
-    for run in runs:
-        loaded.append((run.manifest, run.records()))
-        for line in run.skipped:  # records that failed the schema: named, never counted
-            if warn:
-                warn(line)
-        if progress:
-            progress(1)
-    models: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for man, _ in loaded:
-        models[(man.bench, man.method)].add(man.model)
-    rows: list[OutcomeRow] = []
-    for man, records in loaded:
-        label = man.method
-        if len(models[(man.bench, man.method)]) > 1:
-            label = f"{man.method}[{slug(man.model)}]"
-        select = str(man.method_options.get("select", "first"))
-        for rec in records.values():
-            answers = tuple(b.answer for b in rec.branches)
-            rows.append(
-                OutcomeRow(
-                    benchmark=man.bench,
-                    method=label,
-                    seed=man.seed,
-                    problem_id=rec.problem_id,
-                    outcomes=tuple(rec.outcomes),
-                    planner_tokens=rec.planner_tokens,
-                    solver_tokens=rec.solver_tokens,
-                    select=select,
-                    answers=answers if rec.label is not None else (),
-                    label=rec.label,
-                    texts=tuple_texts(rec),
-                    texts_kind="plan" if rec.plans else "code",
-                    trained=str(man.extra["trained"]) if man.extra.get("trained") else None,
-                    validity=record_tally(rec),
-                    dataset_size=man.dataset_size,
-                )  # fmt: skip
-            )
-    return rows
+    return rows_of(load_runs(root, warn=warn, progress=progress))
 
 
 def row_scores(

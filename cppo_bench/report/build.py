@@ -189,6 +189,9 @@ def build_report(
     pipelines = cppo.find_pipelines(runs)
     # generated from the stage manifests, never hand-written (after the spec'd tables)
     extra_tables = [cppo.exposure_table(p, computed.index) for p in pipelines]
+    from cppo_bench.report.plus_tables import plus_tables  # audits of `cppo-bench audit`
+
+    extra_tables += plus_tables(runs, resamples=resamples, seed=seed)
     table_files: dict[str, list[str]] = {}
     for table in [*computed.tables, *extra_tables]:
         for fmt in formats:

@@ -14,9 +14,9 @@ from typing import Any
 STATIC: tuple[tuple[str, str, str], ...] = (
     ("Figure", "Overview of Coordinated Pass@K Policy Optimization", "a diagram, not data"),
     ("Table", "Comparison of CPPO with the closest planning and pass@K methods",
-     "design axes, not data (README: methods)"),
+     "design axes, not data (docs/run.md: methods)"),
     ("Algorithm", "One CPPO update step (Stage 5); CPPO end-to-end training pipeline",
-     "trainers/core (README: trainer core)"),
+     "trainers/core (docs/training.md: trainer core)"),
     ("Table", "Stage-wise data sources; stage-wise data splits with problem counts",
      "cppo-bench decontam --train codecontests=... --eval apps=... --eval lcb=... --out decontam/"),
     ("Table", "Per-component exposure audit", "decontam/overlap.json of the same command"),

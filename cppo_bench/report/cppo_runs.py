@@ -93,10 +93,10 @@ def draw_curves(p: Pipeline, out_dir: Path) -> Any:
     fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.8 * nrows), squeeze=False)
     for ax, (key, title) in zip(axes.flat, panels, strict=False):
         offset = 0
-        for stage, rows in logs.items():
+        for i, (stage, rows) in enumerate(logs.items()):
             pts = [(offset + int(r["step"]), r[key]) for r in rows if r.get(key) is not None]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=stage)
+            if pts:  # one colour per stage in every panel, whichever stages a panel has
+                ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=stage, color=f"C{i}")
             offset += len(rows)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step (warm-up, then joint)", fontsize=8)

@@ -7,37 +7,11 @@ carries its footnote; nothing is ever printed as a zero for lack of data.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-import json
 
 from cppo_bench.report.escape import csv_cell, md
+from cppo_bench.report.frame import CSV_FIELDS, cells_frame  # noqa: F401  (CSV_FIELDS: kept importable)
 from cppo_bench.report.model import Cell, Column, Table, note_letter
-
-CSV_FIELDS = (
-    "column",
-    "model",
-    "bench",
-    "metric",
-    "k",
-    "seed",
-    "value",
-    "spread",
-    "spread_over",
-    "ci_low",
-    "ci_high",
-    "mark",
-    "p_value",
-    "n_seeds",
-    "n_problems",
-    "notes",
-    "runs",
-    "spread_kind",
-    "n_total",
-    "partial",
-    "validity",
-)
 
 
 def number(x: float, col: Column) -> str:
@@ -225,41 +199,13 @@ def _spans(keys: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], int]]:
 
 
 def to_csv(table: Table) -> str:
-    """Tidy CSV: one line per cell, numbers unrounded, footnotes as text."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    row_fields = ["row_" + h.lower().replace(" ", "_") for h in table.row_headers]
-    writer.writerow([csv_cell(f) for f in row_fields + list(CSV_FIELDS)])
-    for row in table.rows:
-        for col, cell in zip(table.columns, row.cells, strict=True):
-            meta = {**row.meta, **col.meta}
-            ci = cell.interval or (None, None)
-            values = [
-                " · ".join(col.header),
-                meta.get("model"),
-                meta.get("bench"),
-                meta.get("metric") or meta.get("part") or meta.get("stat"),
-                meta.get("k"),
-                meta.get("seed"),
-                cell.value if cell.text is None else cell.text,
-                cell.spread,
-                cell.spread_over,
-                ci[0],
-                ci[1],
-                cell.mark,
-                cell.p_value,
-                cell.n_seeds or None,
-                cell.n_problems or None,
-                " | ".join(cell.notes),
-                json.dumps(cell.runs) if cell.runs else None,
-                cell.spread_kind,
-                cell.n_total or None,
-                int(cell.partial) if cell.n_problems else None,
-                cell.validity or None,
-            ]
-            cells = list(row.labels) + ["" if v is None else _csv_value(v) for v in values]
-            writer.writerow([csv_cell(c) for c in cells])  # no spreadsheet formula from data
-    return buf.getvalue()
+    """Tidy CSV: one line per cell, numbers unrounded, footnotes as text (the cells frame,
+    written by pandas)."""
+    frame = cells_frame(table)
+    frame.columns = [csv_cell(c) for c in frame.columns]
+    # no spreadsheet formula from data; floats as repr (unrounded)
+    text = frame.map(lambda v: csv_cell("" if v is None else _csv_value(v)))
+    return text.to_csv(index=False, lineterminator="\n")
 
 
 def _csv_value(v: object) -> str:

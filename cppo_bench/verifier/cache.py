@@ -19,7 +19,9 @@ from cppo_bench.verifier.records import Limits, VerifyResult
 # Bump when a change could alter a verdict (checker rules, harness semantics).
 # 2: tree-wide limits, per-test namespaces (#11); 3: prelude-bound names are no solution;
 # 4: the program is its namespace's init, keyrings and SysV IPC refused (seccomp)
-VERIFIER_VERSION = "5"
+# 6: call results keep Python == for big ints, Fraction, Decimal, complex (#26 item 5); no
+# process creation, memfd or page-cache probes in a test (seccomp), scratch tmpfs counted (#26)
+VERIFIER_VERSION = "6"
 
 
 def cache_key(code: str, problem: Problem, limits: Limits, all_tests: bool) -> str:

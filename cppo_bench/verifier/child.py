@@ -19,9 +19,11 @@ import signal
 import sys
 
 import nsutil
+import seccomp
 from mounts import private_mounts
 from wire import encode_value
 
+NOFILE = 64  # RLIMIT_NOFILE of a test
 SETUP_FAILED = 120  # exit code of a child whose sandbox set-up failed (a harness fault)
 READY = b"R"  # on the ready pipe just before the program runs (the server prefixes the status)
 WRAPPED = "_cppo_wrapped_main"
@@ -213,6 +215,10 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # few descriptors: pipes and sockets each pin kernel memory no limit counts
+        resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+        if iso.get("filtered") and not seccomp.install(iso["filter"]):
+            raise OSError("cannot install the test's seccomp filter")
         global _IN_TEST
         _IN_TEST = True
         sys.stdin, sys.stdout, sys.stderr = _STREAMS or std_streams()

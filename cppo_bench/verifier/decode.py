@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from cppo_bench.verifier.wire import Unrepresentable
+from cppo_bench.verifier.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
 
 MAX_STATUS_BYTES = 64 << 20
 MAX_NODES = 1 << 20  # JSON values in one status (lists, dicts, scalars)
@@ -133,6 +133,8 @@ def decode_value(v: Any, depth: int = 0) -> Any:
             return Unrepresentable("malformed")
     if tag == "u":
         return Unrepresentable(str(body)[:100])
+    if tag in ("i", "q", "D", "c"):
+        return _number(tag, body)
     if not isinstance(body, list):
         return Unrepresentable("malformed")
     if tag == "t":
@@ -153,6 +155,73 @@ def decode_value(v: Any, depth: int = 0) -> Any:
                 return Unrepresentable("malformed")
             pairs.append((decode_value(pair[0], depth + 1), decode_value(pair[1], depth + 1)))
         return DecodedDict(pairs)
+    return Unrepresentable("malformed")
+
+
+_HEX = re.compile(rf"-?[0-9a-f]{{1,{MAX_INT_BITS // 4 + 1}}}")
+_DECIMAL = re.compile(
+    rf"-?(?:[0-9]{{1,{MAX_DECIMAL_DIGITS}}}E-?[0-9]{{1,20}}|s?NaN[0-9]{{0,40}}|Infinity)"
+)
+
+
+class DecodedFraction:
+    """A fractions.Fraction the program returned, as (numerator, denominator). Equal to what
+    the Fraction would be `==` to: Fraction.__eq__ compares an int or a float (the only
+    numbers JSON has) by its exact ratio against the stored pair, so the pair is turned,
+    once, into the int or float with that exact ratio, or into nothing (it equals no JSON
+    value). No gcd, no product: linear in the pair's size."""
+
+    def __init__(self, num: int, den: int) -> None:
+        self.num, self.den = num, den
+        self.equiv: Any = None
+        if den == 1:
+            self.equiv = num
+        elif den > 1 and den & (den - 1) == 0:  # only a power of two can give a float
+            try:
+                f = num / den
+                if f.as_integer_ratio() == (num, den):
+                    self.equiv = f
+            except OverflowError:
+                pass
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DecodedFraction):
+            return (self.num, self.den) == (other.num, other.den)
+        return self.equiv is not None and self.equiv == other
+
+    def __hash__(self) -> int:  # as Fraction's: equal numbers hash alike
+        return hash(self.equiv) if self.equiv is not None else hash((self.num, self.den))
+
+    def __repr__(self) -> str:
+        return f"Fraction({_short_repr(self.num, 40)}, {_short_repr(self.den, 40)})"
+
+
+def _int(body: Any) -> Any:
+    if type(body) is int:
+        return body
+    if isinstance(body, dict) and len(body) == 1 and type(body.get("i")) is str:
+        if _HEX.fullmatch(body["i"]):
+            return int(body["i"], 16)  # a power-of-two base: linear, no digit limit
+    return None
+
+
+def _number(tag: str, body: Any) -> Any:
+    """The bounded number tags of wire.encode_value: "i" big int (hex), "q" Fraction, "D"
+    Decimal, "c" complex; anything malformed is Unrepresentable."""
+    if tag == "i":
+        value = _int({"i": body})
+        return value if value is not None else Unrepresentable("malformed")
+    if tag == "q" and isinstance(body, list) and len(body) == 2:
+        num, den = _int(body[0]), _int(body[1])
+        if num is not None and den is not None:
+            return DecodedFraction(num, den)
+    if tag == "D" and isinstance(body, str) and _DECIMAL.fullmatch(body):
+        from decimal import Decimal
+
+        return Decimal(body)  # compares exactly with ints and floats, as in the original
+    if tag == "c" and isinstance(body, list) and len(body) == 2:
+        if all(type(x) is float for x in body):
+            return complex(body[0], body[1])
     return Unrepresentable("malformed")
 
 

@@ -26,6 +26,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
 from child import _LCB_MODULES, PRELUDES, READY, compile_program  # noqa: E402
+from mounts import new_root  # noqa: E402
 from procs import Stream, Tree, descendants, kill, pid_of, read_capped, supervise, wipe  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
 from zygote import zygote_main  # noqa: E402
@@ -87,7 +88,9 @@ class Server:
         nproc = self.init.get("nproc")
         if nproc and (self.userns or os.geteuid() != 0):
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1)  # inherited by everything below us
+        # THE place no_new_privs is set: inherited by the zygote and every test child (which
+        # refuse to run a program without it: nsutil.clear_capabilities)
+        nsutil.check(nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
         nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # same-uid processes may not ptrace us
         if self.init.get("site"):
             sys.path.append(self.init["site"])
@@ -120,16 +123,16 @@ class Server:
         }
 
     def _fix_mounts(self, uid: int, notes: list) -> None:
-        """Outside bwrap, as root: in our own mount namespace, a minimal /dev, and the Python
-        install made reachable for `uid` (a tmpfs over e.g. /root, the install bound back)."""
+        """Outside bwrap, as root: in our own mount namespace, bwrap's view (mounts.new_root:
+        the Python install and numpy read-only, a scratch, nothing of the host's files) and a
+        minimal /dev. Inside it every directory is traversable by `uid`."""
         if nsutil.unshare(nsutil.CLONE_NEWNS) != 0:
             notes.append("no mount namespace: host /dev and paths stay as they are")
             return
         try:
-            nsutil.make_private()
+            new_root(self.init.get("reveal", []), self.init["scratch"])
             nsutil.minimal_dev()
-            nsutil.reveal(self.init.get("reveal", []), uid)
-        except OSError as exc:
+        except (OSError, KeyError) as exc:
             notes.append(f"mount set-up failed: {exc}")
 
     def _enter_userns(self, notes: list) -> bool:
@@ -172,7 +175,7 @@ class Server:
     def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
         if not select.select([self.zsock], [], [], timeout)[0]:
             raise RuntimeError("the zygote did not answer")
-        msg, got, _, _ = socket.recv_fds(self.zsock, 1 << 16, 1)
+        msg, got, _, _ = socket.recv_fds(self.zsock, 1 << 16, 2)
         if not msg:
             raise RuntimeError("the zygote died")
         if fds is not None:
@@ -269,11 +272,15 @@ class Server:
             if zfd in ready:
                 handed, final = self._handover_or_report(1)
                 if handed is not None:
-                    pidfd, tree = handed, Tree(pid_of(handed), prog)
+                    pidfd, scratch_fd = handed
+                    tree = Tree(pid_of(pidfd), prog, scratch_fd)
                 exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
-            pidfd, final = self._handover_or_report(30)
+            handed, final = self._handover_or_report(30)
+            pidfd, scratch_fd = handed or (None, None)
+            if scratch_fd is not None:
+                os.close(scratch_fd)
             exited = bool(final.get("exited"))
         self._kill_test(pidfd)
         if pidfd is not None:
@@ -283,6 +290,15 @@ class Server:
         if "status" not in final:  # without a pid namespace it comes once orphans are gone
             final = self._zrecv(30)
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
+        if tree is not None:
+            tree.close()
+        # the scratch tmpfs's pages are the test's memory too: what it still held at exit,
+        # with its peak resident set (no rlimit and no PSS sees tmpfs pages)
+        held_kb = int(final.get("scratch_kb", 0))
+        if held_kb:
+            peak_kb = max(peak_kb, int(final["maxrss_kb"]) + held_kb)
+            if peak_kb << 10 > prog["mem_bytes"]:
+                over = over or "mem"
         err.drain()  # everyone is dead: take what is buffered, never wait
         # (every writer is dead too: the files no longer change)
         out, truncated = read_capped(out_fd, prog["out_bytes"])
@@ -303,13 +319,16 @@ class Server:
         }
         return head, [out, status]
 
-    def _handover_or_report(self, timeout: float) -> tuple[int | None, dict]:
-        """The zygote's next message about a running test: (the pidfd of its init, {}) when
-        it hands the test over, else (None, the message: {"exited"} or the report)."""
+    def _handover_or_report(self, timeout: float) -> tuple[tuple | None, dict]:
+        """The zygote's next message about a running test: ((the pidfd of its init, its
+        scratch directory's fd or None), {}) when it hands the test over, else (None, the
+        message: {"exited"} or the report)."""
         got: list[int] = []
         msg = self._zrecv(timeout, got)
         if msg.get("started") and got:
-            return got[0], {}
+            return (got[0], got[1] if len(got) > 1 else None), {}
+        for fd in got:
+            os.close(fd)
         return None, msg
 
     def _kill_test(self, pidfd: int | None) -> None:

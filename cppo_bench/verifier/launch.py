@@ -7,10 +7,10 @@ Modes, strongest first; the first that works is used for the whole process
   of just the Python install (its site-packages hidden) plus numpy, the system libraries,
   /proc, a minimal /dev and a tmpfs /tmp; no $HOME, no network. The server is the pid
   namespace's init, so after each test `kill(-1)` reaps everything the program started.
-- unshare: util-linux `unshare --pid --net --ipc --uts --mount-proc --fork` (no filesystem
-  isolation beyond uid/permissions and the per-test scratch tmpfs).
-- rlimits: a plain child process; as root, a root supervisor subreaper outlives the server
-  and kills whatever it left.
+- unshare: util-linux `unshare --pid --net --ipc --uts --mount-proc --fork`; the server then
+  pivots into bwrap's file view (mounts.new_root).
+- rlimits: a plain child process (as root: bwrap's file view, mounts.new_root); as root, a
+  root supervisor subreaper outlives the server and kills whatever it left.
 - command (only when forced): a container command line from $CPPO_SANDBOX_COMMAND.
 
 Outside bwrap, as root, a pids cgroup (when the host has one) caps the sandbox's processes,
@@ -52,7 +52,7 @@ NOBODY = 65534
 UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
 SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py",
-                 "mounts.py")  # fmt: skip
+                 "mounts.py", "seccomp.py")  # fmt: skip
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
 ENV = {
     "PATH": "/usr/bin:/bin",

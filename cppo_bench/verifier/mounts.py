@@ -48,19 +48,44 @@ def reset_scratch(iso: dict, size: int) -> bool:
         if "kept_fds" not in iso:  # opened once, before any tmpfs hides them
             iso["kept_fds"] = nsutil.open_paths(nsutil.under(iso["keep"], path))
             iso["kept_parents"] = _parents_below(path, [k for k, _ in iso["kept_fds"]])
-        _mount_scratch(path, size, iso["kept_fds"])
+        _mount_scratch(path, size, iso["kept_fds"], iso.get("proc_fd"))
     except OSError:
         return False
     iso["scratch_ready"], iso["scratch_size"] = True, size
     iso["scratch_clean"] = scratch_state(iso)
+    if iso.get("scratch_fd") is not None:
+        os.close(iso["scratch_fd"])
+    # handed to the server with each long test: it counts the tmpfs's pages as the test's
+    iso["scratch_fd"] = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     return True
 
 
-def _mount_scratch(path: str, size: int, kept: list[tuple[str, int]]) -> None:
+def scratch_bytes(fd: int) -> int:
+    """Bytes held in the scratch tmpfs (pages no rlimit or PSS counts): the test's memory."""
+    st = os.fstatvfs(fd)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def hide_proc(iso: dict) -> bool:
+    """Once, in the zygote's mount namespace (so for every test, not for the server): an
+    empty read-only tmpfs over /proc. A program sees neither pid numbers of the sandbox's
+    pid namespace (/proc/self is its pid there: a counter of every task the sandbox made)
+    nor the machine's counters (/proc/stat, vmstat, loadavg, ...). The zygote keeps the real
+    /proc open for its own bind mounts (nsutil.bind_back)."""
+    try:
+        proc_fd = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        nsutil.mount(b"tmpfs", "/proc", b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
+    except OSError:
+        return False
+    iso["proc_fd"] = proc_fd
+    return True
+
+
+def _mount_scratch(path: str, size: int, kept: list[tuple[str, int]], proc_fd=None) -> None:
     """An empty tmpfs of `size` bytes over `path`, owner-only, the kept paths (O_PATH fds
     opened before it hid them) bound back read-only."""
     nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
-    nsutil.bind_back(kept)
+    nsutil.bind_back(kept, proc_fd)
     os.chmod(path, 0o700)
 
 
@@ -144,3 +169,56 @@ def _readonly_mounts(keep: str) -> None:
         except OSError:
             continue
         LIBC.mount(None, point, None, flags, None)
+
+
+SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/lib", "/lib64",
+               "/lib32", "/libx32", "/etc/ld.so.cache")  # fmt: skip
+
+
+def new_root(paths: list[str], scratch: str) -> None:
+    """Outside bwrap (as root, or root of our own user namespace), in our own mount
+    namespace: the same view bwrap gives. A fresh tmpfs becomes `/`, holding only the
+    system libraries, `paths` (the Python install, numpy), read-only, at their own paths, a
+    fresh /proc, the host's /dev (minimal_dev trims it next) and an empty `scratch`. The
+    host's files (the benchmark being judged, the repository, home directories) are gone."""
+    nsutil.make_private()
+    wanted = nsutil.outermost([os.path.realpath(p) for p in paths if os.path.exists(p)])
+    links = {d: os.readlink(d) for d in SYSTEM_DIRS if os.path.islink(d)}
+    wanted += nsutil.outermost([d for d in SYSTEM_DIRS if d not in links and os.path.exists(d)])
+    kept = nsutil.open_paths(nsutil.outermost(wanted) + ["/dev"])
+    # a tmpfs over /tmp first, in this namespace only: the new root is made inside it and
+    # nothing is created in the host's /tmp
+    nsutil.mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    root = "/tmp/root"
+    os.mkdir(root, 0o755)
+    nsutil.mount(b"tmpfs", root, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    # the scratch first: kept paths under it (numpy's link farm, a Python under /tmp) are
+    # bound on top of it, and the zygote binds them back into every test's fresh scratch
+    os.makedirs(root + scratch, mode=0o755, exist_ok=True)
+    nsutil.mount(b"tmpfs", root + scratch, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
+    for path, fd in kept:
+        target = root + path
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        nsutil.mount(f"/proc/self/fd/{fd}".encode(), target, None, MS_BIND | nsutil.MS_REC, None)
+        if path != "/dev":
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+            nsutil.mount(None, target, None, flags, None)
+        os.close(fd)
+    for link, dest in links.items():
+        os.makedirs(os.path.dirname(root + link), mode=0o755, exist_ok=True)
+        os.symlink(dest, root + link)
+    os.makedirs(root + "/proc", mode=0o555, exist_ok=True)
+    os.mkdir(root + "/old", 0o700)
+    pivot_root = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
+    nsutil.check(LIBC.syscall(pivot_root, root.encode(), (root + "/old").encode()), "pivot_root")
+    os.chdir("/")
+    nsutil.check(LIBC.umount2(b"/old", 2), "umount the old root")  # MNT_DETACH
+    os.rmdir("/old")
+    # our own pid namespace's processes where we have one (the host's in plain rlimits
+    # mode: the server measures tests there; the tests themselves see no /proc at all)
+    nsutil.mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | nsutil.MS_NOEXEC, None)
+    nsutil.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)

@@ -78,10 +78,11 @@ _CAP_NONE = (ctypes.c_uint32 * 6)()
 
 
 def clear_capabilities(nnp_inherited: bool = False) -> None:
-    """No capability now or after any execve: no_new_privs (unless known to be inherited,
-    as from the server), and capset 0 for this thread."""
-    if not nnp_inherited and prctl(PR_GET_NO_NEW_PRIVS) != 1:
-        check(prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    """No capability now or after any execve: capset 0 for this thread. no_new_privs is set
+    in one place, by the server (harness.Server.setup), and inherited by everything below
+    it; a test child that does not hold it fails its set-up rather than set it itself."""
+    if not nnp_inherited:
+        raise OSError("no_new_privs is not set (the server sets it for every test)")
     check(_CAPSET(_CAP_HEADER, _CAP_NONE), "capset")
 
 
@@ -158,18 +159,26 @@ def under(paths: list[str], top: str) -> list[str]:
     return [p for p in outermost(paths) if (p + "/").startswith(top.rstrip("/") + "/")]
 
 
-def bind_back(kept: list[tuple[str, int]]) -> None:
+def bind_back(kept: list[tuple[str, int]], proc_fd: int | None = None) -> None:
     """Re-mount, read-only at their own paths, kept paths that a fresh tmpfs now hides (e.g.
     a Python environment in /tmp under a private /tmp). The O_PATH fds must have been opened
-    in this mount namespace, before the tmpfs was mounted."""
-    for path, fd in kept:
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.makedirs(path, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-        mount(f"/proc/self/fd/{fd}".encode(), path, None, MS_BIND | MS_REC, None)
-        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    in this mount namespace, before the tmpfs was mounted. `proc_fd`: a /proc opened before
+    a tmpfs hid /proc itself (the zygote's, see mounts.hide_proc)."""
+    if proc_fd is not None:
+        os.fchdir(proc_fd)  # "self/fd/N" below then resolves in that hidden /proc
+    try:
+        for path, fd in kept:
+            src = f"self/fd/{fd}" if proc_fd is not None else f"/proc/self/fd/{fd}"
+            if os.path.isdir(src):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+            mount(src.encode(), path, None, MS_BIND | MS_REC, None)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    finally:
+        if proc_fd is not None:
+            os.chdir("/")
 
 
 def minimal_dev() -> None:
@@ -187,42 +196,3 @@ def minimal_dev() -> None:
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"/dev/{name}")
     mount(None, "/dev", None, MS_REMOUNT | MS_NOSUID | MS_NOEXEC | MS_RDONLY, None)
-
-
-def reveal(paths: list[str], uid: int) -> list[str]:
-    """Let `uid` reach `paths` (e.g. a Python installed under /root, mode 0700): a tmpfs on
-    each topmost ancestor `uid` cannot traverse, with just the needed paths bound back into
-    it, read-only. Everything else under that ancestor disappears. Returns what was covered."""
-    covered: list[str] = []
-    for path in paths:
-        for anc in reversed([path, *[str(p) for p in _parents(path)]]):
-            if any((anc + "/").startswith(c + "/") for c in covered):
-                break
-            try:
-                st = os.stat(anc)
-            except OSError:
-                break
-            if not _traversable(st, uid):
-                covered.append(anc)
-                break
-    for top in covered:
-        kept = open_paths(under(paths, top))
-        mount(b"tmpfs", top, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0755")
-        bind_back(kept)
-        for _, fd in kept:
-            os.close(fd)
-    return covered
-
-
-def _parents(path: str) -> list[str]:
-    out, p = [], os.path.dirname(path)
-    while p not in ("/", ""):
-        out.append(p)
-        p = os.path.dirname(p)
-    return out
-
-
-def _traversable(st: os.stat_result, uid: int) -> bool:
-    if st.st_uid == uid:
-        return bool(st.st_mode & 0o100)
-    return bool(st.st_mode & 0o001)

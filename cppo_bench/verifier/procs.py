@@ -14,12 +14,21 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 class Tree:
     """CPU and memory summed over a test's whole process tree (rlimits are per process)."""
 
-    def __init__(self, pid: int, prog: dict) -> None:
+    def __init__(self, pid: int, prog: dict, scratch_fd: int | None = None) -> None:
         self.pid, self.cpu_s, self.peak_kb = pid, 0.0, 0
         self.time_s, self.mem_bytes = prog["time_s"], prog["mem_bytes"]
+        self.scratch_fd = scratch_fd  # the test's scratch tmpfs: its pages count as memory
+
+    def close(self) -> None:
+        if self.scratch_fd is not None:
+            os.close(self.scratch_fd)
+            self.scratch_fd = None
 
     def measure(self) -> str | None:
         cpu = mem = 0
+        if self.scratch_fd is not None:
+            st = os.fstatvfs(self.scratch_fd)
+            mem += (st.f_blocks - st.f_bfree) * st.f_frsize
         for p in [self.pid, *descendants(self.pid)]:
             try:
                 with open(f"/proc/{p}/stat", "rb") as f:

@@ -112,9 +112,9 @@ def sandbox_mode() -> str:
     if _MODE not in ("bwrap", "command"):
         why = f"{MODE_ENV}={forced}" if forced else "bubblewrap unusable: " + "; ".join(failures)
         warn_once(
-            f"verifier sandbox: {why}; using the weaker '{_MODE}' mode (rlimits, namespaces "
-            "where the kernel permits, host filesystem visible read-only). Install bubblewrap "
-            "for full isolation."
+            f"verifier sandbox: {why}; using the weaker '{_MODE}' mode (what it does not "
+            "guarantee: cppo_bench/verifier/SECURITY.md). Install bubblewrap for full "
+            "isolation."
         )
     return _MODE
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 from typing import Any
 
 HEAD = struct.Struct(">II")  # header length, payload length
@@ -73,17 +74,32 @@ class Unrepresentable:
         return f"<unrepresentable {self.what}>"
 
 
+# Size caps of the numbers below (a value past them is Unrepresentable: it equals nothing).
+# No expected value can be that large: the host parses expected JSON with Python's default
+# 4300-digit limit for ints (~14300 bits), and a float is at most 2**1024.
+MAX_INT_BITS = 1 << 20
+MAX_DECIMAL_DIGITS = 1 << 16
+PLAIN_INT_BITS = 4000  # larger ints travel as hex (int <-> decimal str is quadratic)
+
+
 def encode_value(v: Any, depth: int = 0) -> Any:
     """Python value -> JSON-able tagged form. Uses the base types' own methods so that a
-    subclass cannot lie about its contents (e.g. a str subclass with a custom __eq__)."""
+    subclass cannot lie about its contents (e.g. a str subclass with a custom __eq__).
+
+    Every value type that can be `==` to a JSON value under Python's rules travels with what
+    decides that equality: ints of any size (hex past PLAIN_INT_BITS), Fraction (numerator,
+    denominator), Decimal (sign, digits, exponent), complex, numpy scalars, and the
+    collections.User* wrappers, which compare as the data they wrap."""
     if depth > MAX_DEPTH:
         return {"u": "nested too deep"}
-    if v is None or type(v) in (bool, str, float) or (type(v) is int and _printable(v)):
+    if v is None or type(v) in (bool, str, float):
         return v
+    if type(v) is int:
+        return _int(v)
     if isinstance(v, bool):
         return bool(int.__int__(v))
     if isinstance(v, int):
-        return int.__int__(v) if _printable(v) else {"u": "int too large"}
+        return _int(int.__int__(v))
     if isinstance(v, float):
         return float.__float__(v)
     if isinstance(v, str):
@@ -101,11 +117,62 @@ def encode_value(v: Any, depth: int = 0) -> Any:
                 [encode_value(k, depth + 1), encode_value(x, depth + 1)] for k, x in dict.items(v)
             ]
         }
+    if isinstance(v, complex):
+        c = complex.__complex__(v)
+        return {"c": [c.real, c.imag]}
+    number = _number(v)
+    if number is not None:
+        return number
     kind = type(v)
     if kind.__module__ == "numpy" and kind.__name__ != "ndarray" and hasattr(v, "item"):
         return encode_value(v.item(), depth + 1)  # numpy scalar -> Python scalar
+    wrapped = _user_wrapper(v)
+    if wrapped is not None:
+        return encode_value(wrapped[0], depth + 1)
     return {"u": kind.__name__}
 
 
-def _printable(v: int) -> bool:
-    return v.bit_length() < 13000  # below Python's default int<->str digit limit
+def _int(v: int) -> Any:
+    bits = v.bit_length()
+    if bits < PLAIN_INT_BITS:
+        return v
+    return {"i": format(v, "x")} if bits <= MAX_INT_BITS else {"u": "int too large"}
+
+
+def _number(v: Any) -> Any:
+    """Fraction and Decimal (only if the program imported them: a value of theirs cannot
+    exist otherwise), read from the base class's own slots, never the program's methods."""
+    fractions = sys.modules.get("fractions")
+    if fractions is not None and isinstance(v, fractions.Fraction):
+        slots = fractions.Fraction.__dict__
+        num = slots["_numerator"].__get__(v)
+        den = slots["_denominator"].__get__(v)
+        if type(num) is not int or type(den) is not int:
+            return {"u": "Fraction"}
+        return {"q": [_int(num), _int(den)]}
+    decimal = sys.modules.get("decimal")
+    if decimal is not None and isinstance(v, decimal.Decimal):
+        sign, digits, exp = decimal.Decimal.as_tuple(v)
+        if not isinstance(exp, int):  # NaN, sNaN, Infinity
+            return {"D": decimal.Decimal.__str__(v)}
+        text = "".join(map(str, digits)).rstrip("0")  # trailing zeros move to the exponent
+        exp += len(digits) - len(text)
+        if len(text) > MAX_DECIMAL_DIGITS:
+            return {"u": "Decimal too long"}
+        return {"D": f"{'-' if sign else ''}{text or '0'}E{exp}"}
+    return None
+
+
+def _user_wrapper(v: Any) -> tuple | None:
+    """(what it compares as,) for collections.UserList / UserString / UserDict and a
+    mappingproxy: their `==` is that of the data they hold."""
+    collections = sys.modules.get("collections")
+    if collections is None:
+        return None
+    if isinstance(v, (collections.UserList, collections.UserString)):
+        return (object.__getattribute__(v, "data"),)
+    if isinstance(v, collections.UserDict):
+        return (dict(object.__getattribute__(v, "data")),)
+    if type(v) is type(type.__dict__):  # mappingproxy
+        return (dict(v),)
+    return None

@@ -20,8 +20,9 @@ import signal
 import socket
 
 import nsutil
+import seccomp
 from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
-from mounts import reset_scratch, scratch_state, shared_mounts
+from mounts import hide_proc, reset_scratch, scratch_bytes, scratch_state, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
@@ -48,6 +49,11 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     # child's garbage collector does not touch (and copy) every page of it.
     iso["denied"] = iso["seccomp"] and nsutil.deny_shared_kernel_state()
     iso["bounded"] = nsutil.drop_bounding_set()
+    # the filter each test child installs just before its program runs (seccomp.py)
+    iso["filter"] = seccomp.build_filter()
+    iso["filtered"] = seccomp.works(iso["filter"])
+    # no /proc for the tests (the per-test user namespace path writes its maps there)
+    iso["proc_hidden"] = iso["premounted"] and iso["denied"] and hide_proc(iso)
     self_signal_handlers()
     # Facts every test child would otherwise check or build for itself, at a cost per test
     # (ctypes calls and fresh objects fault in copy-on-write pages): no_new_privs is set
@@ -98,7 +104,8 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         # Most end sooner, and cost the server a single message: the report.
         pidfd = os.pidfd_open(pid)
         if not select.select([pidfd], [], [], EARLY_S)[0]:
-            socket.send_fds(sock, [b'{"started": true}'], [pidfd])
+            scratch = [iso["scratch_fd"]] if iso.get("scratch_ready") else []
+            socket.send_fds(sock, [b'{"started": true}'], [pidfd, *scratch])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
         for fd in fds:
@@ -117,8 +124,10 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
                     break
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d}'
-                  % (status, cpu, usage.ru_maxrss))  # fmt: skip
+        # what the test left in the scratch tmpfs is memory it held (no rlimit counts it)
+        held = scratch_bytes(iso["scratch_fd"]) >> 10 if iso.get("scratch_ready") else 0
+        sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d, "scratch_kb": %d}'
+                  % (status, cpu, usage.ru_maxrss, held))  # fmt: skip
         # every process of the test is dead: the next test's scratch, while the server
         # reports this one (no remount where the test provably left nothing)
         if iso.get("scratch_ready") and scratch_state(iso) != iso.get("scratch_clean"):

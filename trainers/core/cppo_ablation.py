@@ -27,7 +27,8 @@ from torch import Tensor
 from cppo_bench.registry import Registry
 from trainers.core.cppo import CPPOConfig, PlanReward, outcome_reward, plan_reward
 
-DEFAULT_M = 8
+STUDY_K = 4  # strategies per tuple = solver branches (the pass@K budget)
+DEFAULT_M = 8  # planner tuples per prompt
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cppo_bench.training_schema import TAU
-from trainers.core.cppo_ablation import ABLATIONS
+from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
 from trainers.engine.config import TrainConfig
 
 
@@ -73,8 +73,8 @@ class JointStageConfig:
 
 @dataclass(frozen=True)
 class CPPOPipelineConfig:
-    k: int = 4  # strategies per tuple = solver branches (pass@K budget)
-    m: int = 8  # planner tuples per prompt
+    k: int = STUDY_K  # strategies per tuple = solver branches (pass@K budget)
+    m: int = DEFAULT_M  # planner tuples per prompt
     tau: float | None = TAU  # gate threshold; None = choose on RM val for rm.min_recall
     ablation: str = "cppo"  # a row of trainers.core.cppo_ablation.ABLATIONS
     planner_max_tokens: int = 256

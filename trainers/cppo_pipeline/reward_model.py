@@ -31,6 +31,7 @@ from trainers.core.gate_metrics import (
     gate_metrics,
 )
 from trainers.cppo_pipeline import ngram_rm
+from trainers.cppo_pipeline.config import RMStageConfig
 from trainers.cppo_pipeline.negatives import LabelledTuple
 
 META = "rm.json"  # kept only to name the old layout in errors; the meta is in artifact.json
@@ -47,15 +48,18 @@ class RMRejected(Exception):
 
 @dataclass(frozen=True)
 class RMConfig:
-    kind: str = "generative"
+    """The reward model's own settings, built from the rm stage's config (whose defaults are
+    the study's: the shared ones are taken from there, never written twice)."""
+
+    kind: str = RMStageConfig.kind
     model: str | None = None  # generative base model; None = the embedded SmolLM2
-    epochs: int = 2
-    batch_size: int = 8
-    lr: float = 5e-5
+    epochs: int = RMStageConfig.epochs
+    batch_size: int = RMStageConfig.batch_size
+    lr: float = RMStageConfig.lr
     max_tokens: int = 512  # prompt tokens kept (the tail: methods and question)
     max_statement_chars: int = 1500
     tau: float | None = TAU  # None: choose on val for min_recall (study: 0.17)
-    min_recall: float = 0.9
+    min_recall: float = RMStageConfig.min_recall
     answer_words: tuple[str, str] = ("Yes", "No")
     seed: int = 0
 
@@ -113,7 +117,10 @@ class GenerativeVerifier:
         return last[:, self.yes_id] - last[:, self.no_id]
 
     def save(self, folder: Path) -> dict[str, Any]:
-        self.module.save_pretrained(folder / "model", safe_serialization=True)
+        from trainers.engine.artifacts import quiet
+
+        with quiet():
+            self.module.save_pretrained(folder / "model", safe_serialization=True)
         self.tokenizer.save_pretrained(folder / "model")
         return {}
 

@@ -178,7 +178,8 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         log=ctx.log,
     )
     with artifacts.saving(ctx.folder / CHECKPOINT, "planner", {"base_model": inp.model}) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
+        with artifacts.quiet():
+            model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
     return StageResult(
         (SFT_SET, "funnel.json", f"{CHECKPOINT}/{artifacts.MANIFEST}", exposure),

@@ -44,7 +44,7 @@ from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResul
 from trainers.engine import checkpoint
 from trainers.engine.algorithm import StepContext
 from trainers.engine.data import TrainingSet
-from trainers.engine.rewards import REWARDS
+from trainers.engine.rewards import reward_from_config
 from trainers.engine.rollout import HFRollout
 
 REFRESH_LOG = "refresh.jsonl"
@@ -151,7 +151,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     model = model.to(device)
     rollout = HFRollout(model, tok, batch_size=engine_cfg.rollout_batch)
     sampling = SamplingParams(engine_cfg.temperature, engine_cfg.top_p, engine_cfg.max_tokens)
-    score = REWARDS.get(engine_cfg.reward)(engine_cfg.verify_workers or None)
+    score = reward_from_config(engine_cfg)  # the joint stage's reward, on its test set too
     step = StepContext(
         step=0,
         seed=inp.seed,

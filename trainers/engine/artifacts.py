@@ -13,6 +13,7 @@ Weights are safetensors or HF folders: loading never unpickles anything.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
@@ -207,3 +208,19 @@ def load_tensors(path: Path) -> dict[str, Any]:
         return load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for a bad header
         raise ArtifactError(f"{path}: not a safetensors file ({type(exc).__name__})") from None
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """No library chatter while saving: accelerate warns that tied weights are stored once
+    (expected: they are tied again on load) and transformers draws a progress bar per shard."""
+    from cppo_bench.backends.default_model import quiet_loading
+
+    log = logging.getLogger("accelerate")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with quiet_loading():
+            yield
+    finally:
+        log.setLevel(level)

@@ -47,7 +47,8 @@ def save_state(
         artifacts.prepare(final)
     accelerator.wait_for_everyone()
     tmp = artifacts.tmp_path(final)
-    accelerator.save_state(str(tmp))  # every process writes its own RNG state; main the rest
+    with artifacts.quiet():
+        accelerator.save_state(str(tmp))  # every process writes its RNG state; main the rest
     if sharded is not None:
         sharding.save_sharded_state(*sharded, tmp, accelerator.is_main_process)
     accelerator.wait_for_everyone()
@@ -132,7 +133,8 @@ def save_hf(
     with artifacts.saving(dest, "policy", {"step": step}) as tmp:
         unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
         try:
-            unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+            with artifacts.quiet():
+                unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
         finally:
             unwrapped.config.use_cache = was
         tokenizer.save_pretrained(tmp)

@@ -66,6 +66,9 @@ class TrainConfig:
     # TRL's truncated importance-sampling cap on pi_old / pi_vllm per token; null = off
     vllm_is_cap: float | None = None
     reward: str = "pass"
+    # an augmented test set (`cppo-bench augment --out DIR`): the reward judges with the
+    # problems' own tests plus its tests, so a policy cannot learn weak tests ("" = off)
+    reward_tests: str = ""
     verify_workers: int = 0  # 0 = one per CPU core
     # checkpoints and logs
     save_every: int = 50  # HF folder every N steps (and at the end)

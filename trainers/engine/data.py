@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,13 @@ class TrainingSet:
 
 
 def load_training(
-    bench: str, data: str | None, split: str | None = None
+    bench: str,
+    data: str | None,
+    split: str | None = None,
+    echo: Callable[[str], None] | None = None,
 ) -> tuple[list[Problem], str]:
+    """The training problems of ``bench`` (its train split where it has one); ``echo`` gets
+    the one line of what was read, kept and dropped, and why."""
     if bench not in BENCHMARKS:
         raise DataError(f"unknown benchmark {bench!r}; known: {', '.join(BENCHMARKS.names())}")
     # a benchmark with splits trains on its "train" split unless told otherwise
@@ -63,6 +69,12 @@ def load_training(
     options = {"split": split} if split else {}
     result = load_benchmark(bench, data=data, **options)
     problems = [p for p in result.problems if p.task == "codegen" and p.tests]
+    if echo is not None:
+        from cppo_bench.loadreport import load_line
+
+        left = len(result.problems) - len(problems)
+        extra = {"not code generation with tests": left} if left else {}
+        echo(load_line(f"training set {bench}", result, kept=len(problems), extra=extra))
     if not problems:
         raise DataError(f"training set {bench} ({result.source or data}): no codegen problems")
     return problems, result.source or bench

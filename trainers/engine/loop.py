@@ -24,7 +24,7 @@ from trainers.engine.algorithm import Algorithm, Messages
 from trainers.engine.config import TrainConfig
 from trainers.engine.context import step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_metrics
-from trainers.engine.rewards import REWARDS, RewardFn
+from trainers.engine.rewards import RewardFn, reward_from_config
 from trainers.engine.rollout import ROLLOUT_ENGINES
 
 
@@ -210,7 +210,7 @@ def train(spec: RunSpec) -> TrainResult:
         "num_processes": world,
     }
     rollout = ROLLOUT_ENGINES.get(cfg.rollout_engine)(policy, tokenizer, engine_opts)
-    reward_fn = spec.reward or REWARDS.get(cfg.reward)(cfg.verify_workers or None)
+    reward_fn = spec.reward or reward_from_config(cfg)
     version = cfg.prompt_version or DEFAULT_VERSION
     prompt_fn = spec.prompt or (lambda p: render_messages(p, version))
     stop = spec.stop if spec.stop is not None else stop_strings(version)

@@ -2,8 +2,16 @@
 
 A reward function maps rollouts to ``Scored`` rollouts; ``REWARDS`` holds them by name.
 ``pass`` (the study's) is 1.0 when every test passes, else 0.0; ``tests_fraction`` is the
-share of tests passed (runs all tests). Jobs go to ``verify_batch`` in one parallel batch;
-identical programs for the same problem run once.
+share of tests passed. Jobs go to ``verify_batch`` in one parallel batch; identical programs
+for the same problem run once.
+
+Training rewards run every test (``all_tests``): a judge that stops at the first failing test
+tells the next program of the same problem, through any state that outlives a program, one
+bit about the hidden answers (whether test j ran). The verifier closes the channels it can
+(cppo_bench/verifier/SECURITY.md); machine-wide inode numbers and read timing of shared files
+stay open, and running every test removes that bit for all of them. Measured cost (2-core
+CPU, docs/verifier.md): verification x1.9 with half the programs wrong, x6 when all fail at
+test 0. ``pass_early_stop`` is the faster, leakier named option.
 """
 
 from __future__ import annotations
@@ -36,16 +44,25 @@ def _verify(rollouts: Sequence[Rollout], workers: int | None, all_tests: bool) -
     return verify_batch(jobs, workers=workers, all_tests=all_tests)
 
 
-@REWARDS.register("pass")
-def pass_reward(workers: int | None = None) -> RewardFn:
+def _pass(workers: int | None, all_tests: bool) -> RewardFn:
     def score(rollouts: Sequence[Rollout]) -> list[Scored]:
-        results = _verify(rollouts, workers, all_tests=False)
+        results = _verify(rollouts, workers, all_tests=all_tests)
         return [
             Scored(r, 1.0 if v.passed else 0.0, v.passed, v.verdict)
             for r, v in zip(rollouts, results, strict=True)
         ]
 
     return score
+
+
+@REWARDS.register("pass")
+def pass_reward(workers: int | None = None) -> RewardFn:
+    return _pass(workers, all_tests=True)
+
+
+@REWARDS.register("pass_early_stop")
+def pass_early_stop_reward(workers: int | None = None) -> RewardFn:
+    return _pass(workers, all_tests=False)
 
 
 @REWARDS.register("tests_fraction")
@@ -58,3 +75,32 @@ def tests_fraction_reward(workers: int | None = None) -> RewardFn:
         ]
 
     return score
+
+
+def on_test_set(reward: RewardFn, tests_dir: str) -> RewardFn:
+    """`reward`, judging each rollout's problem with the augmented test set in `tests_dir`
+    added to its own tests (the Scored rollouts are the ones given)."""
+    from dataclasses import replace
+
+    from cppo_bench.augment.store import read_test_set, with_tests
+
+    ts = read_test_set(tests_dir)
+    cache: dict[int, object] = {}
+
+    def stronger(problem):  # noqa: ANN001, ANN202 - a Problem in, a Problem out
+        if id(problem) not in cache:
+            cache[id(problem)] = (problem, with_tests([problem], ts)[0])
+        return cache[id(problem)][1]  # type: ignore[index]
+
+    def score(rollouts: Sequence[Rollout]) -> list[Scored]:
+        judged = [replace(r, request=replace(r.request, problem=stronger(r.request.problem)))
+                  for r in rollouts]  # fmt: skip
+        return [replace(s, rollout=r) for s, r in zip(reward(judged), rollouts, strict=True)]
+
+    return score
+
+
+def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
+    """REWARDS[cfg.reward], on cfg.reward_tests' augmented tests when one is set."""
+    fn = REWARDS.get(cfg.reward)(cfg.verify_workers or None)
+    return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn

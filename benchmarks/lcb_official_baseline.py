@@ -1,0 +1,157 @@
+"""Our verifier against the REAL LiveCodeBench evaluator, end to end, same programs, same run.
+
+The official evaluator is LiveCodeBench's `lcb_runner/evaluation/compute_code_generation_metrics
+.evaluate_generations` (a process pool; per program a Manager and a Process that execs every
+test in-process with `testing_util.run_test`, no isolation). It is not on PyPI: pass the
+path of a local clone (`git clone https://github.com/LiveCodeBench/LiveCodeBench /tmp/lcb`);
+nothing of it is copied here.
+
+Workload: the shared APPS sample has one test per problem, so tests are generated: each
+integer of the sample input is redrawn (uniformly in [1, itself], the first line kept), and
+an input is kept when the problem's first two references agree on its output (or the one
+reference runs cleanly); outputs are the references' (the workload is cached as JSON).
+
+    python benchmarks/lcb_official_baseline.py --lcb-clone /tmp/lcb [--programs 50]
+        [--tests 17] [--workers 2] [--rounds 5] [--workload /tmp/lcb_workload.json]
+
+Prints the median seconds of each evaluator over alternating rounds and their ratio
+(official / ours: above 1 means we are faster), with every round's numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from cppo_bench.benchmarks import load_benchmark  # noqa: E402
+from cppo_bench.problem import Problem, Test  # noqa: E402
+from cppo_bench.verifier import VerifyJob, verify_batch  # noqa: E402
+
+_INT = re.compile(r"(?<![\w.-])\d+(?![\w.])")
+
+
+def _perturb(text: str, rng: random.Random) -> str:
+    first, sep, rest = text.partition("\n")
+    return first + sep + _INT.sub(lambda m: str(rng.randint(1, max(1, int(m.group())))), rest)
+
+
+def _run_ref(code: str, data: str) -> str | None:
+    try:
+        done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
+                              text=True, timeout=3)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+
+
+def build_workload(data: Path, programs: int, tests: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out: list[dict] = []
+    for path in sorted(data.glob("*.jsonl")):
+        for p in load_benchmark("apps", str(path), difficulty="all", subset=0).problems:
+            if len(out) >= programs:
+                return out
+            refs = p.reference_solutions[:2]
+            if not refs or p.tests[0].mode != "stdin" or p.uid.endswith("/49"):
+                continue
+            candidates = [p.tests[0].input] + [
+                _perturb(p.tests[0].input, rng) for _ in range(3 * tests)
+            ]
+            cases = []
+            with ThreadPoolExecutor(2) as pool:
+                for inp in candidates:
+                    outs = list(pool.map(lambda c, i=inp: _run_ref(c, i), refs))
+                    if outs[0] is not None and all(o == outs[0] for o in outs):
+                        cases.append((inp, outs[0]))
+                    if len(cases) == tests:
+                        break
+            if len(cases) == tests:
+                out.append({"uid": p.uid, "code": refs[0], "tests": cases})
+                print(f"workload: {len(out)}/{programs} {p.uid}", file=sys.stderr)
+    return out
+
+
+def run_ours(work: list[dict], workers: int) -> float:
+    jobs = [
+        VerifyJob(Problem("apps", w["uid"], "", tests=tuple(Test(i, o) for i, o in w["tests"]),
+                          checker="lcb", time_limit_s=6.0), w["code"])
+        for w in work
+    ]  # fmt: skip
+    start = time.perf_counter()
+    results = verify_batch(jobs, workers=workers, all_tests=True)
+    elapsed = time.perf_counter() - start
+    print(f"  ours: {sum(r.tests_passed for r in results)} tests passed", file=sys.stderr)
+    return elapsed
+
+
+def run_official(work: list[dict], workers: int, clone: Path) -> float:
+    code = (
+        "import json, sys, time\n"
+        f"sys.path.insert(0, {str(clone)!r})\n"
+        "from lcb_runner.evaluation.compute_code_generation_metrics import evaluate_generations\n"
+        "work = json.load(sys.stdin)\n"
+        "samples = [{'input_output': json.dumps({'inputs': [i for i, _ in w['tests']],\n"
+        "            'outputs': [o for _, o in w['tests']]})} for w in work]\n"
+        "gens = [[w['code']] for w in work]\n"
+        "start = time.perf_counter()\n"
+        f"res, _ = evaluate_generations(samples, gens, num_process_evaluate={workers}, timeout=6)\n"
+        "elapsed = time.perf_counter() - start\n"
+        "passed = sum(x is True for r in res.values() for g in r for x in g)\n"
+        "print(json.dumps({'elapsed': elapsed, 'passed': passed}))\n"
+    )
+    # its own interpreter (it sets process-wide limits); the import is not timed, our
+    # imports are not either (this process has them loaded)
+    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(work),
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"  official: {got['passed']} tests passed", file=sys.stderr)
+    return float(got["elapsed"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lcb-clone", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "apps")
+    parser.add_argument("--programs", type=int, default=50)
+    parser.add_argument("--tests", type=int, default=17)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workload", type=Path, default=Path("/tmp/lcb_workload.json"))
+    args = parser.parse_args()
+    if not (args.lcb_clone / "lcb_runner" / "evaluation" / "testing_util.py").is_file():
+        sys.exit(f"{args.lcb_clone}: not a LiveCodeBench clone (no lcb_runner/evaluation)")
+    if args.workload.is_file():
+        work = json.loads(args.workload.read_text())
+    else:
+        work = build_workload(args.data, args.programs, args.tests, args.seed)
+        args.workload.write_text(json.dumps(work))
+    n_tests = sum(len(w["tests"]) for w in work)
+    ours, official = [], []
+    for r in range(args.rounds):
+        for name, fn in (("ours", lambda: run_ours(work, args.workers)),
+                         ("official", lambda: run_official(work, args.workers, args.lcb_clone))):  # fmt: skip
+            t = fn()
+            (ours if name == "ours" else official).append(t)
+            print(f"round {r}: {name} {t:.2f}s", file=sys.stderr)
+    mo, mf = statistics.median(ours), statistics.median(official)
+    print(json.dumps({
+        "programs": len(work), "tests": n_tests, "workers": args.workers,
+        "rounds": args.rounds, "ours_s": ours, "official_s": official,
+        "ours_median_s": round(mo, 3), "official_median_s": round(mf, 3),
+        "ratio_official_over_ours": round(mf / mo, 3),
+    }, indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

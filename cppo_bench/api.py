@@ -1,0 +1,247 @@
+"""The Python API: the functions behind `cppo-bench data`, `verify` and `run`, callable from a
+script or a notebook. The CLI commands call these, so the two cannot drift. Re-exported from
+`cppo_bench` (``from cppo_bench import load_benchmark, verify, run``); `load_runs` and
+`stats` are in cppo_bench.frames and cppo_bench.stats.
+
+Every function raises one-line errors (DataError, OptionError, UnknownNameError: all
+ValueError or KeyError) naming the input that is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cppo_bench.problem import DataError, LoadResult, Problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cppo_bench.backends.base import Backend
+    from cppo_bench.pipeline import Reporter, RunResult
+    from cppo_bench.verifier.records import VerifyResult
+
+Verdict = Any  # cppo_bench.verifier.VerifyResult (imported lazily: the verifier is not small)
+
+
+def load_result(
+    name: str,
+    data: str | Path | None = None,
+    *,
+    limit: int | None = None,
+    strict: bool = False,
+    unique: bool = True,
+    **options: Any,
+) -> LoadResult:
+    """Benchmark `name` as the loaders return it: the problems, plus the skipped records and
+    notes that `cppo-bench data show` reports. A source without a usable problem, or (with
+    `unique`, as a run needs) with a problem id twice, is a DataError naming it."""
+    from cppo_bench.benchmarks import load_benchmark as load
+    from cppo_bench.benchmarks import require_problems
+
+    data = None if data is None else str(data)
+    result = require_problems(load(name, data, limit=limit, strict=strict, **options), name)
+    ids = [p.problem_id for p in result.problems]
+    if unique and len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DataError(f"{result.source or name}: problem id {dup!r} appears twice")
+    return result
+
+
+def load_benchmark(
+    name: str,
+    data: str | Path | None = None,
+    *,
+    limit: int | None = None,
+    strict: bool = False,
+    **options: Any,
+) -> list[Problem]:
+    """The problems of benchmark `name` (see `cppo-bench data list`), from `data` (a local
+    file or folder) or, without it, the benchmark's hub dataset (`demo` ships with the
+    package). `options` are the loader options `-o KEY=VALUE` sets on the command line, e.g.
+    ``difficulty="easy"``. Malformed records are skipped (``strict=True``: stop at the first);
+    `load_result` also returns them."""
+    return load_result(name, data, limit=limit, strict=strict, **options).problems
+
+
+def verify(
+    problems: Sequence[Problem],
+    programs: Sequence[str],
+    *,
+    workers: int | None = None,
+    all_tests: bool = False,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+    **limits: Any,
+) -> list[VerifyResult]:
+    """Verdicts of `programs[i]` on `problems[i]`'s tests, in the sandboxed verifier (a
+    program may be a whole model completion: its last Python block is extracted).
+    `limits` override the per-test defaults (cppo_bench.verifier.Limits: ``time_s``,
+    ``memory_mb``, ``output_mb``, ...); a problem's own limits still take precedence.
+    Each verdict has ``verdict`` (AC, WA, TLE, MLE, RE, CE, EMPTY), ``passed``,
+    ``tests_passed``, ``tests_total``, ``detail`` and the resources used."""
+    from cppo_bench.verifier import Limits, VerifyJob, verify_batch
+
+    if isinstance(programs, str):
+        raise DataError("programs: give a sequence of programs, one per problem, not one string")
+    if len(problems) != len(programs):
+        raise DataError(f"{len(problems)} problems but {len(programs)} programs: give one each")
+    known = {f.name for f in dataclasses.fields(Limits)}
+    unknown = sorted(set(limits) - known)
+    if unknown:
+        raise DataError(f"unknown limit(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    jobs = [VerifyJob(p, code) for p, code in zip(problems, programs, strict=True)]
+    return verify_batch(
+        jobs,
+        workers=workers,
+        all_tests=all_tests,
+        cache_dir=None if cache_dir is None else Path(cache_dir),
+        progress=progress,
+        limits=Limits(**limits),
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """What `run` computed or resumed: one result per seed, in the order of `seeds`."""
+
+    results: tuple[RunResult, ...]
+    out: Path  # the run store's root
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        return [r.run_dir for r in self.results]
+
+    @property
+    def pass_at_k(self) -> dict[int, float | None]:
+        """seed -> pass@K of the problems of this invocation (first-K rule)."""
+        return {r.manifest.seed: r.summary["pass_at_k"] for r in self.results}
+
+    def frame(self) -> pd.DataFrame:
+        """The runs' per-problem rows (`load_runs` on each run directory)."""
+        import pandas as pd
+
+        from cppo_bench.frames import load_runs
+
+        return pd.concat([load_runs(d) for d in self.run_dirs], ignore_index=True)
+
+
+def _seeds(seeds: int | str | Sequence[int]) -> list[int]:
+    if isinstance(seeds, int):
+        return [seeds]
+    if isinstance(seeds, str):
+        try:
+            seeds = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise DataError(f"seeds {seeds!r}: not a comma-separated list of integers") from None
+    out = [int(s) for s in seeds]
+    if not out or len(set(out)) != len(out):
+        raise DataError(f"seeds {list(seeds)!r}: give distinct seeds, e.g. 0,1,2")
+    return out
+
+
+@contextmanager
+def _given(backend: Backend) -> Iterator[Backend]:
+    yield backend  # a backend object the caller made: the caller closes it
+
+
+def run(
+    method: str,
+    bench: str,
+    *,
+    model: str | None = None,
+    backend: str | Backend = "hf",
+    k: int = 4,
+    seeds: int | str | Sequence[int] = (0,),
+    out: str | Path = "runs",
+    data: str | Path | None = None,
+    limit: int | None = None,
+    shard: tuple[int, int] | None = None,
+    temperature: float = 0.7,
+    top_p: float = 0.95,
+    max_tokens: int = 2048,
+    method_options: Mapping[str, Any] | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+    loader_options: Mapping[str, Any] | None = None,
+    chunk_size: int = 16,
+    workers: int | None = None,
+    tags: Mapping[str, Any] | None = None,
+    lock_wait: float = 0.0,
+    tests: str | Path | Any | None = None,
+    session: Callable[[int], AbstractContextManager[Reporter | None]] | None = None,
+    on_loaded: Callable[[LoadResult], None] | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> Run:
+    """Generate `k` attempts per problem of `bench` with `method`, verify them and store one
+    resumable run per seed under `out` (what `cppo-bench run` does; the same arguments
+    resume or extend a run). `backend` is a name (hf, vllm, openai, or
+    ``package.module:factory``) or a Backend object of your own (closed by you); `model`
+    defaults to the backend's default model (for hf: the embedded SmolLM2-135M-Instruct).
+    `tags` go into the manifest (``{"trained": "pkpo", "base_model": ..., "train_seed": 0}``
+    for a trained checkpoint). `session(seed)` may give a context yielding a progress
+    reporter (cppo_bench.pipeline.Reporter); `on_loaded` and `on_result` hear about the
+    data loaded and each seed's result. `tests`: an augmented test set (`cppo-bench augment`
+    folder, or its TestSet) whose tests are added to every problem it covers; its hash is part
+    of the run's identity, so a run on augmented tests is a different run."""
+    from cppo_bench.augment.store import identity, read_test_set, with_tests
+    from cppo_bench.backends.base import SamplingParams
+    from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
+    from cppo_bench.methods import METHODS
+    from cppo_bench.pipeline import RunSpec, execute
+
+    METHODS.get(method)  # an unknown method before anything loads
+    seed_list = _seeds(seeds)
+    test_set = read_test_set(Path(tests)) if isinstance(tests, str | Path) else tests
+    if test_set is not None and test_set.bench != bench:
+        raise DataError(f"test set {test_set.path}: made for {test_set.bench}, not {bench}")
+    # the whole dataset: it identifies the run; limit and shard select from it
+    loaded = load_result(bench, data, **dict(loader_options or {}))
+    if on_loaded is not None:
+        on_loaded(loaded)
+    if test_set is not None:
+        loaded.problems = with_tests(loaded.problems, test_set)
+    if isinstance(backend, str):
+        name = backend
+        label = model or default_model_label(name, backend_factory(name))
+        opened = open_backend(name, model, dict(backend_options or {}))
+    else:
+        name = str(getattr(backend, "name", type(backend).__name__))
+        label = model or str(getattr(backend, "model_id", f"{name}-default"))
+        opened = _given(backend)
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+    results = []
+    with opened as live:
+        for seed in seed_list:
+            spec = RunSpec(
+                method=method,
+                bench=bench,
+                model=label,
+                backend=name,
+                k=k,
+                seed=seed,
+                sampling=sampling,
+                method_options=dict(method_options or {}),
+                chunk_size=chunk_size,
+                verify_workers=workers,
+                tags={**dict(tags or {}), **identity(test_set)},
+                limit=limit,
+                shard=shard,
+            )
+            with session(seed) if session is not None else nullcontext() as reporter:
+                result = execute(
+                    spec,
+                    loaded.problems,
+                    live,
+                    Path(out),
+                    data_source=loaded.source or bench,
+                    reporter=reporter,
+                    lock_wait=lock_wait,
+                )
+            if on_result is not None:
+                on_result(result)
+            results.append(result)
+    return Run(tuple(results), Path(out))

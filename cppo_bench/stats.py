@@ -1,0 +1,199 @@
+"""Statistics on a results frame (`cppo_bench.load_runs` or `cppo_bench.frames.read_outcomes`),
+as DataFrames; `cppo-bench stats` prints exactly these. The math is cppo_bench.metrics'
+(pass@K estimators, the study's uncertainty rule in metrics/uncertainty.py, the hierarchical
+bootstrap, the per-seed t interval); this module only groups and tabulates.
+
+    import cppo_bench as cb
+    frame = cb.load_runs("runs/")
+    cb.stats.pass_at_k(frame, k=[1, 4])      # mean ± the study's uncertainty, with n
+    cb.stats.bootstrap(frame, a="cppo")      # one-sided p that cppo beats the best baseline
+    cb.stats.seeds(frame, a="cppo", b="pkpo")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from cppo_bench.problem import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["bootstrap", "pass_at_k", "seeds", "tokens"]
+
+
+def _ks(k: int | Sequence[int]) -> list[int]:
+    ks = [k] if isinstance(k, int) else [int(x) for x in k]
+    if not ks or min(ks) < 1:
+        raise DataError(f"every k must be >= 1, got {k!r}")
+    return ks
+
+
+def _scored(frame: pd.DataFrame, k: int, estimator: str, select: str | None, seed: int) -> Any:
+    from cppo_bench.frames import rows_of
+    from cppo_bench.metrics.table import group_scores, row_scores
+
+    rows = rows_of(frame)
+    scores = row_scores(rows, k, estimator=estimator, select=select, seed=seed)  # type: ignore[arg-type]
+    return rows, scores, group_scores(rows, scores)
+
+
+def pass_at_k(
+    frame: pd.DataFrame,
+    k: int | Sequence[int] = (1, 2, 4),
+    *,
+    estimator: str = "first",
+    select: str | None = None,
+    spread: str = "study",
+    resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """pass@k per benchmark, method and k: the mean and the study's uncertainty (trained
+    methods: std over training seeds; inference-only: bootstrap SE over problems; `spread`
+    "seed-std" or "bootstrap-se" forces one), with its coverage. Columns: benchmark,
+    method, k, mean, spread, spread_kind, problems, problems_total, partial, seeds,
+    missing, text (what `cppo-bench stats passk` prints) and `cell` (the StatsCell).
+    `estimator` "first": the first-K rule on the rollout (each run's own `select`, unless
+    given); "unbiased": 1 - C(n-c,k)/C(n,k). Warnings (a method whose seeds share no
+    problem) are in ``.attrs["warnings"]``."""
+    import pandas as pd
+
+    from cppo_bench.metrics.cells import stats_cells
+
+    out, warnings = [], []
+    for kk in _ks(k):
+        rows, _, nested = _scored(frame, kk, estimator, select, seed)
+        cells, warned = stats_cells(rows, nested, kk, spread, resamples, seed)  # type: ignore[arg-type]
+        warnings += [w for w in warned if w not in warnings]
+        for c in cells:
+            d = c.to_dict()
+            del d["std"], d["std_over"], d["validity"]
+            out.append({**d, "text": str(c.value), "cell": c})
+    result = pd.DataFrame(out)
+    result.attrs["warnings"] = warnings
+    return result
+
+
+def bootstrap(
+    frame: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str] = (),
+    *,
+    k: int = 4,
+    resamples: int = 1000,
+    alpha: float = 0.05,
+    estimator: str = "first",
+    select: str | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The study's dagger test per benchmark: a hierarchical bootstrap (problems and seeds
+    resampled) of the one-sided p that each method of `a` beats the strongest of `b`
+    (default: every other method) on the problems they share. One row per benchmark and
+    method of `a`: score, baseline, baseline_score, p_value, significant (p < alpha),
+    problems (shared), dropped (not in every run), resamples. Benchmarks lacking a method
+    are listed in ``.attrs["skipped"]``."""
+    import pandas as pd
+
+    from cppo_bench.metrics import dagger_marks, hierarchical_bootstrap
+    from cppo_bench.metrics.table import method_matrices
+
+    cands = [a] if isinstance(a, str) else list(a)
+    bases = [b] if isinstance(b, str) else list(b)
+    out, skipped = [], []
+    for bench, methods in sorted(_scored(frame, k, estimator, select, seed)[2].items()):
+        pool = bases or [m for m in sorted(methods) if m not in cands]
+        missing = [m for m in (*cands, *pool) if m not in methods]
+        if missing or not pool:
+            skipped.append(
+                f"{bench}: skipped (no results for {', '.join(missing) or 'any baseline'})"
+            )
+            continue
+        arrays, shared, dropped = method_matrices(methods, [*cands, *pool])
+        result = hierarchical_bootstrap(arrays, resamples=resamples, seed=seed)
+        for d in dagger_marks(result, cands, pool, alpha):
+            out.append({
+                "benchmark": bench, "method": d.method, "score": result.observed[d.method],
+                "baseline": d.baseline, "baseline_score": result.observed[d.baseline],
+                "p_value": d.p_value, "significant": d.significant,
+                "problems": len(shared), "dropped": dropped, "resamples": resamples,
+            })  # fmt: skip
+    table = pd.DataFrame(out)
+    table.attrs["skipped"] = skipped
+    return table
+
+
+def seeds(
+    frame: pd.DataFrame,
+    a: str,
+    b: str,
+    *,
+    k: int = 4,
+    confidence: float = 0.95,
+    estimator: str = "first",
+    select: str | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per-seed differences A - B of benchmark pass@k (B matched seed by seed, or its single
+    run for every seed of A), their mean and Student-t interval. One row per benchmark with
+    both: benchmark, method ("A - B"), deltas (list), mean, low, high, confidence, ci."""
+    import pandas as pd
+
+    from cppo_bench.metrics import seed_difference_ci
+    from cppo_bench.metrics.table import method_matrices
+
+    out = []
+    for bench, methods in sorted(_scored(frame, k, estimator, select, seed)[2].items()):
+        if a not in methods or b not in methods:
+            continue
+        arrays, _, _ = method_matrices(methods, [a, b])
+        sa, sb = sorted(methods[a]), sorted(methods[b])
+        pa, pb = arrays[a].mean(axis=1), arrays[b].mean(axis=1)
+        if len(sb) == 1:
+            d = [float(x - pb[0]) for x in pa]
+        else:
+            common = sorted(set(sa) & set(sb))
+            d = [float(pa[sa.index(s)] - pb[sb.index(s)]) for s in common]
+        ci = seed_difference_ci(d, confidence)
+        out.append({
+            "benchmark": bench, "method": f"{a} - {b}", "deltas": d, "mean": ci.mean,
+            "low": ci.low, "high": ci.high, "confidence": confidence, "ci": ci,
+        })  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def tokens(
+    frame: pd.DataFrame,
+    *,
+    k: int = 4,
+    estimator: str = "first",
+    select: str | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Decoded tokens per problem (prompt excluded) and pass@k per 10k decoded tokens, per
+    benchmark and method: planner, solver, tokens (means; None where a row lacks counts),
+    pass_at_k, per_10k."""
+    import pandas as pd
+
+    from cppo_bench.metrics import pass_per_10k_tokens, summarise_tokens
+
+    rows, scores, _ = _scored(frame, k, estimator, select, seed)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r.benchmark, r.method), []).append(i)
+    out = []
+    for (bench, method), idx in sorted(groups.items()):
+        pk = float(scores[idx].mean())
+        line: dict[str, Any] = {"benchmark": bench, "method": method, "planner": None,
+                                "solver": None, "tokens": None, "pass_at_k": pk, "per_10k": None}  # fmt: skip
+        if all(
+            rows[i].planner_tokens is not None and rows[i].solver_tokens is not None for i in idx
+        ):
+            t = summarise_tokens(
+                [rows[i].planner_tokens for i in idx], [rows[i].solver_tokens for i in idx]
+            )
+            line.update(planner=t.planner_mean, solver=t.solver_mean, tokens=t.mean)
+            if t.mean > 0:
+                line["per_10k"] = pass_per_10k_tokens(pk, t.mean)
+        out.append(line)
+    return pd.DataFrame(out)
