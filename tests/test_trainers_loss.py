@@ -85,13 +85,19 @@ def logit_grads(model: LlamaForCausalLM, batch: PolicyBatch, cfg: LossConfig) ->
         out.retain_grad()
         seen["logits"] = out
 
+    import trainers.core.loss as lossmod
+
     handle = model.lm_head.register_forward_hook(hook)
+    # every position's logits, so gradients line up with (B, T) positions; that the kept-
+    # positions path gives the same answer is tests/test_trainers_logits_keep.py's job
+    real, lossmod.takes_logits_to_keep = lossmod.takes_logits_to_keep, lambda m: False
     try:
         model.zero_grad()
         loss, _ = policy_loss(model, batch, cfg)
         loss.backward()
     finally:
         handle.remove()
+        lossmod.takes_logits_to_keep = real
     return seen["logits"].grad.detach().clone()
 
 

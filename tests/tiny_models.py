@@ -160,8 +160,11 @@ def tiny_llama(dest: Path, seed: int = 0, chat_template: str | None = PLAIN_TEMP
     return _save(LlamaForCausalLM(cfg), tok, dest)
 
 
-def tiny_qwen35(dest: Path, seed: int = 0, chat_template: str = QWEN35_LIKE_TEMPLATE) -> Path:
-    """Hub-shaped Qwen3.5: 4 text layers, 3 linear-attention (gated delta net) + 1 full."""
+def tiny_qwen35(
+    dest: Path, seed: int = 0, chat_template: str = QWEN35_LIKE_TEMPLATE, head_dim: int = 8
+) -> Path:
+    """Hub-shaped Qwen3.5: 4 text layers, 3 linear-attention (gated delta net) + 1 full.
+    ``head_dim`` (every head, full and linear): vLLM's CPU attention needs >= 32."""
     import torch
     from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
@@ -169,15 +172,15 @@ def tiny_qwen35(dest: Path, seed: int = 0, chat_template: str = QWEN35_LIKE_TEMP
     torch.manual_seed(seed)
     text = {
         "vocab_size": len(tok),
-        "hidden_size": 32,
-        "intermediate_size": 64,
+        "hidden_size": 4 * head_dim,
+        "intermediate_size": 8 * head_dim,
         "num_hidden_layers": 4,
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
-        "head_dim": 8,
+        "head_dim": head_dim,
         "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8,
+        "linear_key_head_dim": head_dim,
+        "linear_value_head_dim": head_dim,
         "linear_num_key_heads": 2,
         "linear_num_value_heads": 4,
         "layer_types": ["linear_attention"] * 3 + ["full_attention"],
@@ -189,7 +192,7 @@ def tiny_qwen35(dest: Path, seed: int = 0, chat_template: str = QWEN35_LIKE_TEMP
         "hidden_size": 16,
         "intermediate_size": 32,
         "num_heads": 2,
-        "out_hidden_size": 32,
+        "out_hidden_size": 4 * head_dim,
         "num_position_embeddings": 16,
     }
     cfg = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False)

@@ -99,7 +99,9 @@ def logprobs_from_logits(
     # over the vocabulary and its backward then run on the response tokens alone, not on the
     # (much longer) prompts: what makes the update cost about a bare forward + backward.
     b, t = input_ids.shape
-    out = logits.new_zeros((b, t), dtype=torch.float32)
+    # zeros that still hang on the graph: a micro-batch with no trained token (the padding that
+    # keeps DDP / FSDP processes in step) must run a backward, and its collectives, like any
+    out = logits[..., 0].float() * 0.0
     for i in range(b):
         ids_row = input_ids[i, 1:]
         if only is None:
@@ -125,8 +127,57 @@ def token_logprobs(
 ) -> Tensor:
     """(B, T) log-probs aligned with input_ids (entry [b, t] scores token t); differentiable.
     ``only``: score just these (B, T) tokens, 0 elsewhere. ``temperature``: of softmax(logits/T)."""
+    if only is not None and takes_logits_to_keep(model):
+        # the head runs only where a scored token is predicted: no (B, T, V) logits over the
+        # prompts (at a 248k vocabulary, gigabytes per micro-batch)
+        keep = only[:, 1:].bool().any(0).nonzero(as_tuple=True)[0]
+        if keep.numel() == 0:  # nothing scored: one position keeps the graph (and collectives)
+            keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
+        out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
+        return _logprobs_at(out.logits, keep, input_ids, only, temperature)
     logits = _logits(model, input_ids, attention_mask)
     return logprobs_from_logits(logits, input_ids, only, temperature)
+
+
+def takes_logits_to_keep(model: nn.Module) -> bool:
+    """Whether the (possibly wrapped: DDP, DeepSpeed) model's forward has ``logits_to_keep``
+    (transformers causal LMs since 4.50)."""
+    import inspect
+
+    inner = getattr(model, "module", model)
+    cls = type(inner)
+    cached = _KEEP.get(cls)
+    if cached is None:
+        try:
+            cached = "logits_to_keep" in inspect.signature(cls.forward).parameters
+        except (TypeError, ValueError):
+            cached = False
+        _KEEP[cls] = cached
+    return cached
+
+
+_KEEP: dict[type, bool] = {}
+
+
+def _logprobs_at(
+    logits: Tensor, keep: Tensor, input_ids: Tensor, only: Tensor, temperature: float
+) -> Tensor:
+    """(B, T) log-probs from logits kept at positions ``keep`` (logits[:, j] predicts token
+    keep[j] + 1); 0 where ``only`` is false. Same math as ``logprobs_from_logits``."""
+    b, t = input_ids.shape
+    out = logits.new_zeros((b, t), dtype=torch.float32) + logits[:, :1, 0].float() * 0.0
+    targets = input_ids[:, keep + 1] if keep.numel() and int(keep.max()) + 1 < t else None
+    for i in range(b):
+        cols = only[i, keep + 1].nonzero(as_tuple=True)[0] if targets is not None else keep[:0]
+        if cols.numel() == 0:
+            continue
+        lg = logits[i, cols].float()
+        if temperature != 1.0:
+            lg = lg / temperature
+        picked = lg.gather(-1, targets[i, cols].unsqueeze(-1)).squeeze(-1)
+        pos = keep[cols] + 1
+        out = out.index_put((torch.full_like(pos, i), pos), picked - torch.logsumexp(lg, -1))
+    return out
 
 
 @torch.no_grad()

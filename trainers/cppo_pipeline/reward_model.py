@@ -132,7 +132,9 @@ class RMKind:
 
 
 def _device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    from trainers.cppo_pipeline.ranks import device
+
+    return device()  # this process's device, not a bare "cuda"
 
 
 def _create_generative(cfg: RMConfig) -> RewardModel:

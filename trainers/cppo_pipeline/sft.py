@@ -45,6 +45,16 @@ def sft_loss(model: nn.Module, batch: PolicyBatch) -> Tensor:
     return -(logp * mask).sum() / mask.sum().clamp(min=1)
 
 
+def to_device(batch: PolicyBatch, device: Any) -> PolicyBatch:
+    """The batch's tensors on the model's device (collate builds them on the CPU)."""
+    moved = {
+        k: getattr(batch, k).to(device)
+        for k in ("input_ids", "attention_mask", "region", "advantages")
+        if getattr(batch, k) is not None
+    }
+    return batch.replace(**moved)
+
+
 def train_sft(
     model: nn.Module,
     rows: Sequence[Row],
@@ -58,13 +68,14 @@ def train_sft(
 ) -> list[float]:
     """Plain AdamW epochs; ``log(step, metrics)`` is called per step if given."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     model.train()
     losses = []
     step = 0
     for _ in range(epochs):
         for idx in torch.randperm(len(rows), generator=gen).split(batch_size):
-            batch = collate([rows[i] for i in idx.tolist()], pad_id)
+            batch = to_device(collate([rows[i] for i in idx.tolist()], pad_id), device)
             loss = sft_loss(model, batch)
             opt.zero_grad()
             loss.backward()

@@ -16,6 +16,7 @@ from cppo_bench.backends.hf import HFBackend, load_model
 from cppo_bench.plans import plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
+from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
 from trainers.cppo_pipeline.exposure import write_exposure
@@ -57,7 +58,7 @@ def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
 
 
 def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = ranks.device()  # this process's device, not every process's cuda:0
     if path is not None and artifacts.is_artifact(Path(path), "planner"):
         artifacts.read_manifest(Path(path), "planner")
     model, tok, model_id = load_model(path, dtype=torch.float32)

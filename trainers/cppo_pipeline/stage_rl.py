@@ -28,6 +28,7 @@ from cppo_bench.training_schema import GATE_LOG, read_metrics
 from trainers.core.cppo_ablation import ablation
 from trainers.core.cppo_joint import PlateauRule
 from trainers.cppo import CPPO, CPPOAlgoConfig, read_recent
+from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.audit import AuditThresholds, audit
 from trainers.cppo_pipeline.exposure import write_exposure
@@ -145,7 +146,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     rm, tau = rmod.load(Path(ctx.output("rm", "reward_model")))
     engine_cfg, algo = _algorithm(inp, "joint", tau, {}, gate_log=str(ctx.folder / GATE_LOG))
     algo.gate = gate_fn(rm)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = ranks.device()
     model, tok, _ = load_model(policy, dtype=torch.float32)
     model = model.to(device)
     rollout = HFRollout(model, tok, batch_size=engine_cfg.rollout_batch)

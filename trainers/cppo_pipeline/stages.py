@@ -22,6 +22,7 @@ from typing import Any
 
 from cppo_bench.training_schema import STAGES, TRAIN_MANIFEST
 from cppo_bench.training_schema import read_manifest as read_training_manifest
+from trainers.cppo_pipeline import ranks
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.manifest import provenance
 from trainers.engine.metrics import MetricsLog
@@ -128,6 +129,10 @@ def write_manifest(
     atomic_write_text(ctx.folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
 
 
+# single-process work: the main process runs these while the others wait (module ranks)
+SINGLE_PROCESS = frozenset({"sft", "rm", "audit"})
+
+
 def run_stages(
     out: Path,
     stages: Mapping[str, StageFn],
@@ -142,11 +147,19 @@ def run_stages(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; known: {', '.join(stages)}")
     done: dict[str, str] = {}
+    main = ranks.is_main()
     for name in [s for s in stages if s in selected]:
         folder = out / name
         if is_complete(folder):
             echo(f"[{name}] complete, skipped")
             done[name] = "skipped"
+            continue
+        single = name in SINGLE_PROCESS
+        if single and not main:  # the main process runs it; this one waits for its files
+            ranks.barrier()
+            if not is_complete(folder):
+                raise PipelineStop(name, "the main process did not complete this stage")
+            done[name] = "ran"
             continue
         folder.mkdir(parents=True, exist_ok=True)
         inputs = {s: out / s for s in stages}
@@ -154,9 +167,13 @@ def run_stages(
         echo(f"[{name}] running")
         try:
             result = stages[name](ctx)
+            if main:
+                write_manifest(ctx, "complete", result)
         except PipelineStop as stop:
-            write_manifest(ctx, "stopped", None, error=str(stop), revisit=stop.revisit)
+            if main:
+                write_manifest(ctx, "stopped", None, error=str(stop), revisit=stop.revisit)
             raise
-        write_manifest(ctx, "complete", result)
+        finally:  # one barrier per stage on every process: the others then see the manifest
+            ranks.barrier()
         done[name] = "ran"
     return done

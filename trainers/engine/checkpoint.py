@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError
-from trainers.engine import artifacts
+from trainers.engine import artifacts, sharding, weight_sync
 
 STATE_DIR = "state"
 HF_DIR = "checkpoints"
@@ -31,8 +31,16 @@ def _name(step: int) -> str:
     return f"step-{step:08d}"
 
 
-def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]) -> Path:
-    """Save the full training state after ``step`` steps; returns its folder."""
+def save_state(
+    accelerator: Any,
+    out_dir: Path,
+    step: int,
+    extra: dict[str, Any],
+    sharded: tuple[Any, Any] | None = None,
+) -> Path:
+    """Save the full training state after ``step`` steps; returns its folder. ``sharded``:
+    the (model, optimizer) the engine sharded itself (FSDP2), which accelerate does not know:
+    gathered to full tensors and written as safetensors by the main process."""
     root = Path(out_dir) / STATE_DIR
     final = root / _name(step)
     if accelerator.is_main_process:
@@ -41,6 +49,8 @@ def save_state(accelerator: Any, out_dir: Path, step: int, extra: dict[str, Any]
     tmp = artifacts.tmp_path(final)
     with artifacts.quiet():
         accelerator.save_state(str(tmp))  # every process writes its RNG state; main the rest
+    if sharded is not None:
+        sharding.save_sharded_state(*sharded, tmp, accelerator.is_main_process)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         (tmp / TRAINER_STATE).write_text(json.dumps({"step": step, **extra}, indent=2) + "\n")
@@ -64,7 +74,9 @@ def latest_state(out_dir: Path) -> Path | None:
     return folder if artifacts.is_artifact(folder, "training_state") else None
 
 
-def load_state(accelerator: Any, folder: Path) -> dict[str, Any]:
+def load_state(
+    accelerator: Any, folder: Path, sharded: tuple[Any, Any] | None = None
+) -> dict[str, Any]:
     """Restore a saved state exactly, or one DataError line: a state from elsewhere may hold
     anything, and accelerate only logs (at info level) an RNG state it cannot read, which
     would make the promised exact resume silently inexact."""
@@ -87,6 +99,8 @@ def load_state(accelerator: Any, folder: Path) -> dict[str, Any]:
         ) from None
     try:
         accelerator.load_state(str(folder))
+        if sharded is not None:
+            sharding.load_sharded_state(*sharded, folder)
     except Exception as exc:  # weights, optimizer, scheduler: any of them may be hostile
         raise DataError(
             f"{folder}: the training state cannot be loaded ({type(exc).__name__}: "
@@ -99,7 +113,17 @@ def save_hf(
     accelerator: Any, model: Any, tokenizer: Any, out_dir: Path, step: int, keep: int = 0
 ) -> Path | None:
     """Write an HF folder of the current policy (gathered from every shard); main process."""
-    state = accelerator.get_state_dict(model)  # full state dict even under FSDP / ZeRO-3
+    if sharding.is_fsdp2(model):  # sharded by the engine: accelerate does not know it
+        state = sharding.full_state_dict(model)
+    elif weight_sync.layout(accelerator.unwrap_model(model)) == "zero3":
+        # gathered module by module: no zero3_save_16bit_model flag needed, fp32 kept
+        main = accelerator.is_main_process
+        state = {}
+        for name, tensor in weight_sync.full_tensors(accelerator.unwrap_model(model)):
+            if main:
+                state[name] = tensor.detach().cpu().clone()
+    else:
+        state = accelerator.get_state_dict(model)  # full state dict even under FSDP / ZeRO-3
     root = Path(out_dir) / HF_DIR
     dest = root / _name(step)
     if not accelerator.is_main_process:

@@ -52,6 +52,17 @@ class TrainConfig:
     rollout_engine: str = "hf"
     rollout_batch: int = 8
     vllm_gpu_memory_utilization: float = 0.3
+    vllm_max_model_len: int = 0  # 0 = vLLM's default (the model's context length)
+    vllm_enforce_eager: bool = False  # True: no CUDA graphs (less memory, slower decoding)
+    # free vLLM's weights and KV cache during the update (sleep mode, where vLLM supports it)
+    vllm_sleep: bool = False
+    # the chat template's enable_thinking: the study's prompts expect a direct answer
+    enable_thinking: bool | None = False
+    # layout over several processes: auto = FSDP2 when accelerate launches with an FSDP
+    # config; fsdp2 = always shard (applied by the engine itself, also on CPU); none =
+    # replicate (DDP). One process never shards. docs/gpu.md
+    sharding: Literal["auto", "none", "fsdp2"] = "auto"
+    gradient_checkpointing: bool = False  # recompute activations in backward (memory)
     # TRL's truncated importance-sampling cap on pi_old / pi_vllm per token; null = off
     vllm_is_cap: float | None = None
     reward: str = "pass"
@@ -77,6 +88,8 @@ class TrainConfig:
             "save_every",
             "state_every",
         )
+        if self.vllm_max_model_len < 0:
+            raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = vLLM's default)")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"config {name}: must be >= 1, got {getattr(self, name)}")

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.backends import chat as chatmod
 from cppo_bench.methods.direct import render_messages, stop_strings
 from cppo_bench.problem import DataError, Problem
 from cppo_bench.prompts import DEFAULT_VERSION
 from cppo_bench.verifier import keep_sandboxes
-from trainers.engine import checkpoint, data, manifest
-from trainers.engine.algorithm import Algorithm, Messages, StepContext
+from trainers.engine import checkpoint, data, deepspeed_support, manifest, sharding
+from trainers.engine.algorithm import Algorithm, Messages
 from trainers.engine.config import TrainConfig
+from trainers.engine.context import step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_metrics
 from trainers.engine.rewards import RewardFn, reward_from_config
-from trainers.engine.rollout import ROLLOUT_ENGINES, Rollout, RolloutRequest
+from trainers.engine.rollout import ROLLOUT_ENGINES
 
 
 @dataclass
@@ -97,9 +97,28 @@ def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
         path = str(ensure_default_model()) if spec.model is None else spec.model
-        model, tokenizer, _ = load_model(path, dtype=torch.float32)
+    # every process loads at once: under ZeRO-3, zero.Init broadcasts while loading, and a
+    # process held back by main_process_first would never join it (deadlock)
+    model, tokenizer, _ = load_model(path, dtype=torch.float32)
     model.config.use_cache = False  # training forwards need no KV cache
     return model, tokenizer, model_label(spec.model), path
+
+
+def _optimizer(cfg: TrainConfig, model: Any) -> tuple[Any, Any]:
+    import torch
+
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=cfg.lr,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps,
+        weight_decay=cfg.weight_decay,
+    )
+    warm = cfg.warmup_steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
+    )
+    return optimizer, scheduler
 
 
 def model_label(model: str | None) -> str:
@@ -138,23 +157,27 @@ def train(spec: RunSpec) -> TrainResult:
 
     model, tokenizer, base_label, model_path = _load_policy(spec, accelerator)
     check_trainable_fp32(model)
+    if cfg.gradient_checkpointing:  # activations recomputed in backward: memory for time
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
     reference = None
-    if cfg.kl_beta:
+    if cfg.kl_beta and deepspeed_support.zero_stage(accelerator) == 3:
+        reference = deepspeed_support.reference(
+            model_path, dtypes[cfg.reference_dtype], accelerator
+        )
+    elif cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
-    optimizer = torch.optim.AdamW(
-        model.parameters(),
-        lr=cfg.lr,
-        betas=(cfg.adam_beta1, cfg.adam_beta2),
-        eps=cfg.adam_eps,
-        weight_decay=cfg.weight_decay,
-    )
-    warm = cfg.warmup_steps
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
-    )
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    fsdp = world > 1 and sharding.wants_fsdp(cfg.sharding)
+    if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
+        model = sharding.shard(model, accelerator.device, world)
+    optimizer, scheduler = _optimizer(cfg, model)
+    deepspeed_support.fill_config(accelerator, cfg.micro_batch_rows, cfg.max_grad_norm)
+    if fsdp:
+        scheduler = accelerator.prepare(scheduler)
+    else:
+        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     policy = accelerator.unwrap_model(model)
+    sharded_state = (model, optimizer) if fsdp else None
     pad_id = (
         tokenizer.pad_token_id
         if tokenizer.pad_token_id is not None
@@ -163,7 +186,7 @@ def train(spec: RunSpec) -> TrainResult:
 
     start = 0
     if existing is not None:
-        start = int(checkpoint.load_state(accelerator, existing)["step"])
+        start = int(checkpoint.load_state(accelerator, existing, sharded_state)["step"])
     problems = spec.training.problems
     total = data.steps_for(len(problems), cfg.prompts_per_step, cfg.epochs, cfg.max_steps)
     log = MetricsLog(out, accelerator.is_main_process)
@@ -177,6 +200,14 @@ def train(spec: RunSpec) -> TrainResult:
         "batch_size": cfg.rollout_batch,
         "model_path": model_path,
         "gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+        "max_model_len": cfg.vllm_max_model_len or None,
+        "enforce_eager": cfg.vllm_enforce_eager,
+        "sleep": cfg.vllm_sleep,
+        "chat": spec.chat,
+        "enable_thinking": cfg.enable_thinking,
+        "process_index": rank,
+        "local_process_index": accelerator.local_process_index,
+        "num_processes": world,
     }
     rollout = ROLLOUT_ENGINES.get(cfg.rollout_engine)(policy, tokenizer, engine_opts)
     reward_fn = spec.reward or reward_from_config(cfg)
@@ -197,7 +228,6 @@ def train(spec: RunSpec) -> TrainResult:
         is_cap=cfg.vllm_is_cap,
     )
     params = [p for p in model.parameters() if p.requires_grad]
-    sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
     share = cfg.prompts_per_step // world
     metrics: dict[str, Any] = {}
     saved: Path | None = None
@@ -214,7 +244,7 @@ def train(spec: RunSpec) -> TrainResult:
             timer = Timer()
             batch = data.step_problems(problems, step, cfg.prompts_per_step, spec.seed)
             local = batch[rank * share : (rank + 1) * share]
-            ctx = _context(
+            ctx = step_context(
                 step,
                 spec,
                 prompt_fn,
@@ -227,7 +257,7 @@ def train(spec: RunSpec) -> TrainResult:
                 tokenizer,
                 pad_id,
                 cfg.micro_batch_rows,
-                spec.chat,
+                (spec.chat, cfg.enable_thinking),
             )
             ctx.reduce_sum = reduce_sum  # global-batch statistics (CPPO M = 1 "loo")
             scored = algo.collect(local, ctx)
@@ -245,14 +275,15 @@ def train(spec: RunSpec) -> TrainResult:
 
                 old = None
                 if cfg.updates_per_rollout > 1:
-                    old = old_policy_logprobs(
-                        model,
-                        step_rows.rows,
-                        cfg.micro_batch_rows,
-                        pad_id,
-                        accelerator.device,
-                        cfg.temperature,
-                    )
+                    with sharding.gathered(model):  # per-process counts of forwards differ
+                        old = old_policy_logprobs(
+                            model,
+                            step_rows.rows,
+                            cfg.micro_batch_rows,
+                            pad_id,
+                            accelerator.device,
+                            cfg.temperature,
+                        )
                 for _ in range(cfg.updates_per_rollout):
                     result = policy_update(
                         accelerator,
@@ -277,7 +308,6 @@ def train(spec: RunSpec) -> TrainResult:
                 scheduler,
                 result,
                 snap,
-                sharded,
                 reduce_sum,
                 step_rows.values,
                 scored,
@@ -290,7 +320,9 @@ def train(spec: RunSpec) -> TrainResult:
             state_now = done % cfg.state_every == 0 or done == total
             hf_now = done % cfg.save_every == 0 or done == total
             if state_now:
-                checkpoint.save_state(accelerator, out, done, {"cursor": done, "seed": spec.seed})
+                checkpoint.save_state(
+                    accelerator, out, done, {"cursor": done, "seed": spec.seed}, sharded_state
+                )
             if hf_now:
                 saved = (
                     checkpoint.save_hf(accelerator, model, tokenizer, out, done, cfg.keep_folders)
@@ -305,7 +337,7 @@ def train(spec: RunSpec) -> TrainResult:
             if stopped is not None:  # end here, with this step's state and HF folder on disk
                 if not state_now:
                     state = {"cursor": done, "seed": spec.seed}
-                    checkpoint.save_state(accelerator, out, done, state)
+                    checkpoint.save_state(accelerator, out, done, state, sharded_state)
                 if not hf_now:
                     saved = (
                         checkpoint.save_hf(
@@ -325,49 +357,6 @@ def train(spec: RunSpec) -> TrainResult:
         final = out / checkpoint.HF_DIR / "final"
         saved = final if final.exists() else None
     return TrainResult(out, total, saved, metrics, base_label, stopped)
-
-
-def _context(
-    step: int,
-    spec: RunSpec,
-    prompt_fn: Any,
-    stop: tuple[str, ...],
-    rollout: Any,
-    sampling: Any,
-    reward_fn: RewardFn,
-    timer: Timer,
-    policy: Any,
-    tokenizer: Any,
-    pad_id: int,
-    micro: int,
-    chat: str,
-) -> StepContext:
-    from trainers.engine.update import completion_logprobs
-
-    def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
-        with timer.phase("rollout"):
-            out = rollout.generate(reqs, sampling)
-        timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
-            len(r.completion_ids) for r in out
-        )
-        return out
-
-    def score(rollouts: Sequence[Rollout]) -> list[Any]:
-        with timer.phase("verify"):
-            return reward_fn(rollouts)
-
-    return StepContext(
-        step=step,
-        seed=spec.seed,
-        prompt=prompt_fn,
-        stop=stop,
-        generate=generate,
-        score=score,
-        completion_logprobs=lambda pairs: completion_logprobs(
-            policy, pairs, pad_id, micro, sampling.temperature
-        ),
-        encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), chat),
-    )
 
 
 def check_resumable(out: Path, spec: RunSpec) -> None:

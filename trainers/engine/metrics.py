@@ -81,20 +81,30 @@ def reduce_values(values: Mapping[str, Sequence[float]], all_reduce_sum: Any) ->
 class ParamSnapshot:
     """The trainable parameters before a step, to measure ||delta theta|| after it.
 
-    Costs one copy of the (local shard of the) parameters; ``sharded`` sums the squared
-    norms over processes (FSDP / ZeRO-3 shards), replicated parameters (DDP) do not."""
+    The copy is of this process's part of each parameter (its shard under FSDP2 / ZeRO-3),
+    kept in host memory: no second copy of the weights on the accelerator. Squared norms of
+    shards are summed over processes; replicated parameters (DDP, ZeRO-1/2) are counted once.
+    """
 
     def __init__(self, params: Sequence[torch.Tensor]) -> None:
+        from trainers.engine.sharding import local
+
         self.params = list(params)
-        self.before = [p.detach().clone() for p in self.params]
+        self.before = [local(p.detach())[0].to("cpu", copy=True) for p in self.params]
 
     def step_norm(self, all_reduce_sum: Any | None = None) -> float:
-        sq = torch.zeros((), dtype=torch.float64)
+        """||theta_after - theta_before||_2 over every process; a collective when
+        ``all_reduce_sum`` is given (every process calls it)."""
+        from trainers.engine.sharding import local
+
+        sq = torch.zeros(2, dtype=torch.float64)  # [sharded parts, replicated parameters]
         for p, b in zip(self.params, self.before, strict=True):
-            sq += (p.detach().double() - b.double()).pow(2).sum().cpu()
+            now, split = local(p.detach())
+            sq[0 if split else 1] += (now.double().cpu() - b.double()).pow(2).sum()
         if all_reduce_sum is not None:
-            sq = all_reduce_sum(sq.reshape(1)).reshape(())
-        return float(sq.sqrt())
+            sharded = all_reduce_sum(sq[:1].clone())
+            sq = torch.cat([sharded.reshape(1), sq[1:]])
+        return float(sq.sum().sqrt())
 
 
 class MetricsLog:
@@ -135,7 +145,6 @@ def step_metrics(
     scheduler: Any,
     result: Any,
     snap: ParamSnapshot | None,
-    sharded: bool,
     reduce_sum: Any,
     values: dict[str, list[float]],
     scored: Sequence[Any],
@@ -170,5 +179,5 @@ def step_metrics(
     }
     m["time_step"] = sum(t.get(k, 0.0) for k in ("rollout", "verify", "advantage", "update"))
     if snap is not None:
-        m["param_step_norm"] = snap.step_norm(reduce_sum if sharded else None)
+        m["param_step_norm"] = snap.step_norm(reduce_sum)
     return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in m.items()}

@@ -106,10 +106,24 @@ class _TokenHF(HFBackend):
 class HFRollout:
     """The policy generates its own rollouts (CPU, or a GPU without vLLM)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 8, chat: str = "auto"):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int = 8,
+        chat: str = "auto",
+        enable_thinking: bool | None = False,
+    ):
         device = str(next(model.parameters()).device)
         self.backend = _TokenHF(
-            model, tokenizer, "policy", device=device, batch_size=batch_size, chat=chat
+            model,
+            tokenizer,
+            "policy",
+            device=device,
+            batch_size=batch_size,
+            chat=chat,
+            enable_thinking=enable_thinking,
         )
 
     def generate(
@@ -136,4 +150,10 @@ class HFRollout:
 
 @ROLLOUT_ENGINES.register("hf")
 def make_hf_rollout(model: Any, tokenizer: Any, options: Mapping[str, Any]) -> RolloutEngine:
-    return HFRollout(model, tokenizer, batch_size=int(options.get("batch_size", 8)))
+    return HFRollout(
+        model,
+        tokenizer,
+        batch_size=int(options.get("batch_size", 8)),
+        chat=str(options.get("chat", "auto")),
+        enable_thinking=options.get("enable_thinking", False),
+    )

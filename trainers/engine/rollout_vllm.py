@@ -1,9 +1,22 @@
 """``vllm`` rollout engine: a colocated vLLM engine that gets the policy's weights in place.
 
-After every optimizer step the trainer calls ``sync(model)``: the policy's full state dict is
-streamed into the engine's model with ``load_weights`` (no disk round trip) and the prefix
-cache is reset (cached KV blocks were computed by the old weights). vLLM is imported lazily;
-the engine is built from the policy's starting folder, so its tokenizer and config match.
+After every optimizer step the trainer calls ``sync(model)``: the policy's weights are
+gathered to full tensors one at a time (``weight_sync.full_tensors``: DTensor / FSDP1 /
+ZeRO-3), renamed to what the engine's model class expects (``weight_sync.vllm_names``: a
+Qwen3.5 or Gemma 4 text policy into the multimodal class's ``model.language_model.*``) and
+streamed into the engine with ``load_weights`` (no disk round trip); then the prefix cache is
+reset (cached KV blocks were computed by the old weights). vLLM is imported lazily; the engine
+is built from the policy's starting folder, so its tokenizer and config match.
+
+One engine per process: under torchrun / ``accelerate launch`` (WORLD_SIZE > 1) it is built
+with vLLM's ``external_launcher`` executor, which reads RANK / LOCAL_RANK and puts each
+process's engine on its own GPU (the uniprocess executor would put every one on cuda:0), as
+TRL's colocate mode does. Building the engine reseeds the global RNGs (vLLM's
+``set_random_seed``): the trainer's RNG state (a resumed one included) is restored afterwards.
+``sleep`` (TrainConfig ``vllm_sleep``) frees the engine's weights and KV cache between
+rollouts (vLLM's sleep mode, level 2: the next sync reloads every weight; vLLM's CPU worker
+ignores it). Read against vLLM 0.32's source and TRL's colocate mode; the tested range is
+the ``vllm`` extra's pin.
 
 Prompts are encoded by the same ``chat.encode`` as the hf path and handed to vLLM as token
 ids, so both engines sample the same prompts; each request keeps its own seed.
@@ -17,13 +30,15 @@ which would not compare; it reports none then.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.vllm import import_vllm
+from trainers.engine import weight_sync
 from trainers.engine.rollout import ROLLOUT_ENGINES, Rollout, RolloutEngine, RolloutRequest, _finish
 
 
@@ -44,28 +59,23 @@ class VLLMRollout:
         vllm = import_vllm()
         self._vllm = vllm
         self.tokenizer = tokenizer
-        extra = {k: options[k] for k in ("enforce_eager", "max_model_len") if k in options}
-        kwargs = {
-            "model": model_path,
-            "gpu_memory_utilization": float(options.get("gpu_memory_utilization", 0.3)),
-            "enable_prefix_caching": True,
-            "seed": 0,
-            "dtype": str(options.get("dtype", "auto")),
-            **extra,
-        }
-        try:  # log-probs after temperature, comparable with the policy's (vLLM >= 0.10.2)
-            self.llm = vllm.LLM(**kwargs, logprobs_mode="processed_logprobs")
-            self.logprobs = True
-        except TypeError:
-            self.llm = vllm.LLM(**kwargs)
-            self.logprobs = False
+        self.chat = str(options.get("chat", "auto"))
+        self.enable_thinking = options.get("enable_thinking", False)
+        self.sleeping = bool(options.get("sleep", False))
+        self.names = weight_sync.vllm_names(_read_config(model_path))
+        with _rng_preserved():  # vLLM seeds torch / numpy / random globally
+            self.llm, self.logprobs = _build(vllm, engine_kwargs(model_path, options))
+        if self.sleeping:
+            self.llm.sleep(level=2)
 
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]:
         prompts, params = [], []
         for req in requests:
-            ids = chatmod.encode(self.tokenizer, req.gen_request(sampling))
+            ids = chatmod.encode(
+                self.tokenizer, req.gen_request(sampling), self.chat, self.enable_thinking
+            )
             prompts.append({"prompt_token_ids": ids})
             params.append(
                 self._vllm.SamplingParams(
@@ -77,7 +87,11 @@ class VLLMRollout:
                     logprobs=0 if self.logprobs else None,
                 )
             )
+        if self.sleeping:
+            self.llm.wake_up(tags=["kv_cache"])
         outs = self.llm.generate(prompts, params, use_tqdm=False)
+        if self.sleeping:
+            self.llm.sleep(level=2)
         return [
             _finish(
                 req,
@@ -91,15 +105,121 @@ class VLLMRollout:
         ]
 
     def sync(self, model: Any) -> None:
-        # one named tensor at a time, on the engine's device: no second full copy in memory
-        state = {k: v.detach() for k, v in model.state_dict().items()}
-        apply = _engine_model_loader(self.llm)
-        apply(lambda m: m.load_weights(weights=state.items()))
+        # one gathered tensor at a time (every process iterates: a collective when sharded)
+        if self.sleeping:
+            self.llm.wake_up(tags=["weights"])
+        weights = ((self.names(name), t) for name, t in weight_sync.full_tensors(model))
+        if _inplace_reload():
+            # vLLM >= 0.32: load_weights after the engine processed (repacked) its weights
+            # fails on some backends (the CPU one: a Parameter without weight_loader); the
+            # worker's reload_weights restores the checkpoint layout, loads, re-processes
+            self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+            )
+        else:
+            apply = _engine_model_loader(self.llm)
+            for pair in weights:
+                apply(lambda m, pair=pair: m.load_weights(weights=[pair]))
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
 
     def close(self) -> None:
-        self.llm = None
+        """Shut the engine down (its memory, its worker processes, its process group)."""
+        llm, self.llm = self.llm, None
+        if llm is None:
+            return
+        engine = getattr(llm, "llm_engine", None)
+        for owner in (engine, getattr(engine, "engine_core", None)):
+            shutdown = getattr(owner, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+                break
+        del llm
+        import gc
+
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:  # pragma: no cover
+            pass
+
+
+def _inplace_reload() -> bool:
+    """Whether this vLLM reloads weights in place through its workers (``reload_weights``)."""
+    import importlib.util
+
+    try:
+        return (
+            importlib.util.find_spec("vllm.model_executor.model_loader.reload.inplace") is not None
+        )
+    except (ImportError, ValueError):  # a stand-in vllm module without a spec, or no vllm
+        return False
+
+
+def engine_kwargs(model_path: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM's LLM(...) arguments from the rollout options (TrainConfig's vllm_* keys)."""
+    kwargs: dict[str, Any] = {
+        "model": model_path,
+        "gpu_memory_utilization": float(options.get("gpu_memory_utilization", 0.3)),
+        "enable_prefix_caching": True,
+        "dtype": str(options.get("dtype", "auto")),
+        "enforce_eager": bool(options.get("enforce_eager", False)),
+        "seed": int(options.get("process_index", 0)),
+    }
+    if options.get("max_model_len"):
+        kwargs["max_model_len"] = int(options["max_model_len"])
+    if options.get("sleep"):
+        kwargs["enable_sleep_mode"] = True
+    world = int(options.get("num_processes", 1))
+    if world > 1:  # one engine per process, each on its own device (RANK / LOCAL_RANK)
+        os.environ.setdefault("RANK", str(options.get("process_index", 0)))
+        os.environ.setdefault("LOCAL_RANK", str(options.get("local_process_index", 0)))
+        os.environ.setdefault("WORLD_SIZE", str(world))
+        kwargs["distributed_executor_backend"] = "external_launcher"
+    return kwargs
+
+
+def _build(vllm: Any, kwargs: dict[str, Any]) -> tuple[Any, bool]:
+    try:  # log-probs after temperature, comparable with the policy's (vLLM >= 0.10.2)
+        return vllm.LLM(**kwargs, logprobs_mode="processed_logprobs"), True
+    except TypeError:
+        return vllm.LLM(**kwargs), False
+
+
+def _read_config(model_path: str) -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    cfg = Path(model_path) / "config.json"
+    if cfg.is_file():
+        loaded = json.loads(cfg.read_text(encoding="utf-8"))
+        return loaded if isinstance(loaded, dict) else {}
+    from transformers import AutoConfig  # a hub id: its config, as vLLM reads it
+
+    return AutoConfig.from_pretrained(model_path).to_dict()
+
+
+@contextlib.contextmanager
+def _rng_preserved() -> Iterator[None]:
+    """Restore python / numpy / torch (and CUDA) RNG states after the block."""
+    import random
+
+    import numpy as np
+    import torch
+
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state())
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
 
 
 def sampled_logprobs(completion: Any) -> list[float] | None:

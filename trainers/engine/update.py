@@ -26,6 +26,7 @@ import torch
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.grpo import aggregation_count
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
+from trainers.engine import deepspeed_support, sharding
 
 
 @dataclass
@@ -40,6 +41,16 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
     if not rows:  # nothing to train on here: one row without trained tokens keeps DDP in step
         rows = [Row((Segment((pad_id, pad_id)),))]
     return [collate(rows[i : i + size], pad_id) for i in range(0, len(rows), size)]
+
+
+def _padding(count: int, pad_id: int) -> list[PolicyBatch]:
+    """Micro-batches without trained tokens that bring this process to the largest count of
+    any process (FSDP: a process with fewer rows would wait in a collective forever)."""
+    import torch.distributed as dist
+
+    most = torch.tensor([count], dtype=torch.int64)
+    dist.all_reduce(most, op=dist.ReduceOp.MAX)
+    return micro_batches([], 1, pad_id) * (int(most[0]) - count)
 
 
 def _to(batch: PolicyBatch, device: Any) -> PolicyBatch:
@@ -86,6 +97,8 @@ def policy_update(
 ) -> UpdateResult:
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
+    if sharding.is_fsdp2(model):  # every forward/backward is a collective: same count everywhere
+        batches += [_to(b, device) for b in _padding(len(batches), pad_id)]
     started = time.perf_counter()
     t = loss_config.temperature
     if reference is not None and loss_config.beta != 0:
@@ -101,9 +114,12 @@ def policy_update(
     sums: dict[str, float] = {"sampler_gap_sum": 0.0, "sampler_tokens": 0.0}
     weight = 0.0
     tokens = 0
+    if on_before_step is not None:  # weights do not change until the step: snapshot them now
+        on_before_step()  # (under DeepSpeed the engine steps inside the last backward)
     for i, batch in enumerate(batches):
         last = i == len(batches) - 1
         sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
+        deepspeed_support.micro_batch_boundary(accelerator, last)  # one engine step per update
         with sync:
             loss, diag = policy_loss(model, batch, loss_config, denominator=max(total, 1.0))
             accelerator.backward(loss * scale)
@@ -120,11 +136,12 @@ def policy_update(
         sums["loss"] = sums.get("loss", 0.0) + float(
             loss.detach()
         )  # already a share of the global loss
-    norm = accelerator.clip_grad_norm_(
-        model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
-    )
-    if on_before_step is not None:
-        on_before_step()
+    if sharding.is_fsdp2(model):
+        norm = sharding.clip_grad_norm(list(model.parameters()), max_grad_norm)
+    else:
+        norm = accelerator.clip_grad_norm_(
+            model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
+        )
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     keys = sorted(sums)

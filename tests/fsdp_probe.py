@@ -1,0 +1,167 @@
+"""Run under ``torchrun --nproc_per_node 2`` (gloo, CPU): checks of the engine's FSDP2 path
+that a training run does not show on its own. Each process writes ``OUT/rank{R}.json``.
+
+``python tests/fsdp_probe.py OUT MODEL_DIR``: MODEL_DIR is a tiny checkpoint (tests/tiny_models).
+Checks: every parameter is a DTensor after ``sharding.shard``; the weights the sync gathers
+have the checkpoint's full shapes (after the per-architecture name map); hf rollouts with a
+different number of requests and decoding steps per process finish (no hang) and equal what
+an unsharded copy generates; a training forward/backward still runs after generation (the
+units were resharded).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def main() -> None:
+    import torch
+    from accelerate import Accelerator
+    from safetensors import safe_open
+
+    from cppo_bench.backends.base import SamplingParams
+    from cppo_bench.backends.hf import load_model
+    from cppo_bench.problem import Problem, Test
+    from trainers.engine import sharding, weight_sync
+    from trainers.engine.rollout import HFRollout, RolloutRequest
+
+    out, model_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    acc = Accelerator(cpu=True)
+    rank, world = acc.process_index, acc.num_processes
+    model, tok, _ = load_model(str(model_dir), dtype=torch.float32)
+    plain, _, _ = load_model(str(model_dir), dtype=torch.float32)
+    model.config.use_cache = False
+    sharding.shard(model, acc.device, world)
+    dtensor = all(hasattr(p, "full_tensor") for p in model.parameters())
+
+    # the sync's view: full tensors under the names of the checkpoint vLLM would load
+    names = weight_sync.vllm_names(json.loads((model_dir / "config.json").read_text()))
+    with safe_open(str(model_dir / "model.safetensors"), "pt") as f:
+        disk = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+    gathered = {names(k): tuple(t.shape) for k, t in weight_sync.full_tensors(model)}
+    shapes_ok = all(disk.get(k) == v for k, v in gathered.items())
+    missing = sorted(k for k in gathered if k not in disk)
+
+    # uneven work: rank 0 three requests of up to 6 tokens, rank 1 one of up to 2
+    prob = Problem(
+        benchmark="toy",
+        problem_id="p",
+        statement="s",
+        tests=(Test(input="", output=""),),
+        checker="lcb",
+    )
+    n, max_tokens = (3, 6) if rank == 0 else (1, 2)
+    reqs = [
+        RolloutRequest(prob, seed=100 * rank + i, prompt="say one two three " * (i + 1))
+        for i in range(n)
+    ]
+    sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=max_tokens)
+    with sharding.gathered(model):
+        got = HFRollout(model, tok, batch_size=4).generate(reqs, sampling)
+    want = HFRollout(plain, tok, batch_size=4).generate(reqs, sampling)
+    same = [g.completion_ids for g in got] == [w.completion_ids for w in want]
+    lengths = [len(g.completion_ids) for g in got]
+
+    # the units were resharded: a training forward/backward still runs (a collective)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    loss = model(input_ids=ids).logits.float().mean()
+    loss.backward()
+    resharded = all(hasattr(p, "full_tensor") for p in model.parameters())
+    grads = all(p.grad is not None for p in model.parameters())
+    model.zero_grad(set_to_none=True)
+    update_ok = uneven_update_matches(acc, model, plain, rank, world)
+    record = {
+        "update_matches_one_process": update_ok,
+        "dtensor": dtensor,
+        "shapes_ok": shapes_ok,
+        "missing": missing[:5],
+        "n_gathered": len(gathered),
+        "same_as_unsharded": same,
+        "lengths": lengths,
+        "resharded": resharded,
+        "grad": grads,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"rank{rank}.json").write_text(json.dumps(record))
+    acc.wait_for_everyone()
+
+
+def uneven_update_matches(acc: object, model: object, plain: object, rank: int, world: int) -> bool:
+    """One policy update with 5 rows on rank 0 and 1 on rank 1 (micro-batches of 2: three
+    forwards against one) equals one process updating on all 6 rows."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import torch
+    import torch.distributed as dist
+
+    from trainers.core.batch import Region, Row
+    from trainers.core.loss import LossConfig
+    from trainers.engine import sharding
+    from trainers.engine.update import policy_update
+
+    rows = [
+        Row.prompt_completion([1, 2, 3 + i], [4 + i, 5, 6 + (i % 3)], Region.RESPONSE, i - 2.5)
+        for i in range(6)
+    ]
+    mine = rows[:5] if rank == 0 else rows[5:]
+    cfg = LossConfig(beta=0.0, aggregation="sequence-mean", temperature=1.0)
+
+    def reduce(t: torch.Tensor) -> torch.Tensor:
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    before = {k: v.clone() for k, v in plain.state_dict().items()}
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    policy_update(
+        acc,
+        model,
+        None,
+        opt,
+        mine,
+        loss_config=cfg,
+        micro_rows=2,
+        pad_id=0,
+        max_grad_norm=1.0,
+        all_reduce_sum=reduce,
+    )
+    one = SimpleNamespace(
+        device=torch.device("cpu"),
+        num_processes=1,
+        backward=lambda loss: loss.backward(),
+        no_sync=lambda m: contextlib.nullcontext(),
+        clip_grad_norm_=torch.nn.utils.clip_grad_norm_,
+    )
+    opt1 = torch.optim.SGD(plain.parameters(), lr=1.0)
+    policy_update(
+        one,
+        plain,
+        None,
+        opt1,
+        rows,
+        loss_config=cfg,
+        micro_rows=2,
+        pad_id=0,
+        max_grad_norm=1.0,
+        all_reduce_sum=lambda t: t,
+    )
+    full = sharding.full_state_dict(model)
+    if rank != 0:
+        return True
+    ref = plain.state_dict()
+    # SGD: the step is the gradient itself (Adam would blow float round-off in near-zero
+    # gradients up to whole steps), so the two layouts agree to round-off
+    close = all(torch.allclose(full[k], ref[k], rtol=1e-4, atol=1e-6) for k in full)
+    moved = max(float((full[k] - before[k]).abs().max()) for k in full)
+    return close and moved > 1e-4  # the step really changed the weights
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The weight sync's name map and gathering, and the vLLM rollout's plumbing (engine options,
+RNG, close), on the CPU without vLLM: the names are checked against the hub-shaped tiny
+checkpoints the real engine loads (vLLM builds the checkpoint's own class, whose mapper
+reads ``model.language_model.*``: vLLM 0.32's Qwen3_5ForConditionalGeneration has no rule
+for a bare ``model.layers.*``)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def _disk_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3_5", "gemma4"])
+def test_policy_names_map_onto_the_checkpoint_vllm_loads(family: str, tmp_path: Path) -> None:
+    import json
+
+    from tiny_models import build
+
+    from cppo_bench.backends.hf import load_model
+    from trainers.engine.weight_sync import full_tensors, layout, vllm_names
+
+    folder = build(family, tmp_path / family)
+    policy, _, _ = load_model(str(folder), dtype=torch.float32)
+    names = vllm_names(json.loads((folder / "config.json").read_text()))
+    disk = _disk_shapes(folder)
+    assert layout(policy) == "plain"
+    sent = {names(k): tuple(t.shape) for k, t in full_tensors(policy)}
+    tied = {"lm_head.weight"} if policy.config.get_text_config().tie_word_embeddings else set()
+    for k, shape in sent.items():
+        if k in tied and k not in disk:
+            continue  # a tied head is the embedding on disk
+        assert disk.get(k) == shape, (family, k)
+    if family == "llama":
+        assert set(sent) == set(disk)
+        return
+    text_on_disk = {k for k in disk if k.startswith("model.language_model.")}
+    assert text_on_disk <= set(sent)  # every text weight of the checkpoint is sent
+    # without the map the text policy's names match nothing the composite's mapper reads
+    raw = {k for k, _ in full_tensors(policy)}
+    assert not any(k in disk for k in raw if k.startswith("model."))
+
+
+def test_an_unknown_composite_is_one_clear_error() -> None:
+    from trainers.engine.weight_sync import vllm_names
+
+    with pytest.raises(ValueError, match="no name map is registered"):
+        vllm_names({"model_type": "future_vl", "text_config": {"model_type": "x"}})
+    assert vllm_names({"model_type": "llama"})("model.layers.0.x") == "model.layers.0.x"
+
+
+class _FakeLLM:
+    """Records what the rollout engine hands vLLM; reseeds the global RNG like vLLM's worker."""
+
+    made: list[_FakeLLM] = []
+
+    def __init__(self, **kwargs: object) -> None:
+        torch.manual_seed(0)  # vLLM's set_random_seed(model_config.seed)
+        self.kwargs = kwargs
+        self.loaded: list[tuple[str, tuple[int, ...]]] = []
+        self.calls: list[str] = []
+        self.llm_engine = types.SimpleNamespace(
+            engine_core=types.SimpleNamespace(shutdown=lambda: self.calls.append("shutdown"))
+        )
+        _FakeLLM.made.append(self)
+
+    def apply_model(self, fn):  # noqa: ANN001, ANN201
+        model = types.SimpleNamespace(
+            load_weights=lambda weights: self.loaded.extend((n, tuple(t.shape)) for n, t in weights)
+        )
+        return [fn(model)]
+
+    def reset_prefix_cache(self) -> None:
+        self.calls.append("reset")
+
+    def sleep(self, level: int = 1) -> None:
+        self.calls.append(f"sleep{level}")
+
+    def wake_up(self, tags: list[str] | None = None) -> None:
+        self.calls.append(f"wake:{','.join(tags or [])}")
+
+
+def test_vllm_rollout_options_rng_names_and_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny_models import build
+    from transformers import AutoTokenizer
+
+    from cppo_bench.backends.hf import load_model
+    from trainers.engine import rollout_vllm
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = _FakeLLM  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):  # set by the engine: restored after
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    folder = build("qwen3_5", tmp_path / "q")
+    policy, _, _ = load_model(str(folder), dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(folder)
+    options = {
+        "model_path": str(folder),
+        "gpu_memory_utilization": 0.25,
+        "max_model_len": 512,
+        "enforce_eager": True,
+        "sleep": True,
+        "process_index": 1,
+        "local_process_index": 1,
+        "num_processes": 2,
+    }
+    torch.manual_seed(1234)
+    expected = torch.rand(3)
+    torch.manual_seed(1234)
+    engine = rollout_vllm.make_vllm_rollout(policy, tok, options)
+    # building the engine reseeded torch (as vLLM does); a resumed RNG state survives it
+    torch.testing.assert_close(torch.rand(3), expected)
+    llm = _FakeLLM.made[-1]
+    kw = llm.kwargs
+    assert kw["distributed_executor_backend"] == "external_launcher"  # one engine per rank
+    assert kw["max_model_len"] == 512 and kw["enforce_eager"] is True
+    assert kw["enable_sleep_mode"] is True and kw["gpu_memory_utilization"] == 0.25
+    assert kw["seed"] == 1
+    import os
+
+    assert os.environ["RANK"] == "1" and os.environ["LOCAL_RANK"] == "1"
+    names = {n for n, _ in llm.loaded}
+    assert names and all(not n.startswith("model.layers.") for n in names)
+    assert "model.language_model.embed_tokens.weight" in names
+    assert llm.calls[:3] == ["sleep2", "wake:weights", "reset"]  # asleep until the first sync
+    engine.close()
+    assert "shutdown" in llm.calls and engine.llm is None
+    engine.close()  # twice is harmless
+
+
+def test_engine_kwargs_single_process_keeps_the_uniprocess_executor(monkeypatch) -> None:
+    from trainers.engine.rollout_vllm import engine_kwargs
+
+    kw = engine_kwargs("m", {"num_processes": 1})
+    assert "distributed_executor_backend" not in kw and "max_model_len" not in kw
+    assert kw["enforce_eager"] is False and "enable_sleep_mode" not in kw

@@ -1,0 +1,45 @@
+"""Which process this is, and its device, before the engine's Accelerator exists.
+
+Under ``accelerate launch`` / torchrun every process runs the pipeline. The data stages (sft,
+rm) are single-process work: the main process runs them while the others wait at a barrier,
+and only the main process writes a stage's files and manifest. The RL stages run the engine
+on every process (it splits the work). Devices come from accelerate's ``PartialState`` (the
+process group and ``cuda:LOCAL_RANK`` it sets up are the ones the engine's Accelerator then
+reuses), never a bare "cuda", which is every process's cuda:0.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def _state() -> Any:
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
+
+
+def device() -> str:
+    """This process's device: cuda:LOCAL_RANK where CUDA is, else cpu."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    return str(_state().device)
+
+
+def is_main() -> bool:
+    if world_size() == 1:
+        return True
+    return bool(_state().is_main_process)
+
+
+def barrier() -> None:
+    if world_size() > 1:
+        _state().wait_for_everyone()

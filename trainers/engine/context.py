@@ -1,0 +1,63 @@
+"""A training step's ``StepContext``: how an algorithm generates, scores and encodes.
+
+Under FSDP2 each process decodes (and scores log-probs for) its own number of rows, so every
+policy forward here runs inside ``sharding.gathered``: no collective per decoding step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cppo_bench.backends import chat as chatmod
+from trainers.engine import sharding
+from trainers.engine.algorithm import StepContext
+from trainers.engine.metrics import Timer
+from trainers.engine.rewards import RewardFn
+from trainers.engine.rollout import Rollout, RolloutRequest
+
+
+def step_context(
+    step: int,
+    spec: Any,  # loop.RunSpec
+    prompt_fn: Any,
+    stop: tuple[str, ...],
+    rollout: Any,
+    sampling: Any,
+    reward_fn: RewardFn,
+    timer: Timer,
+    policy: Any,
+    tokenizer: Any,
+    pad_id: int,
+    micro: int,
+    chat: tuple[str, bool | None],  # (chat mode, enable_thinking)
+) -> StepContext:
+    from trainers.engine.update import completion_logprobs
+
+    def logprobs(pairs: Any) -> Any:
+        with sharding.gathered(policy):
+            return completion_logprobs(policy, pairs, pad_id, micro, sampling.temperature)
+
+    def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
+        # gathered: under FSDP each process decodes its own number of steps, collective-free
+        with timer.phase("rollout"), sharding.gathered(policy):
+            out = rollout.generate(reqs, sampling)
+        timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
+            len(r.completion_ids) for r in out
+        )
+        return out
+
+    def score(rollouts: Sequence[Rollout]) -> list[Any]:
+        with timer.phase("verify"):
+            return reward_fn(rollouts)
+
+    return StepContext(
+        step=step,
+        seed=spec.seed,
+        prompt=prompt_fn,
+        stop=stop,
+        generate=generate,
+        score=score,
+        completion_logprobs=logprobs,
+        encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), *chat),
+    )

@@ -1,0 +1,74 @@
+"""What the engine does differently under DeepSpeed (``accelerate launch`` with a DeepSpeed
+config), each against accelerate 1.15 / DeepSpeed 0.19 as read:
+
+* ``fill_config``: ``accelerator.prepare`` without a dataloader cannot resolve
+  ``train_micro_batch_size_per_gpu: auto`` and raises; the engine fills it (and
+  ``gradient_accumulation_steps``, ``gradient_clipping``) from TrainConfig before ``prepare``.
+* one optimizer step per global step: accelerate's ``backward`` under DeepSpeed calls
+  ``engine.step()`` whenever ``sync_gradients`` is true, which it always is without
+  accelerate's own accumulation; ``update.policy_update`` therefore marks every micro-batch
+  but the last as not a boundary (``micro_batch_boundary``).
+* the reference model: under ZeRO-3 the loaded policy's parameters are partitioned (empty
+  placeholders), so a ``deepcopy`` is an empty model. The reference is loaded from the
+  checkpoint again and wrapped in its own inference-only DeepSpeed engine (TRL does this).
+* saving: ``accelerator.get_state_dict`` under ZeRO-3 raises unless the config sets
+  ``zero3_save_16bit_model``; ``checkpoint.save_hf`` gathers the full fp32 tensors module by
+  module instead (``weight_sync.full_tensors``), so the flag is not needed.
+
+None of this has run here: DeepSpeed 0.19.8 imports with its CPU accelerator on the project's
+CPU machine, but a 2-process ZeRO-3 step did not finish in 200 s there (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def active(accelerator: Any) -> bool:
+    return getattr(getattr(accelerator, "distributed_type", None), "name", "") == "DEEPSPEED"
+
+
+def zero_stage(accelerator: Any) -> int:
+    if not active(accelerator):
+        return 0
+    plugin = accelerator.state.deepspeed_plugin
+    return int(plugin.deepspeed_config.get("zero_optimization", {}).get("stage", 0) or 0)
+
+
+def fill_config(accelerator: Any, micro_batch_rows: int, max_grad_norm: float) -> None:
+    """Resolve the "auto" values accelerate can only infer from a dataloader."""
+    if not active(accelerator):
+        return
+    ds = accelerator.state.deepspeed_plugin.deepspeed_config
+    if ds.get("train_micro_batch_size_per_gpu", "auto") == "auto":
+        ds["train_micro_batch_size_per_gpu"] = int(micro_batch_rows)
+    if ds.get("gradient_accumulation_steps", "auto") == "auto":
+        ds["gradient_accumulation_steps"] = 1  # boundaries are set per micro-batch instead
+    if ds.get("gradient_clipping", "auto") == "auto":
+        ds["gradient_clipping"] = float(max_grad_norm) if max_grad_norm > 0 else 0.0
+    ds.pop("train_batch_size", None)  # derived by DeepSpeed from the two above
+
+
+def micro_batch_boundary(accelerator: Any, last: bool) -> None:
+    """Tell accelerate (and through it DeepSpeed) whether this micro-batch ends the step."""
+    if active(accelerator):
+        accelerator.gradient_state._set_sync_gradients(last)
+
+
+def reference(path: str, dtype: Any, accelerator: Any) -> Any:
+    """A frozen reference under ZeRO-3: loaded again and run by its own DeepSpeed engine."""
+    import deepspeed
+
+    from cppo_bench.backends.hf import load_model
+
+    model, _, _ = load_model(path, dtype=dtype)
+    model.config.use_cache = False
+    config = copy.deepcopy(accelerator.state.deepspeed_plugin.deepspeed_config)
+    for key in ("optimizer", "scheduler"):
+        config.pop(key, None)
+    config["zero_optimization"] = {**config.get("zero_optimization", {}), "stage": 3}
+    engine = deepspeed.initialize(model=model, config=config)[0]
+    engine.eval()
+    engine.requires_grad_(False)
+    return engine
