@@ -31,7 +31,7 @@ FORMER_HEADINGS = (
 )
 # pages other branches write at the same time (the verifier's guarantees, GPU use): linked
 # now, present once merged
-PENDING = {"docs/gpu.md"}  # written by the GPU work (issue 24)
+PENDING: set[str] = set()  # links to pages still being written (none now)
 
 
 def python_blocks(path: Path) -> list[str]:
