@@ -16,12 +16,12 @@ A CPPO pipeline folder holds one such folder per stage (``STAGES``); its reward-
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench import schema as sch
 from cppo_bench.problem import DataError
 
@@ -135,30 +135,30 @@ def gate_record(obj: object, where: str) -> GateRecord:
     )
 
 
-def _read_text(path: Path) -> str:
+def _open(path: Path) -> Any:
     try:
-        with Path(path).open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+        return Path(path).open("rb")
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise DataError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB")
-    return raw.decode("utf-8", errors="replace")
 
 
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:
     """(line number, parsed object) of a JSONL file the trainers wrote; none if it is absent.
-    Lines split on ``\\n`` only; a bad line is a DataError naming file:line."""
+    Read through cppo_bench.jsonio (split on ``\\n`` only, bounded lines and nesting); a bad
+    line is a DataError naming file:line."""
     path = Path(path)
     if not path.is_file():
         return []
     rows = []
-    for lineno, line in enumerate(_read_text(path).split("\n"), 1):
-        if line.strip():
-            try:
-                rows.append((lineno, json.loads(line)))
-            except (json.JSONDecodeError, RecursionError):
-                raise DataError(f"{path}:{lineno}: not JSON") from None
+    with _open(path) as fh:
+        for line in jsonio.split_lines(fh, MAX_FILE_BYTES):
+            if line.text is None:
+                raise DataError(f"{path}:{line.lineno}: {line.error}")
+            if line.text.strip():
+                try:
+                    rows.append((line.lineno, jsonio.loads(line.text)))
+                except ValueError:
+                    raise DataError(f"{path}:{line.lineno}: not JSON") from None
     return rows
 
 
@@ -184,9 +184,13 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     path = Path(folder) / TRAIN_MANIFEST
     if not path.is_file():
         return None
+    with _open(path) as fh:
+        raw = jsonio.read_capped(fh, MAX_FILE_BYTES)
+    if raw is None:
+        raise DataError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB")
     try:
-        data = json.loads(_read_text(path))
-    except (json.JSONDecodeError, RecursionError):
+        data = jsonio.loads(raw)
+    except ValueError:
         raise DataError(f"{path}: not JSON") from None
     why = TRAINING_MANIFEST.check(data)
     if why:

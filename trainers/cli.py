@@ -17,7 +17,9 @@ from cppo_bench.problem import DataError
 from cppo_bench.registry import UnknownNameError
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
-CPPO_ONLY = ("stages", "judge_spec", "base_url", "rm_model", "rm_kind")
+# cppo's own options: parameter name -> the flag a user typed
+CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-url",
+             "rm_model": "--rm-model", "rm_kind": "--rm"}  # fmt: skip
 
 
 @click.command("train")
@@ -134,8 +136,7 @@ def train(algo: str, **opts: object) -> None:
 
     given = [name for name in CPPO_ONLY if opts[name] is not None]
     if algo != "cppo" and given:
-        flag = "--" + given[0].replace("_spec", "").replace("rm_kind", "rm").replace("_", "-")
-        raise click.UsageError(f"{flag} is for cppo only")
+        raise click.UsageError(f"{CPPO_ONLY[given[0]]} is for cppo only")
     quiet = bool(opts["quiet"]) or not opts["progress"]
     try:
         overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))  # type: ignore[arg-type]

@@ -167,7 +167,6 @@ def check_known(recipe: Recipe, stages: Sequence[str]) -> None:
 
 __all__ = [
     "RECIPES",
-    "DataError",
     "Recipe",
     "TrainJob",
     "TrainOutcome",

@@ -59,8 +59,6 @@ def subset(problems: Sequence[Problem], n: int) -> list[Problem]:
 
 def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
     device = ranks.device()  # this process's device, not every process's cuda:0
-    if path is not None and artifacts.is_artifact(Path(path), "planner"):
-        artifacts.read_manifest(Path(path), "planner")
     model, tok, model_id = load_model(path, dtype=torch.float32)
     model = model.to(device)
     return model, tok, HFBackend(model, tok, model_id, device=device, batch_size=8)

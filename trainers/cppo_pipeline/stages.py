@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.problem import DataError
 from cppo_bench.training_schema import STAGES, TRAIN_MANIFEST
 from cppo_bench.training_schema import read_manifest as read_training_manifest
 from trainers.cppo_pipeline import ranks
@@ -87,7 +88,7 @@ def _digest(path: Path) -> str:
 def read_manifest(folder: Path) -> dict[str, Any] | None:
     try:
         return read_training_manifest(folder)
-    except Exception:  # a torn or foreign manifest: the stage is simply not complete
+    except DataError:  # a torn or foreign manifest: the stage is simply not complete
         return None
 
 

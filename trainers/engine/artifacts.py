@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import jsonio
 from cppo_bench.problem import DataError
 
 MANIFEST = "artifact.json"
@@ -165,13 +166,13 @@ def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:
     path = folder / MANIFEST
     try:
         with path.open("rb") as fh:
-            raw = fh.read(MAX_MANIFEST_BYTES + 1)
-        data = json.loads(raw.decode("utf-8"))
+            raw = jsonio.read_capped(fh, MAX_MANIFEST_BYTES)
+        data = jsonio.loads(raw) if raw is not None else None
     except FileNotFoundError:
         raise ArtifactError(f"{folder}: not a cppo-bench artifact (no {MANIFEST})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (OSError, ValueError):
         raise ArtifactError(f"{path}: unreadable artifact manifest") from None
-    if len(raw) > MAX_MANIFEST_BYTES or not isinstance(data, dict):
+    if not isinstance(data, dict):
         raise ArtifactError(f"{path}: not an artifact manifest")
     if data.get("schema") != SCHEMA:
         raise ArtifactError(f"{path}: schema {str(data.get('schema'))[:40]!r}, expected {SCHEMA}")

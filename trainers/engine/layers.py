@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
+from cppo_bench.jsonio import read_capped
 from cppo_bench.problem import DataError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -46,10 +47,10 @@ def read_preset(path: Path) -> dict[str, Any]:
     path = Path(path)
     try:
         with path.open("rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
+            raw = read_capped(fh, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
+    if raw is None:
         raise ConfigError(f"config file {path}: larger than {MAX_CONFIG_BYTES} bytes")
     try:
         data = yaml.load(raw.decode("utf-8"), Loader=_NoAliasLoader) or {}  # noqa: S506
