@@ -19,13 +19,14 @@ pytestmark = pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchr
 _PORT = [29000 + os.getpid() % 500]
 
 
-def _torchrun(args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+def _torchrun(args: list[str], timeout: int = 300, ok: bool = True) -> subprocess.CompletedProcess:
     _PORT[0] += 1  # a fresh rendezvous port per launch
     cmd = ["torchrun", "--nproc_per_node", "2", "--master_port", str(_PORT[0]), *args]
     proc = subprocess.run(
         cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=timeout
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    if ok:
+        assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
@@ -134,3 +135,64 @@ def test_cppo_data_stages_run_on_the_main_process_only(tmp_path: Path) -> None:
         manifest = json.loads((out / "pipe" / stage / "train_manifest.json").read_text())
         assert manifest["status"] == "complete"
     assert not (out / "pipe" / "sft" / "from_1.txt").exists()
+
+
+def _toy_args(out: Path, model: Path, *extra: str) -> list[str]:
+    return [
+        str(REPO / "tests" / "toy_task.py"),
+        str(out),
+        "--model",
+        str(model),
+        "--set",
+        "micro_batch_rows=3",
+        "--set",
+        "max_tokens=3",
+        "--set",
+        "sharding=fsdp2",
+        "--parity-reward",
+        *extra,
+    ]
+
+
+def _failed_resume(out: Path, model: Path, *extra: str) -> str:
+    """Resume to step 2 under torchrun, expecting every process to stop with its own
+    DataError line; the timeout catches a hang (the split folder below hung before the
+    processes agreed on the state); returns stderr."""
+    proc = _torchrun(_toy_args(out, model, "--steps", "2", "--resume", *extra), 120, ok=False)
+    assert proc.returncode != 0, proc.stderr[-2000:]
+    return proc.stderr
+
+
+def test_a_resume_one_process_cannot_load_stops_every_process(
+    tmp_path: Path, toy_model: Path
+) -> None:
+    import shutil
+
+    base = tmp_path / "base"
+    _torchrun(_toy_args(base, toy_model, "--steps", "1"))
+    state = base / "state" / "step-00000001"
+    assert (state / "sharded_model.safetensors").is_file()
+    # only process 1's RNG file is bad: process 0 used to go on loading until torchrun's
+    # agent killed it; now both stop with a line
+    rng = tmp_path / "rng"
+    shutil.copytree(base, rng)
+    pkl = rng / "state" / "step-00000001" / "random_states_1.pkl"
+    pkl.write_bytes(b"\x80\x05junk.".ljust(pkl.stat().st_size, b"."))  # same size
+    err = _failed_resume(rng, toy_model)
+    assert "random_states_1.pkl: the RNG state cannot be read" in err
+    assert "process 1 cannot load the training state" in err  # process 0's line
+    # the sharded weights, same size, garbled: only process 0 reads them now
+    bad = tmp_path / "bad"
+    shutil.copytree(base, bad)
+    weights = bad / "state" / "step-00000001" / "sharded_model.safetensors"
+    weights.write_bytes(b"\xff" * weights.stat().st_size)
+    err = _failed_resume(bad, toy_model)
+    assert "the training state cannot be loaded" in err
+    assert "process 0 cannot load the training state" in err  # process 1's line
+    # no shared file system: process 1's folder has no state, process 0's has step 1
+    split = tmp_path / "split"
+    shutil.copytree(base, split / "r0")
+    (split / "r1").mkdir()
+    err = _failed_resume(split, toy_model, "--rank-out")
+    assert "the processes see different training states" in err
+    assert "process 0: step-00000001, process 1: none" in err

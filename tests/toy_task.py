@@ -220,7 +220,11 @@ def main() -> None:
     ap.add_argument("--kill-after", type=int, default=0)
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--parity-reward", action="store_true")
+    # OUT/r{RANK}: each process its own folder, as on nodes without a shared file system
+    ap.add_argument("--rank-out", action="store_true")
     args = ap.parse_args()
+    if args.rank_out:
+        args.out = args.out / f"r{os.environ.get('RANK', '0')}"
     import yaml
 
     extra = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in args.set)}

@@ -74,12 +74,63 @@ def latest_state(out_dir: Path) -> Path | None:
     return folder if artifacts.is_artifact(folder, "training_state") else None
 
 
-def load_state(
-    accelerator: Any, folder: Path, sharded: tuple[Any, Any] | None = None
-) -> dict[str, Any]:
-    """Restore a saved state exactly, or one DataError line: a state from elsewhere may hold
-    anything, and accelerate only logs (at info level) an RNG state it cannot read, which
-    would make the promised exact resume silently inexact."""
+def agreed_state(accelerator: Any, out_dir: Path) -> Path | None:
+    """``latest_state`` as every process sees it, or one DataError line on every process
+    when they differ: accelerate writes each process's RNG state into the one state folder,
+    so ``--out`` must be a folder every process sees (a shared file system). Without this
+    check a process that sees no state starts at step 0 while the others resume, and the
+    first collective they disagree on hangs the job."""
+    with accelerator.main_process_first():  # one process finishes a swap a kill interrupted
+        existing = latest_state(out_dir)
+    if accelerator.num_processes > 1:
+        step = -1 if existing is None else int(existing.name.removeprefix("step-"))
+        seen = _gather_ints(accelerator, step)
+        if len(set(seen)) > 1:
+            views = ", ".join(
+                f"process {i}: {'none' if s < 0 else _name(s)}" for i, s in enumerate(seen)
+            )
+            raise DataError(
+                f"{Path(out_dir) / STATE_DIR}: the processes see different training states "
+                f"({views}); --out must be one folder that every process sees (a shared "
+                "file system)"
+            )
+    return existing
+
+
+def _gather_ints(accelerator: Any, value: int) -> list[int]:
+    import torch
+
+    t = torch.tensor([value], dtype=torch.long, device=accelerator.device)
+    return [int(x) for x in accelerator.gather(t).cpu().tolist()]
+
+
+def _all_agree(accelerator: Any, folder: Path, error: DataError | None) -> None:
+    """Raise on every process if any process failed the step before: the next step holds
+    collectives, and one process leaving early would leave the others waiting forever."""
+    if accelerator.num_processes == 1:
+        if error is not None:
+            raise error
+        return
+    failed = _gather_ints(accelerator, int(error is not None))
+    if error is not None:
+        raise error
+    if any(failed):
+        raise DataError(
+            f"{folder}: process {failed.index(1)} cannot load the training state (its own "
+            "line says why); no process resumes"
+        )
+
+
+def _one_line(folder: Path, exc: BaseException) -> DataError:
+    if isinstance(exc, DataError):
+        return exc
+    text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    return DataError(
+        f"{folder}: the training state cannot be loaded ({type(exc).__name__}: {text})"
+    )
+
+
+def _read_trainer_state(folder: Path, process: int) -> dict[str, Any]:
     from accelerate.utils import load as accelerate_load
 
     artifacts.read_manifest(folder, "training_state")
@@ -89,7 +140,7 @@ def load_state(
             raise ValueError("no step")
     except (OSError, ValueError, AttributeError):
         raise DataError(f"{folder / TRAINER_STATE}: not a trainer state") from None
-    rng = folder / f"random_states_{accelerator.process_index}.pkl"
+    rng = folder / f"random_states_{process}.pkl"
     try:
         accelerate_load(rng)  # accelerate's own (restricted) loader, as load_state uses it
     except Exception as exc:  # the unpickler raises many types for a hostile file
@@ -97,15 +148,41 @@ def load_state(
             f"{rng}: the RNG state cannot be read ({type(exc).__name__}); resuming from it "
             "would not be exact"
         ) from None
+    return state
+
+
+def load_state(
+    accelerator: Any, folder: Path, sharded: tuple[Any, Any] | None = None
+) -> dict[str, Any]:
+    """Restore a saved state exactly, or one DataError line on every process: a state from
+    elsewhere may hold anything, and accelerate only logs (at info level) an RNG state it
+    cannot read, which would make the promised exact resume silently inexact. Each phase
+    that a single process can fail (its own RNG file, the sharded state that rank 0 reads)
+    ends with every process agreeing it worked before the collectives of the next begin."""
+    state: dict[str, Any] = {}
+    error: DataError | None = None
+    try:
+        state = _read_trainer_state(folder, accelerator.process_index)
+    except Exception as exc:  # a hostile state raises anything; one line, on every process
+        error = _one_line(folder, exc)
+    _all_agree(accelerator, folder, error)
     try:
         accelerator.load_state(str(folder))
-        if sharded is not None:
-            sharding.load_sharded_state(*sharded, folder)
     except Exception as exc:  # weights, optimizer, scheduler: any of them may be hostile
-        raise DataError(
-            f"{folder}: the training state cannot be loaded ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:120] if str(exc) else ''})"
-        ) from None
+        error = _one_line(folder, exc)
+    _all_agree(accelerator, folder, error)
+    if sharded is not None:
+        full = None
+        try:
+            if accelerator.is_main_process:  # broadcast to the others: one host copy
+                full = sharding.read_sharded_state(folder)
+        except Exception as exc:
+            error = _one_line(folder, exc)
+        _all_agree(accelerator, folder, error)
+        try:
+            sharding.apply_sharded_state(*sharded, full)
+        except Exception as exc:  # a full state of the wrong shapes or names
+            raise _one_line(folder, exc) from None
     return state
 
 

@@ -148,7 +148,7 @@ def train(spec: RunSpec) -> TrainResult:
             f"config prompts_per_step: {cfg.prompts_per_step} does not split evenly over "
             f"{world} processes"
         )
-    existing = checkpoint.latest_state(out)
+    existing = checkpoint.agreed_state(accelerator, out)
     if existing is not None and not spec.resume:
         raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
     if existing is not None:
