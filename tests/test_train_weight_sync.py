@@ -149,3 +149,45 @@ def test_engine_kwargs_single_process_keeps_the_uniprocess_executor(monkeypatch)
     kw = engine_kwargs("m", {"num_processes": 1})
     assert "distributed_executor_backend" not in kw and "max_model_len" not in kw
     assert kw["enforce_eager"] is False and "enable_sleep_mode" not in kw
+
+
+def test_vllm_rollout_skips_prompts_that_fill_its_context(tmp_path: Path) -> None:
+    """vLLM refuses a whole batch when one prompt is longer than max_model_len: such a
+    prompt is not sent, its rollout is empty with the finish reason CONTEXT_FULL, and the
+    others keep their order."""
+    from tiny_models import build
+    from transformers import AutoTokenizer
+
+    from cppo_bench.backends.base import SamplingParams
+    from cppo_bench.problem import Problem, Test
+    from trainers.engine.rollout import CONTEXT_FULL, RolloutRequest
+    from trainers.engine.rollout_vllm import VLLMRollout
+
+    tok = AutoTokenizer.from_pretrained(build("llama", tmp_path / "l"))
+    sent: list[list[int]] = []
+
+    def generate(prompts, params, use_tqdm=False):  # noqa: ANN001, ANN202, ARG001
+        sent.extend(p["prompt_token_ids"] for p in prompts)
+        return [
+            types.SimpleNamespace(
+                outputs=[types.SimpleNamespace(token_ids=[7], text="x", finish_reason="stop")]
+            )
+            for _ in prompts
+        ]
+
+    engine = VLLMRollout.__new__(VLLMRollout)  # the engine without a real vLLM behind it
+    engine._vllm = types.SimpleNamespace(SamplingParams=lambda **kw: kw)
+    engine.tokenizer, engine.chat, engine.enable_thinking = tok, "auto", False
+    engine.sleeping, engine.logprobs = False, False
+    engine.llm = types.SimpleNamespace(
+        generate=generate,
+        llm_engine=types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=40)),
+    )
+    prob = Problem(benchmark="t", problem_id="p", statement="s", tests=(Test("", ""),))
+    texts = ["short", " ".join(["word"] * 60), "also short"]
+    reqs = [RolloutRequest(prob, seed=i, prompt=t) for i, t in enumerate(texts)]
+    out = engine.generate(reqs, SamplingParams(temperature=1.0, top_p=1.0, max_tokens=4))
+    assert [r.finish_reason for r in out] == ["stop", CONTEXT_FULL, "stop"]
+    assert out[1].completion_ids == () and out[1].text == "" and len(out[1].prompt_ids) >= 40
+    assert len(sent) == 2 and all(len(ids) < 40 for ids in sent)
+    assert out[0].completion_ids == (7,) and out[2].prompt_ids == tuple(sent[1])

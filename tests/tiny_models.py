@@ -141,7 +141,9 @@ def _save(model: Any, tok: Any, dest: Path) -> Path:
     return dest
 
 
-def tiny_llama(dest: Path, seed: int = 0, chat_template: str | None = PLAIN_TEMPLATE) -> Path:
+def tiny_llama(
+    dest: Path, seed: int = 0, chat_template: str | None = PLAIN_TEMPLATE, context: int = 256
+) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -154,14 +156,18 @@ def tiny_llama(dest: Path, seed: int = 0, chat_template: str | None = PLAIN_TEMP
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=256,
+        max_position_embeddings=context,
         **_ids(tok),
     )
     return _save(LlamaForCausalLM(cfg), tok, dest)
 
 
 def tiny_qwen35(
-    dest: Path, seed: int = 0, chat_template: str = QWEN35_LIKE_TEMPLATE, head_dim: int = 8
+    dest: Path,
+    seed: int = 0,
+    chat_template: str = QWEN35_LIKE_TEMPLATE,
+    head_dim: int = 8,
+    context: int = 256,
 ) -> Path:
     """Hub-shaped Qwen3.5: 4 text layers, 3 linear-attention (gated delta net) + 1 full.
     ``head_dim`` (every head, full and linear): vLLM's CPU attention needs >= 32."""
@@ -184,7 +190,7 @@ def tiny_qwen35(
         "linear_num_key_heads": 2,
         "linear_num_value_heads": 4,
         "layer_types": ["linear_attention"] * 3 + ["full_attention"],
-        "max_position_embeddings": 256,
+        "max_position_embeddings": context,
         **_ids(tok),
     }
     vision = {
@@ -200,7 +206,9 @@ def tiny_qwen35(
     return _save(Qwen3_5ForConditionalGeneration(cfg), tok, dest)
 
 
-def tiny_gemma4(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE) -> Path:
+def tiny_gemma4(
+    dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE, context: int = 256
+) -> Path:
     """Hub-shaped Gemma 4 (E2B layout in miniature): 6 text layers, sliding window 4,
     the last 2 layers reuse earlier layers' KV, per-layer input embeddings, vision and
     audio towers."""
@@ -223,7 +231,7 @@ def tiny_gemma4(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPL
         "sliding_window": 4,
         "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
         "num_kv_shared_layers": 2,
-        "max_position_embeddings": 256,
+        "max_position_embeddings": context,
         "final_logit_softcapping": 30.0,
         **_ids(tok),
     }
@@ -261,7 +269,9 @@ def tiny_gemma4(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPL
     return _save(Gemma4ForConditionalGeneration(cfg), tok, dest)
 
 
-def tiny_gemma3(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE) -> Path:
+def tiny_gemma3(
+    dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE, context: int = 256
+) -> Path:
     """Gemma 3 (text + vision). transformers saves it in the legacy layout
     (`language_model.model.*`), which only the multimodal class maps back: the loader's
     fallback path."""
@@ -279,7 +289,7 @@ def tiny_gemma3(dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPL
         "num_key_value_heads": 2,
         "head_dim": 8,
         "sliding_window": 4,
-        "max_position_embeddings": 256,
+        "max_position_embeddings": context,
         **_ids(tok),
     }
     vision = {
@@ -311,9 +321,10 @@ BUILDERS = {
 }
 
 
-def build(family: str, dest: Path, seed: int = 0) -> Path:
-    """The tiny checkpoint of `family` (a key of BUILDERS) under `dest`, built once."""
+def build(family: str, dest: Path, seed: int = 0, context: int = 256) -> Path:
+    """The tiny checkpoint of `family` (a key of BUILDERS) under `dest`, built once;
+    ``context``: its max_position_embeddings (a real prompt of the demo set needs ~1k)."""
     dest = Path(dest)
     if (dest / "config.json").is_file():
         return dest
-    return BUILDERS[family](dest, seed=seed)
+    return BUILDERS[family](dest, seed=seed, context=context)

@@ -117,10 +117,9 @@ class GenerativeVerifier:
         return last[:, self.yes_id] - last[:, self.no_id]
 
     def save(self, folder: Path) -> dict[str, Any]:
-        from trainers.engine.artifacts import quiet
+        from trainers.engine.artifacts import save_pretrained
 
-        with quiet():
-            self.module.save_pretrained(folder / "model", safe_serialization=True)
+        save_pretrained(self.module, folder / "model")
         self.tokenizer.save_pretrained(folder / "model")
         return {}
 

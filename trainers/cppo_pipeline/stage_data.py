@@ -176,8 +176,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         log=ctx.log,
     )
     with artifacts.saving(ctx.folder / CHECKPOINT, "planner", {"base_model": inp.model}) as tmp:
-        with artifacts.quiet():
-            model.save_pretrained(tmp, safe_serialization=True)
+        artifacts.save_pretrained(model, tmp)
         tok.save_pretrained(tmp)
     return StageResult(
         (SFT_SET, "funnel.json", f"{CHECKPOINT}/{artifacts.MANIFEST}", exposure),

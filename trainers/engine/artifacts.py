@@ -225,3 +225,22 @@ def quiet() -> Iterator[None]:
             yield
     finally:
         log.setLevel(level)
+
+
+def save_pretrained(model: Any, folder: Path, state_dict: dict[str, Any] | None = None) -> None:
+    """``model.save_pretrained`` as a checkpoint of the class it is: a composite (Qwen3.5,
+    Gemma 4) policy is its text model, loaded with ``model.language_model.*`` renamed to
+    ``model.*`` (``hf_load.TEXT_PREFIX``), and transformers >= 5 would by default save the
+    names back in that loading layout beside the *text* config it writes; Gemma4ForCausalLM
+    then finds none of its weights (Qwen3.5's class happens to map them). Native names give
+    a text checkpoint that ``AutoModelForCausalLM``, the hf backend and vLLM's text class
+    all load."""
+    import inspect
+
+    kwargs: dict[str, Any] = {"safe_serialization": True}
+    if state_dict is not None:
+        kwargs["state_dict"] = state_dict
+    if "save_original_format" in inspect.signature(model.save_pretrained).parameters:
+        kwargs["save_original_format"] = False
+    with quiet():
+        model.save_pretrained(folder, **kwargs)

@@ -210,8 +210,7 @@ def save_hf(
     with artifacts.saving(dest, "policy", {"step": step}) as tmp:
         unwrapped.config.use_cache = True  # training turns the KV cache off; inference wants it
         try:
-            with artifacts.quiet():
-                unwrapped.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+            artifacts.save_pretrained(unwrapped, tmp, state)
         finally:
             unwrapped.config.use_cache = was
         tokenizer.save_pretrained(tmp)

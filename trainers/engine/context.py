@@ -14,7 +14,7 @@ from trainers.engine import sharding
 from trainers.engine.algorithm import StepContext
 from trainers.engine.metrics import Timer
 from trainers.engine.rewards import RewardFn
-from trainers.engine.rollout import Rollout, RolloutRequest
+from trainers.engine.rollout import CONTEXT_FULL, Rollout, RolloutRequest
 
 
 def step_context(
@@ -45,6 +45,8 @@ def step_context(
         timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
             len(r.completion_ids) for r in out
         )
+        overlong = sum(r.finish_reason == CONTEXT_FULL for r in out)
+        timer.spent["overlong_prompts"] = timer.spent.get("overlong_prompts", 0) + overlong
         return out
 
     def score(rollouts: Sequence[Rollout]) -> list[Any]:

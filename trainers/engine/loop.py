@@ -10,6 +10,7 @@ optimizer step is taken on the global batch (``update.policy_update``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,6 +233,7 @@ def train(spec: RunSpec) -> TrainResult:
     metrics: dict[str, Any] = {}
     saved: Path | None = None
     stopped: str | None = None
+    warned_overlong = False
     from cppo_bench.progress import progress_bar
 
     quiet = not (spec.progress and accelerator.is_main_process)
@@ -331,8 +333,18 @@ def train(spec: RunSpec) -> TrainResult:
             if spec.on_step is not None:
                 stopped = spec.on_step(done, metrics) or None
             bar(1)
+            overlong = metrics.get("overlong_prompts") or 0
+            if overlong and not warned_overlong and accelerator.is_main_process:
+                warned_overlong = True  # once a run: metrics.jsonl has every step's count
+                print(
+                    f"warning: step {done}: {overlong} rollouts were not decoded, their prompts "
+                    "fill the model's context (reward 0, nothing trained; metric "
+                    "overlong_prompts)",
+                    file=sys.stderr,
+                )
             bar.note(
                 f"reward {metrics.get('reward_mean') or 0:.3f} kl {metrics.get('kl') or 0:.2e}"
+                + (f" ({overlong} prompts fill the context: reward 0)" if overlong else "")
             )
             if stopped is not None:  # end here, with this step's state and HF folder on disk
                 if not state_now:

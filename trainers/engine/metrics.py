@@ -12,6 +12,8 @@
     reward_mean / _var                    verifier reward of every rollout
     kl, clip_fraction, entropy, ratio_mean, loss               from the policy loss
     response_len                          mean completion tokens per rollout
+    overlong_prompts                      rollouts not decoded: the prompt fills the context
+                                          (empty completion, reward 0, nothing trained)
     time_rollout, time_verify, time_advantage, time_update, time_step   seconds
     time_reference                        the reference's log-probs (part of time_update)
     tokens_per_s                          completion tokens generated per rollout second
@@ -156,7 +158,13 @@ def step_metrics(
     lens = [float(len(s.rollout.completion_ids)) for s in scored]
     counts = reduce_sum(
         torch.tensor(
-            [timer.spent.get("gen_tokens", 0.0), result.tokens, sum(lens), len(lens)],
+            [
+                timer.spent.get("gen_tokens", 0.0),
+                result.tokens,
+                sum(lens),
+                len(lens),
+                timer.spent.get("overlong_prompts", 0.0),
+            ],
             dtype=torch.float64,
         )
     ).tolist()
@@ -169,6 +177,7 @@ def step_metrics(
         **{k: v for k, v in result.loss.items()},
         **reduce_values(values, reduce_sum),
         "response_len": counts[2] / max(counts[3], 1.0),
+        "overlong_prompts": int(counts[4]),
         "time_rollout": t.get("rollout", 0.0),
         "time_verify": t.get("verify", 0.0),
         "time_advantage": t.get("advantage", 0.0),

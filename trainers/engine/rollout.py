@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend
 from cppo_bench.methods.base import close_fence
@@ -80,6 +81,17 @@ ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry(
 )
 
 
+# The finish reason of a rollout that was never decoded because its prompt alone fills the
+# model's context: an empty completion (reward 0, no token trained), counted in the step's
+# ``overlong_prompts`` metric instead of failing the run (hf) or the batch (vLLM raises).
+CONTEXT_FULL = "context"
+
+
+def fits_context(prompt_len: int, context: int | None) -> bool:
+    """Whether at least one token can be generated after a prompt of ``prompt_len`` tokens."""
+    return context is None or prompt_len < context
+
+
 def _finish(
     req: RolloutRequest,
     prompt: Sequence[int],
@@ -129,17 +141,19 @@ class HFRollout:
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]:
-        results = self.backend.generate([r.gen_request(sampling) for r in requests])
-        return [
-            _finish(
-                req,
-                res.extra["prompt_ids"],
-                res.extra["completion_ids"],
-                res.text,
-                res.finish_reason,
-            )
-            for req, res in zip(requests, results, strict=True)
-        ]
+        gen = [r.gen_request(sampling) for r in requests]
+        results = self.backend.generate(gen)
+        out = []
+        for req, g, res in zip(requests, gen, results, strict=True):
+            if "prompt_ids" not in res.extra:  # not decoded: the prompt fills the context
+                hf = self.backend
+                prompt = chatmod.encode(hf.tokenizer, g, hf.chat, hf.enable_thinking)
+                why = CONTEXT_FULL if res.finish_reason == "error" else res.finish_reason
+                out.append(_finish(req, prompt, (), "", why))
+                continue
+            ids = (res.extra["prompt_ids"], res.extra["completion_ids"])
+            out.append(_finish(req, *ids, res.text, res.finish_reason))
+        return out
 
     def sync(self, model: Any) -> None:
         self.backend.model = model  # same module object: already up to date

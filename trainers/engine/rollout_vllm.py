@@ -39,7 +39,15 @@ from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.vllm import import_vllm
 from trainers.engine import weight_sync
-from trainers.engine.rollout import ROLLOUT_ENGINES, Rollout, RolloutEngine, RolloutRequest, _finish
+from trainers.engine.rollout import (
+    CONTEXT_FULL,
+    ROLLOUT_ENGINES,
+    Rollout,
+    RolloutEngine,
+    RolloutRequest,
+    _finish,
+    fits_context,
+)
 
 
 def _engine_model_loader(llm: Any) -> Any:
@@ -71,11 +79,15 @@ class VLLMRollout:
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]:
-        prompts, params = [], []
+        prompts, params, encoded = [], [], []
+        context = self._context()
         for req in requests:
             ids = chatmod.encode(
                 self.tokenizer, req.gen_request(sampling), self.chat, self.enable_thinking
             )
+            encoded.append(ids)
+            if not fits_context(len(ids), context):  # vLLM would refuse the whole batch
+                continue
             prompts.append({"prompt_token_ids": ids})
             params.append(
                 self._vllm.SamplingParams(
@@ -89,20 +101,29 @@ class VLLMRollout:
             )
         if self.sleeping:
             self.llm.wake_up(tags=["kv_cache"])
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = iter(self.llm.generate(prompts, params, use_tqdm=False) if prompts else [])
         if self.sleeping:
             self.llm.sleep(level=2)
-        return [
-            _finish(
-                req,
-                out.prompt_token_ids,
-                out.outputs[0].token_ids,
-                out.outputs[0].text,
-                out.outputs[0].finish_reason or "length",
-                sampled_logprobs(out.outputs[0]) if self.logprobs else None,
+        rollouts = []
+        for req, ids in zip(requests, encoded, strict=True):
+            if not fits_context(len(ids), context):
+                rollouts.append(_finish(req, ids, (), "", CONTEXT_FULL))
+                continue
+            out = next(outs).outputs[0]
+            lp = sampled_logprobs(out) if self.logprobs else None
+            rollouts.append(
+                _finish(req, ids, out.token_ids, out.text, out.finish_reason or "length", lp)
             )
-            for req, out in zip(requests, outs, strict=True)
-        ]
+        return rollouts
+
+    def _context(self) -> int | None:
+        """The engine's max_model_len (vLLM >= 0.6 keeps it on the engine's model config)."""
+        engine = getattr(self.llm, "llm_engine", None)
+        for owner in (self.llm, engine):
+            cfg = getattr(owner, "model_config", None)
+            if cfg is not None and isinstance(getattr(cfg, "max_model_len", None), int):
+                return int(cfg.max_model_len)
+        return None
 
     def sync(self, model: Any) -> None:
         # one gathered tensor at a time (every process iterates: a collective when sharded)
