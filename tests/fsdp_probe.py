@@ -6,7 +6,9 @@ Checks: every parameter is a DTensor after ``sharding.shard``; the weights the s
 have the checkpoint's full shapes (after the per-architecture name map); hf rollouts with a
 different number of requests and decoding steps per process finish (no hang) and equal what
 an unsharded copy generates; a training forward/backward still runs after generation (the
-units were resharded).
+units were resharded); an update with the LM head chunked (``logits_chunk_tokens``, at most 2
+positions per head call, recomputed in the backward) equals the unchunked update on sharded
+models (loss, grad norm, weights), padding micro-batch included.
 """
 
 from __future__ import annotations
@@ -76,7 +78,9 @@ def main() -> None:
     grads = all(p.grad is not None for p in model.parameters())
     model.zero_grad(set_to_none=True)
     update_ok = uneven_update_matches(acc, model, plain, rank, world)
+    chunked = chunked_update_matches(acc, model_dir, rank, world)
     record = {
+        **chunked,
         "update_matches_one_process": update_ok,
         "dtensor": dtensor,
         "shapes_ok": shapes_ok,
@@ -161,6 +165,73 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
     close = all(torch.allclose(full[k], ref[k], rtol=1e-4, atol=1e-6) for k in full)
     moved = max(float((full[k] - before[k]).abs().max()) for k in full)
     return close and moved > 1e-4  # the step really changed the weights
+
+
+def chunked_update_matches(acc: object, model_dir: Path, rank: int, world: int) -> dict:
+    """Two freshly sharded copies take one SGD update on the same uneven rows (rank 0: 3 rows,
+    2 micro-batches; rank 1: 1 row, then a padding micro-batch), one with the head chunked
+    2 positions at a time, one unchunked: same loss, grad norm and weights."""
+    import torch
+    import torch.distributed as dist
+
+    from cppo_bench.backends.hf import load_model
+    from trainers.core import chunked_logprobs
+    from trainers.core.batch import Region, Row
+    from trainers.core.loss import LossConfig
+    from trainers.engine import sharding
+    from trainers.engine.update import policy_update
+
+    rows = [
+        Row.prompt_completion([1, 2, 3 + i], [4 + i, 5, 6, 7 + i, 8][: 3 + i], Region.RESPONSE, a)
+        for i, a in enumerate((1.0, -0.5, 2.0, -1.5))
+    ]
+    mine = rows[:3] if rank == 0 else rows[3:]
+    sizes: list[int] = []
+    real = chunked_logprobs._chunk_logprobs
+
+    def spy(head_fn, hidden, *args):  # noqa: ANN001, ANN202 - every head call, backward too
+        sizes.append(int(hidden.shape[0]))
+        return real(head_fn, hidden, *args)
+
+    def reduce(t: torch.Tensor) -> torch.Tensor:
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    got = {}
+    for chunk in (0, 2):
+        model, _, _ = load_model(str(model_dir), dtype=torch.float32)
+        model.config.use_cache = False
+        sharding.shard(model, acc.device, world)
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        cfg = LossConfig(beta=0.0, temperature=0.7, logits_chunk_tokens=chunk)
+        chunked_logprobs._chunk_logprobs = spy if chunk else real
+        try:
+            res = policy_update(
+                acc,
+                model,
+                None,
+                opt,
+                mine,
+                loss_config=cfg,
+                micro_rows=2,
+                pad_id=0,
+                max_grad_norm=0.0,  # no clip: the step is the raw gradient
+                all_reduce_sum=reduce,
+            )
+        finally:
+            chunked_logprobs._chunk_logprobs = real
+        got[chunk] = (res.loss["loss"], res.grad_norm, sharding.full_state_dict(model))
+    (l0, n0, w0), (l2, n2, w2) = got[0], got[2]
+    same = abs(l2 - l0) <= 1e-5 * abs(l0) and abs(n2 - n0) <= 1e-4 * n0
+    if rank == 0:  # the full state dict lands on rank 0
+        same = same and all(torch.allclose(w2[k], w0[k], rtol=1e-4, atol=1e-6) for k in w0)
+    return {
+        "chunked_matches_unchunked": same,
+        "chunk_max_positions": max(sizes, default=0),
+        "chunk_head_calls": len(sizes),
+        "chunk_loss": [l0, l2],
+    }
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ def test_sharded_parameters_sync_shapes_uneven_rollouts_and_update(
         assert rec["shapes_ok"] and not rec["missing"], rec  # full checkpoint shapes and names
         assert rec["same_as_unsharded"], rec  # generation under gathered == the plain model
         assert rec["grad"] and rec["update_matches_one_process"], rec
+        # the LM head over chunks of 2 positions (recomputed in backward) under FSDP2: the
+        # unchunked update's loss, grad norm and weights; the chunking really ran
+        assert rec["chunked_matches_unchunked"] and rec["chunk_max_positions"] == 2, rec
+        assert rec["chunk_head_calls"] >= 4, rec
     assert ranks[0]["lengths"] == [6, 6, 6] and ranks[1]["lengths"] == [2]  # uneven decoding
 
 

@@ -107,7 +107,8 @@ def update(
         }
     )
     if reference is not None and cfg.beta != 0:
-        batch = batch.replace(ref_logprobs=frozen_logprobs(reference, batch, cfg.temperature))
+        ref = frozen_logprobs(reference, batch, cfg.temperature, cfg.logits_chunk_tokens)
+        batch = batch.replace(ref_logprobs=ref)
     model.train()
     loss, diag = policy_loss(model, batch, cfg)
     optimizer.zero_grad()

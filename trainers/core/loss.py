@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from trainers.core.batch import PolicyBatch, Region
+from trainers.core.chunked_logprobs import chunked_model_logprobs
 from trainers.core.grpo import (
     CLIP_EPS,
     DEFAULT_AGGREGATION,
@@ -45,6 +46,11 @@ class LossConfig:
     # (vLLM): each token's loss is multiplied by min(exp(logp_old - logp_sampler), cap),
     # detached. None = off. Needs the batch's ``sampling_logprobs``.
     is_cap: float | None = None
+    # > 0: the LM head + log-softmax over at most this many scored positions at a time, each
+    # recomputed in the backward (trainers/core/chunked_logprobs.py): same log-probs and
+    # gradients, one chunk's logits in memory. 0 = the whole micro-batch's at once. The
+    # engine passes TrainConfig.logits_chunk_tokens (the study's default lives there).
+    logits_chunk_tokens: int = 0
 
     def __post_init__(self) -> None:
         canonical_aggregation(self.aggregation)  # an unknown name fails here, not mid-step
@@ -55,6 +61,8 @@ class LossConfig:
             )
         if self.is_cap is not None and not self.is_cap > 0:
             raise ValueError(f"is_cap must be > 0 or None, got {self.is_cap}")
+        if self.logits_chunk_tokens < 0:
+            raise ValueError(f"logits_chunk_tokens must be >= 0, got {self.logits_chunk_tokens}")
 
 
 @dataclass(frozen=True)
@@ -124,19 +132,45 @@ def token_logprobs(
     attention_mask: Tensor,
     only: Tensor | None = None,
     temperature: float = 1.0,
+    chunk: int = 0,
 ) -> Tensor:
     """(B, T) log-probs aligned with input_ids (entry [b, t] scores token t); differentiable.
-    ``only``: score just these (B, T) tokens, 0 elsewhere. ``temperature``: of softmax(logits/T)."""
+    ``only``: score just these (B, T) tokens, 0 elsewhere. ``temperature``: of softmax(logits/T).
+    ``chunk`` > 0 (with ``only``): the head runs over at most ``chunk`` scored positions at a
+    time, each recomputed in the backward (``chunked_logprobs``): same numbers, one chunk's
+    logits in memory instead of the micro-batch's (B, C, V). A model whose forward has no
+    ``logits_to_keep`` (not a transformers causal LM: the tests' toy modules) has no head to
+    chunk and takes the full-logits path."""
     if only is not None and takes_logits_to_keep(model):
         # the head runs only where a scored token is predicted: no (B, T, V) logits over the
         # prompts (at a 248k vocabulary, gigabytes per micro-batch)
         keep = only[:, 1:].bool().any(0).nonzero(as_tuple=True)[0]
         if keep.numel() == 0:  # nothing scored: one position keeps the graph (and collectives)
             keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
+        if chunk > 0:
+            return _chunked(model, input_ids, attention_mask, keep, only, temperature, chunk)
         out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
         return _logprobs_at(out.logits, keep, input_ids, only, temperature)
     logits = _logits(model, input_ids, attention_mask)
     return logprobs_from_logits(logits, input_ids, only, temperature)
+
+
+def _chunked(
+    model: nn.Module,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    keep: Tensor,
+    only: Tensor,
+    temperature: float,
+    chunk: int,
+) -> Tensor:
+    b, t = input_ids.shape
+    fits = int(keep.max()) + 1 < t  # False only for one-token rows: nothing to score
+    scored = only[:, keep + 1].bool() if fits else torch.zeros_like(input_ids[:, :1], dtype=bool)
+    lp = chunked_model_logprobs(model, input_ids, attention_mask, keep, scored, chunk, temperature)
+    full = lp.new_zeros((b, t))
+    # column j of lp scores token keep[j] + 1; a zero-sum still hangs on the graph
+    return full.index_copy(1, keep + 1, lp) if fits else full + lp.sum() * 0.0
 
 
 def takes_logits_to_keep(model: nn.Module) -> bool:
@@ -181,10 +215,14 @@ def _logprobs_at(
 
 
 @torch.no_grad()
-def frozen_logprobs(model: nn.Module, batch: PolicyBatch, temperature: float = 1.0) -> Tensor:
+def frozen_logprobs(
+    model: nn.Module, batch: PolicyBatch, temperature: float = 1.0, chunk: int = 0
+) -> Tensor:
     """Log-probs under a model without building a graph: the old policy or the reference, at
-    the sampling ``temperature`` (the loss's). Only the batch's trained tokens are scored."""
-    lp = token_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask, temperature)
+    the sampling ``temperature`` (the loss's). Only the batch's trained tokens are scored.
+    ``chunk``: ``LossConfig.logits_chunk_tokens`` (no graph: a plain loop over chunks)."""
+    ids, mask = batch.input_ids, batch.attention_mask
+    lp = token_logprobs(model, ids, mask, batch.loss_mask, temperature, chunk)
     return lp.float()
 
 
@@ -201,7 +239,8 @@ def policy_loss(
     cfg = config or LossConfig()
     batch.validate()
     mask = batch.loss_mask
-    logp = token_logprobs(model, batch.input_ids, batch.attention_mask, mask, cfg.temperature)
+    ids, chunk = batch.input_ids, cfg.logits_chunk_tokens
+    logp = token_logprobs(model, ids, batch.attention_mask, mask, cfg.temperature, chunk)
     # No stored old log-probs = one update per rollout: the ratio is 1 but still carries gradient.
     old = batch.old_logprobs if batch.old_logprobs is not None else logp.detach()
     adv = batch.advantages.to(logp.dtype)

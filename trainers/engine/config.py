@@ -63,6 +63,11 @@ class TrainConfig:
     # replicate (DDP). One process never shards. docs/gpu.md
     sharding: Literal["auto", "none", "fsdp2"] = "auto"
     gradient_checkpointing: bool = False  # recompute activations in backward (memory)
+    # the LM head + log-softmax over at most this many completion tokens at a time, each
+    # chunk recomputed in backward: one chunk's (N, V) fp32 logits instead of a micro-batch's
+    # (B, C, V) (2 GB per 2,048-token row at Qwen3.5's 248k vocabulary); the same log-probs
+    # and gradients. 0 = off. docs/gpu.md "Memory on one 80 GB GPU"
+    logits_chunk_tokens: int = 512
     # TRL's truncated importance-sampling cap on pi_old / pi_vllm per token; null = off
     vllm_is_cap: float | None = None
     reward: str = "pass"
@@ -88,6 +93,8 @@ class TrainConfig:
             "save_every",
             "state_every",
         )
+        if self.logits_chunk_tokens < 0:
+            raise ConfigError("config logits_chunk_tokens: must be >= 0 (0 = off)")
         if self.vllm_max_model_len < 0:
             raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = vLLM's default)")
         for name in positive:

@@ -31,12 +31,14 @@ def step_context(
     pad_id: int,
     micro: int,
     chat: tuple[str, bool | None],  # (chat mode, enable_thinking)
+    logits_chunk: int = 0,  # TrainConfig.logits_chunk_tokens
 ) -> StepContext:
     from trainers.engine.update import completion_logprobs
 
     def logprobs(pairs: Any) -> Any:
         with sharding.gathered(policy):
-            return completion_logprobs(policy, pairs, pad_id, micro, sampling.temperature)
+            t = sampling.temperature
+            return completion_logprobs(policy, pairs, pad_id, micro, t, logits_chunk)
 
     def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
         # gathered: under FSDP each process decodes its own number of steps, collective-free

@@ -227,6 +227,7 @@ def train(spec: RunSpec) -> TrainResult:
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,  # every log-prob of the loss is taken at the sampling T
         is_cap=cfg.vllm_is_cap,
+        logits_chunk_tokens=cfg.logits_chunk_tokens,
     )
     params = [p for p in model.parameters() if p.requires_grad]
     share = cfg.prompts_per_step // world
@@ -260,6 +261,7 @@ def train(spec: RunSpec) -> TrainResult:
                 pad_id,
                 cfg.micro_batch_rows,
                 (spec.chat, cfg.enable_thinking),
+                cfg.logits_chunk_tokens,
             )
             ctx.reduce_sum = reduce_sum  # global-batch statistics (CPPO M = 1 "loo")
             scored = algo.collect(local, ctx)
@@ -285,6 +287,7 @@ def train(spec: RunSpec) -> TrainResult:
                             pad_id,
                             accelerator.device,
                             cfg.temperature,
+                            cfg.logits_chunk_tokens,
                         )
                 for _ in range(cfg.updates_per_rollout):
                     result = policy_update(

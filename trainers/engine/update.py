@@ -9,7 +9,8 @@ same step (to float round-off). Only the last micro-batch synchronises gradients
 (``no_sync`` before it), so processes may hold different numbers of rows.
 
 Every log-prob here (reference, old policy, UpSkill's MI scoring) is taken at the sampling
-temperature ``loss_config.temperature``, like the policy's own inside ``policy_loss``.
+temperature ``loss_config.temperature``, like the policy's own inside ``policy_loss``, and
+with the same ``logits_chunk_tokens`` (the LM head over chunks of completion tokens).
 """
 
 from __future__ import annotations
@@ -67,14 +68,16 @@ def completion_logprobs(
     pad_id: int,
     size: int,
     temperature: float = 1.0,
+    chunk: int = 0,
 ) -> list[torch.Tensor]:
-    """Per-token log-probs of each completion after its prompt (no gradient), at ``temperature``."""
+    """Per-token log-probs of each completion after its prompt (no gradient), at ``temperature``;
+    ``chunk``: TrainConfig.logits_chunk_tokens (the head over that many tokens at a time)."""
     device = next(model.parameters()).device
     out: list[torch.Tensor] = []
     for i in range(0, len(pairs), size):
         chunk = pairs[i : i + size]
         rows = [Row.prompt_completion(p, c, Region.RESPONSE, 0.0) for p, c in chunk]
-        lp = frozen_logprobs(model, _to(collate(rows, pad_id), device), temperature)
+        lp = frozen_logprobs(model, _to(collate(rows, pad_id), device), temperature, chunk)
         for j, (p, c) in enumerate(chunk):
             out.append(lp[j, len(p) : len(p) + len(c)].float().cpu())
     return out
@@ -100,9 +103,9 @@ def policy_update(
     if sharding.is_fsdp2(model):  # every forward/backward is a collective: same count everywhere
         batches += [_to(b, device) for b in _padding(len(batches), pad_id)]
     started = time.perf_counter()
-    t = loss_config.temperature
+    t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
     if reference is not None and loss_config.beta != 0:
-        batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b, t)) for b in batches]
+        batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b, t, chunk)) for b in batches]
     reference_s = time.perf_counter() - started
     if old_logprobs is not None:
         batches = [
@@ -163,8 +166,9 @@ def old_policy_logprobs(
     pad_id: int,
     device: Any,
     temperature: float = 1.0,
+    chunk: int = 0,
 ) -> list[torch.Tensor]:
     """Log-probs of the rollout policy at the sampling temperature, fixed before the first of
-    several updates."""
+    several updates; ``chunk``: TrainConfig.logits_chunk_tokens."""
     batches = micro_batches(rows, micro_rows, pad_id)
-    return [frozen_logprobs(model, _to(b, device), temperature) for b in batches]
+    return [frozen_logprobs(model, _to(b, device), temperature, chunk) for b in batches]
