@@ -154,6 +154,46 @@ def train_pkpo(tmp: Path) -> str:
     return f"loss {lines[-1]['loss']:.4f}, max |dtheta| {moved:.2e}, bf16 ref on {DEVICE}, reloads"
 
 
+@check("train-offload")
+def train_offload(tmp: Path) -> str:
+    """Two pkpo steps with ``sharding: fsdp2_offload`` on one GPU (a 1-process mesh), against
+    the same run without offload: the offloaded run's peak is the line's peak-GiB."""
+    need_cuda()
+    import torch
+    from safetensors.torch import load_file
+    from toy_task import run, toy_model_dir
+    from transformers import AutoModelForCausalLM
+
+    # on a GPU a ~130M-parameter policy (2 GiB of fp32 weights + grads + AdamW moments), so the
+    # offload shows in the peak; the CPU dry run keeps the tiny toy policy
+    wide = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 8}
+    wide |= {"num_attention_heads": 16, "num_key_value_heads": 4}
+    model = toy_model_dir(tmp / "toy", **(wide if DEVICE == "cuda" else {}))
+    opts = {"algo": "pkpo", "steps": 2, "parity_reward": True, "reference_dtype": "bfloat16"}
+    peaks = []
+    for name, layout in (("plain", "auto"), ("offload", "fsdp2_offload")):
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()  # the last reset: the line's peak is offload's
+        run(tmp / name, model, sharding=layout, **opts)
+        if torch.cuda.is_available():
+            peaks.append(torch.cuda.max_memory_allocated() / 2**30)
+    out = tmp / "offload"
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    if len(lines) != 2 or not all(math.isfinite(m["loss"]) for m in lines):
+        raise AssertionError(f"loss not finite over 2 steps: {lines}")
+    layout = json.loads((out / "train_manifest.json").read_text())["topology"]["sharding"]
+    pinned = torch.cuda.is_available()
+    if layout.get("offload") != "cpu" or layout.get("pinned") is not pinned:
+        raise AssertionError(f"offload not applied: {layout}")
+    after = load_file(str(out / "checkpoints" / "final" / "model.safetensors"))
+    plain = load_file(str(tmp / "plain" / "checkpoints" / "final" / "model.safetensors"))
+    gap = max(float((after[k] - plain[k]).abs().max()) for k in plain)
+    AutoModelForCausalLM.from_pretrained(out / "checkpoints" / "final")
+    n = sum(t.numel() for t in plain.values())
+    mem = f", peak {peaks[1]:.2f} GiB vs {peaks[0]:.2f} without offload" if peaks else ""
+    return f"{n / 1e6:.2f}M params, max |offload - plain| {gap:.1e}{mem}, pinned {pinned}, reloads"
+
+
 def _on_cuda(module: Any, what: str) -> None:
     devices = {p.device.type for p in module.parameters()}
     if devices != {DEVICE}:

@@ -1,5 +1,5 @@
 """benchmarks/gpu_smoke.py on the CPU: every GPU check is SKIP with its reason, and the
-checks themselves still run (a CPU dry run of two of them)."""
+checks themselves still run (a CPU dry run of three of them)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_every_gpu_check_is_skip_with_its_reason_on_the_cpu() -> None:
     assert {"hf-uneven-llama", "hf-uneven-qwen3_5", "train-pkpo", "cppo-sft", "cppo-rm"} <= set(
         names
     )
-    assert {"cppo-audit", "fsdp2-step", "zero3-step", "vllm-sync"} <= set(names)
+    assert {"cppo-audit", "fsdp2-step", "zero3-step", "vllm-sync", "train-offload"} <= set(names)
     for line in checks:
         status, name, _, peak, why = LINE.match(line).groups()  # type: ignore[union-attr]
         assert status == "SKIP" and peak == "-", line
@@ -47,9 +47,9 @@ def test_every_gpu_check_is_skip_with_its_reason_on_the_cpu() -> None:
 
 
 def test_the_checks_themselves_run_as_a_cpu_dry_run() -> None:
-    rc, lines = _run("--device", "cpu", "--only", "hf-uneven-qwen3_5,train-pkpo")
-    assert [x.split()[0] for x in lines[:-1]] == ["PASS", "PASS"], lines
-    assert lines[-1] == "2 passed, 0 failed, 0 skipped" and rc == 0
+    rc, lines = _run("--device", "cpu", "--only", "hf-uneven-qwen3_5,train-pkpo,train-offload")
+    assert [x.split()[0] for x in lines[:-1]] == ["PASS", "PASS", "PASS"], lines
+    assert lines[-1] == "3 passed, 0 failed, 0 skipped" and rc == 0
 
 
 def test_an_unknown_check_is_one_line() -> None:

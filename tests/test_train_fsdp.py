@@ -86,27 +86,42 @@ def _toy(out: Path, model: Path, *extra: str, launcher: list[str] | None = None)
         _torchrun(args)
 
 
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory, toy_model: Path) -> Path:
+    """Two toy steps in one unsharded process: the run every layout must equal."""
+    one = tmp_path_factory.mktemp("plain") / "one"
+    _toy(one, toy_model, "--steps", "2")
+    return one
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def _same_run(a: Path, b: Path) -> None:
+    """Equal weights (full shapes) and per-step grad and step norms."""
+    wa, wb = _weights(a / "checkpoints" / "final"), _weights(b / "checkpoints" / "final")
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert wa[k].shape == wb[k].shape  # full tensors, not one process's shard
+        torch.testing.assert_close(wa[k], wb[k], rtol=1e-5, atol=1e-6)
+    for x, y in zip(_metrics(a), _metrics(b), strict=True):
+        assert y["param_step_norm"] == pytest.approx(x["param_step_norm"], rel=1e-4)
+        assert y["grad_norm"] == pytest.approx(x["grad_norm"], rel=1e-4)
+
+
 def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
-    tmp_path: Path, toy_model: Path
+    tmp_path: Path, toy_model: Path, plain_run: Path
 ) -> None:
     from transformers import AutoModelForCausalLM
 
-    one, two, resumed = tmp_path / "one", tmp_path / "two", tmp_path / "resumed"
-    _toy(one, toy_model, "--steps", "2")
+    one, two, resumed = plain_run, tmp_path / "two", tmp_path / "resumed"
     _toy(two, toy_model, "--steps", "2", "--set", "sharding=fsdp2", launcher=["torchrun"])
-    a, b = _weights(one / "checkpoints" / "final"), _weights(two / "checkpoints" / "final")
-    base = _weights(toy_model)
-    assert a.keys() == b.keys() == base.keys()
-    for k in a:
-        assert a[k].shape == base[k].shape  # full tensors, not one process's shard
-        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+    # weights and per-step diagnostics: the step norm is not counted once per process
+    _same_run(one, two)
+    a, base = _weights(one / "checkpoints" / "final"), _weights(toy_model)
+    assert a.keys() == base.keys() and all(a[k].shape == base[k].shape for k in a)
     assert max(float((a[k] - base[k]).abs().max()) for k in a) > 1e-4
-    # the per-step diagnostics agree too: the step norm is not counted once per process
-    m1 = [json.loads(x) for x in (one / "metrics.jsonl").read_text().splitlines()]
-    m2 = [json.loads(x) for x in (two / "metrics.jsonl").read_text().splitlines()]
-    for x, y in zip(m1, m2, strict=True):
-        assert y["param_step_norm"] == pytest.approx(x["param_step_norm"], rel=1e-4)
-        assert y["grad_norm"] == pytest.approx(x["grad_norm"], rel=1e-4)
     # an FSDP checkpoint is a plain HF folder
     loaded, info = AutoModelForCausalLM.from_pretrained(
         two / "checkpoints" / "final", output_loading_info=True
@@ -118,7 +133,7 @@ def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
     _toy(resumed, toy_model, "--steps", "1", *fsdp, launcher=["torchrun"])
     assert (resumed / "state" / "step-00000001" / "sharded_model.safetensors").is_file()
     _toy(resumed, toy_model, "--steps", "2", "--resume", *fsdp, launcher=["torchrun"])
-    c = _weights(resumed / "checkpoints" / "final")
+    b, c = _weights(two / "checkpoints" / "final"), _weights(resumed / "checkpoints" / "final")
     for k in b:
         torch.testing.assert_close(c[k], b[k], rtol=1e-5, atol=1e-6)
 
@@ -200,3 +215,69 @@ def test_a_resume_one_process_cannot_load_stops_every_process(
     err = _failed_resume(split, toy_model, "--rank-out")
     assert "the processes see different training states" in err
     assert "process 0: step-00000001, process 1: none" in err
+
+
+def _sharding(run: Path) -> dict:
+    """The layout the run really had, read from its FSDP state (manifest.topology)."""
+    return json.loads((run / "train_manifest.json").read_text())["topology"]["sharding"]
+
+
+def test_offload_on_one_and_two_processes_matches_the_plain_run_and_resumes(
+    tmp_path: Path, toy_model: Path, plain_run: Path
+) -> None:
+    from transformers import AutoModelForCausalLM
+
+    offload = ["--set", "sharding=fsdp2_offload"]
+    # one process: a 1-process mesh (the engine makes the gloo group and tears it down)
+    one = tmp_path / "one"
+    _toy(one, toy_model, "--steps", "2", *offload)
+    assert _sharding(one) == {
+        "fsdp2": True,
+        "mesh_size": 1,
+        "units": 3,  # two decoder layers and the root
+        "offload": "cpu",
+        "pinned": False,  # pinned memory only where CUDA is
+    }
+    _same_run(plain_run, one)
+    # two processes, one step, then a resume from the offloaded sharded state to two steps
+    two = tmp_path / "two"
+    _toy(two, toy_model, "--steps", "1", *offload, launcher=["torchrun"])
+    assert (two / "state" / "step-00000001" / "sharded_optimizer.safetensors").is_file()
+    _toy(two, toy_model, "--steps", "2", "--resume", *offload, launcher=["torchrun"])
+    assert _sharding(two)["mesh_size"] == 2 and _sharding(two)["offload"] == "cpu"
+    _same_run(plain_run, two)
+    loaded, info = AutoModelForCausalLM.from_pretrained(
+        two / "checkpoints" / "final", output_loading_info=True
+    )
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+
+
+def test_offload_layout_and_process_group_in_process(toy_model: Path) -> None:
+    import torch.distributed as dist
+
+    from cppo_bench.backends.hf import load_model
+    from trainers.engine import sharding
+
+    assert sharding.uses_fsdp("fsdp2_offload", 1) and not sharding.uses_fsdp("fsdp2", 1)
+    assert sharding.uses_fsdp("fsdp2", 2) and not sharding.wants_offload("fsdp2")
+    assert not sharding.uses_fsdp("auto", 1) and not sharding.uses_fsdp("none", 2)
+    assert not dist.is_initialized()
+    with sharding.process_group("fsdp2_offload"):
+        assert dist.is_initialized() and dist.get_world_size() == 1
+        model, _, _ = load_model(str(toy_model), dtype=torch.float32)
+        sharding.shard(model, "cpu", 1, offload=True)
+        policies = sharding.offload_policies(model)
+        assert len(policies) == 3
+        assert all(isinstance(p, torch.distributed.fsdp.CPUOffloadPolicy) for p in policies)
+        # the gradient norm reduced by hand equals torch's on the same (unsharded) gradients
+        plain, _, _ = load_model(str(toy_model), dtype=torch.float32)
+        ids = torch.tensor([[1, 2, 3, 4, 5]])
+        for m in (model, plain):
+            m(input_ids=ids).logits.float().pow(2).mean().backward()
+        mine = sharding.clip_grad_norm(list(model.parameters()), 1e-3)
+        ref = float(torch.nn.utils.clip_grad_norm_(plain.parameters(), 1e-3))
+        assert mine == pytest.approx(ref, rel=1e-5)
+        for p, q in zip(model.parameters(), plain.parameters(), strict=True):  # clipped alike
+            torch.testing.assert_close(sharding.full_tensor(p.grad), q.grad, rtol=1e-5, atol=1e-8)
+        assert sharding.full_state_dict(model).keys() == plain.state_dict().keys()
+    assert not dist.is_initialized()  # torn down

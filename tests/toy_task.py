@@ -43,7 +43,9 @@ def toy_tokenizer() -> Any:
     )
 
 
-def toy_model_dir(dest: Path, seed: int = 0) -> Path:
+def toy_model_dir(dest: Path, seed: int = 0, **sizes: int) -> Path:
+    """A tiny random Llama over the toy vocabulary; ``sizes`` override its LlamaConfig
+    (hidden_size, num_hidden_layers, ...: a wider one for memory measurements)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -63,6 +65,8 @@ def toy_model_dir(dest: Path, seed: int = 0) -> Path:
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.eos_token_id,
     )
+    for key, value in sizes.items():
+        setattr(cfg, key, value)
     LlamaForCausalLM(cfg).save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)
     return dest

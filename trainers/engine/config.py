@@ -59,9 +59,11 @@ class TrainConfig:
     # the chat template's enable_thinking: the study's prompts expect a direct answer
     enable_thinking: bool | None = False
     # layout over several processes: auto = FSDP2 when accelerate launches with an FSDP
-    # config; fsdp2 = always shard (applied by the engine itself, also on CPU); none =
-    # replicate (DDP). One process never shards. docs/gpu.md
-    sharding: Literal["auto", "none", "fsdp2"] = "auto"
+    # config (offloaded with its offload_params); fsdp2 = always shard (applied by the engine
+    # itself, also on CPU); fsdp2_offload = fsdp2 with fp32 weights, gradients and the AdamW
+    # step in host memory, also on one process (a 4B policy on one 80 GB GPU); none =
+    # replicate (DDP). One process shards only with fsdp2_offload. docs/gpu.md
+    sharding: Literal["auto", "none", "fsdp2", "fsdp2_offload"] = "auto"
     gradient_checkpointing: bool = False  # recompute activations in backward (memory)
     # the LM head + log-softmax over at most this many completion tokens at a time, each
     # chunk recomputed in backward: one chunk's (N, V) fp32 logits instead of a micro-batch's

@@ -6,6 +6,7 @@ policy forward here runs inside ``sharding.gathered``: no collective per decodin
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,8 +42,11 @@ def step_context(
             return completion_logprobs(policy, pairs, pad_id, micro, t, logits_chunk)
 
     def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
-        # gathered: under FSDP each process decodes its own number of steps, collective-free
-        with timer.phase("rollout"), sharding.gathered(policy):
+        # gathered: under FSDP each process decodes its own number of steps, collective-free;
+        # an engine with its own weights (vLLM) leaves the policy sharded (offloaded)
+        gather = getattr(rollout, "uses_policy", True)
+        held = sharding.gathered(policy) if gather else contextlib.nullcontext()
+        with timer.phase("rollout"), held:
             out = rollout.generate(reqs, sampling)
         timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
             len(r.completion_ids) for r in out

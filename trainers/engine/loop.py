@@ -63,17 +63,25 @@ class TrainResult:
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     import importlib.util
+    import os
 
     import torch
     from accelerate import Accelerator
+    from accelerate.utils import InitProcessGroupKwargs
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
     if log_with == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
         raise DataError(
             "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
         )
+    handlers = []
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if sharding.wants_offload(cfg.sharding) and torch.cuda.is_available() and world > 1:
+        # offloaded shards are host tensors: the group needs gloo beside NCCL for them
+        handlers.append(InitProcessGroupKwargs(backend=sharding.mixed_backend()))
     return Accelerator(
         cpu=not torch.cuda.is_available(),
+        kwargs_handlers=handlers,
         log_with=log_with,
         project_dir=str(out_dir),
         step_scheduler_with_optimizer=False,  # one scheduler step per optimizer step
@@ -135,6 +143,13 @@ def model_label(model: str | None) -> str:
 
 
 def train(spec: RunSpec) -> TrainResult:
+    """One training run in this process (module docstring). A 1-process offloaded run gets
+    its own 1-process group for the duration (``sharding.process_group``)."""
+    with sharding.process_group(spec.config.sharding):
+        return _train(spec)
+
+
+def _train(spec: RunSpec) -> TrainResult:
     import torch
 
     from trainers.core.grpo import check_trainable_fp32, make_reference
@@ -168,9 +183,12 @@ def train(spec: RunSpec) -> TrainResult:
         )
     elif cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
-    fsdp = world > 1 and sharding.wants_fsdp(cfg.sharding)
+    fsdp = sharding.uses_fsdp(cfg.sharding, world)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
-        model = sharding.shard(model, accelerator.device, world)
+        offload = sharding.wants_offload(cfg.sharding)
+        model = sharding.shard(model, accelerator.device, world, offload=offload)
+    # created after sharding, over the DTensor shards: under offload they and the AdamW
+    # moments live in host memory, so the step runs there
     optimizer, scheduler = _optimizer(cfg, model)
     deepspeed_support.fill_config(accelerator, cfg.micro_batch_rows, cfg.max_grad_norm)
     if fsdp:
@@ -193,7 +211,9 @@ def train(spec: RunSpec) -> TrainResult:
     log = MetricsLog(out, accelerator.is_main_process)
     log.truncate_after(start)
     if accelerator.is_main_process:
-        manifest.write(out, spec, cfg, base_label, model_path, accelerator, total, start)
+        manifest.write(
+            out, spec, cfg, base_label, model_path, accelerator, total, start, model=model
+        )
     if cfg.report_to != "none":
         accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
 

@@ -62,8 +62,15 @@ def provenance() -> dict[str, Any]:
     }
 
 
-def topology(accelerator: Any) -> dict[str, Any]:
+def topology(accelerator: Any, model: Any = None) -> dict[str, Any]:
+    """The run's layout; with ``model``, how its parameters are really held (read from the
+    sharded model, not the config: an offload that did not apply shows here)."""
     state = accelerator.state
+    extra = {}
+    if model is not None:
+        from trainers.engine.sharding import describe
+
+        extra["sharding"] = describe(model)
     return {
         "distributed_type": accelerator.distributed_type.name,
         "num_processes": accelerator.num_processes,
@@ -71,6 +78,7 @@ def topology(accelerator: Any) -> dict[str, Any]:
         or int(__import__("os").environ.get("NNODES", "1") or 1),
         "device": str(accelerator.device),
         "mixed_precision": str(accelerator.mixed_precision),
+        **extra,
     }
 
 
@@ -87,6 +95,7 @@ def write(
     accelerator: Any,
     total_steps: int,
     start_step: int,
+    model: Any = None,
 ) -> Path:
     path = Path(out) / MANIFEST
     try:
@@ -112,7 +121,7 @@ def write(
         },
         "total_steps": total_steps,
         **provenance(),
-        "topology": topology(accelerator),
+        "topology": topology(accelerator, model),
         "started_at": previous.get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "resumed_at_steps": [
             *previous.get("resumed_at_steps", []),

@@ -64,6 +64,11 @@ class Rollout:
 
 
 class RolloutEngine(Protocol):
+    # whether generate() runs the policy's own forward: then a sharded policy is gathered
+    # around it (context.py); an engine with its own weights (vLLM) needs no full policy
+    # there, which under offload saves the fp32 policy's whole size on the GPU while it samples
+    uses_policy: bool
+
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]: ...
@@ -118,6 +123,8 @@ class _TokenHF(HFBackend):
 class HFRollout:
     """The policy generates its own rollouts (CPU, or a GPU without vLLM)."""
 
+    uses_policy = True
+
     def __init__(
         self,
         model: Any,
@@ -127,7 +134,9 @@ class HFRollout:
         chat: str = "auto",
         enable_thinking: bool | None = False,
     ):
-        device = str(next(model.parameters()).device)
+        from trainers.engine.sharding import compute_device
+
+        device = str(compute_device(model))  # offloaded (FSDP2) shards live on the host
         self.backend = _TokenHF(
             model,
             tokenizer,

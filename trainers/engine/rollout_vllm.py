@@ -60,6 +60,8 @@ def _engine_model_loader(llm: Any) -> Any:
 
 
 class VLLMRollout:
+    uses_policy = False  # samples from its own synced weights: the policy stays sharded
+
     def __init__(self, model_path: str, tokenizer: Any, options: Mapping[str, Any]) -> None:
         # Colocated: the engine core runs in this process (as TRL's colocate mode does), so
         # load_weights reads the policy's tensors directly: no pickling, no second process.

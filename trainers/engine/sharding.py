@@ -15,7 +15,13 @@ What sharding changes elsewhere, and why:
   The update pads each process to the same number of micro-batches (``update.py``).
 * a full state dict (HF folder, weight sync, training state) is gathered with
   ``torch.distributed.checkpoint.state_dict``: rank 0 receives it, on the CPU.
-* the gradient norm of DTensor gradients is a DTensor: ``clip_grad_norm`` reduces it.
+* the gradient norm of DTensor gradients is reduced here (``clip_grad_norm``), on the compute
+  device, so it also works when the gradients live on the host (offload) under NCCL.
+
+``sharding: fsdp2_offload`` adds FSDP2's ``CPUOffloadPolicy``: fp32 parameters, gradients and
+AdamW moments stay in host memory (pinned on CUDA) and the optimizer step runs on the CPU; the
+device holds one unit's all-gathered parameters at a time (plus activations). It also applies
+to one process (a 1-process mesh, ``process_group``). docs/gpu.md weighs the PCIe traffic.
 """
 
 from __future__ import annotations
@@ -35,15 +41,62 @@ SHARDED_OPTIMIZER = "sharded_optimizer.safetensors"
 SHARDED_OPTIMIZER_META = "sharded_optimizer.json"
 
 
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true")
+
+
 def wants_fsdp(sharding: str) -> bool:
-    """``sharding`` (TrainConfig): fsdp2 always; auto when launched with accelerate's FSDP
-    config (ACCELERATE_USE_FSDP) on more than one process; none never."""
-    if sharding == "fsdp2":
+    """``sharding`` (TrainConfig): fsdp2 and fsdp2_offload always; auto when launched with
+    accelerate's FSDP config (ACCELERATE_USE_FSDP) on more than one process; none never."""
+    if sharding in ("fsdp2", "fsdp2_offload"):
         return True
     if sharding != "auto":
         return False
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    return world > 1 and os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+    return world > 1 and _env_true("ACCELERATE_USE_FSDP")
+
+
+def wants_offload(sharding: str) -> bool:
+    """Host-memory parameters, gradients and optimizer step: fsdp2_offload, or auto under
+    accelerate's FSDP config with ``offload_params`` (FSDP_OFFLOAD_PARAMS) on several processes."""
+    if sharding == "fsdp2_offload":
+        return True
+    return sharding == "auto" and wants_fsdp(sharding) and _env_true("FSDP_OFFLOAD_PARAMS")
+
+
+def uses_fsdp(sharding: str, world: int) -> bool:
+    """Whether the engine shards: several processes that want FSDP2, or any number with
+    offload (one process offloads through a 1-process mesh; plain FSDP2 on one process would
+    only add overhead)."""
+    return wants_offload(sharding) or (world > 1 and wants_fsdp(sharding))
+
+
+def mixed_backend() -> str:
+    """The process-group backend an offloaded CUDA run needs: NCCL for the device tensors and
+    gloo for host tensors (collectives over offloaded DTensors that torch runs where they
+    live); accelerate picks the same pair for its own FSDP offload."""
+    return "cuda:nccl,cpu:gloo"
+
+
+@contextlib.contextmanager
+def process_group(sharding: str) -> Iterator[None]:
+    """A 1-process group for the duration when one process shards (``fsdp2_offload``): a
+    device mesh needs a process group, and neither a plain launch nor accelerate (which reports
+    no distributed type for one process) creates one. gloo on the CPU, NCCL + gloo on CUDA;
+    destroyed on exit. A no-op under a launcher (WORLD_SIZE > 1) or with a group already up."""
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 or not uses_fsdp(sharding, world) or dist.is_initialized():
+        yield
+        return
+    backend = mixed_backend() if torch.cuda.is_available() else "gloo"
+    # a HashStore: one process needs no rendezvous (no port to pick, nothing to collide)
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def layer_classes(model: Any) -> set[str]:
@@ -52,19 +105,27 @@ def layer_classes(model: Any) -> set[str]:
     return {str(n) for n in names}
 
 
-def shard(model: Any, device: Any, world: int) -> Any:
-    """Shard ``model`` in place over every process (FSDP2) and return it."""
+def shard(model: Any, device: Any, world: int, offload: bool = False) -> Any:
+    """Shard ``model`` in place over every process (FSDP2) and return it. ``offload``: the
+    shards stay in host memory (CPUOffloadPolicy), pinned only where CUDA can use the pins."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 
     device = torch.device(device)
-    model.to(device)
+    if offload:
+        # CPUOffloadPolicy wants the parameters on the host; fully_shard moves each unit to
+        # the device only to shard it, so the whole model never sits on the GPU at once
+        model.to("cpu")
+        policy: OffloadPolicy = CPUOffloadPolicy(pin_memory=torch.cuda.is_available())
+    else:
+        model.to(device)
+        policy = OffloadPolicy()
     mesh = init_device_mesh(device.type, (world,))
     wanted = layer_classes(model)
     units = [m for m in model.modules() if type(m).__name__ in wanted and m is not model]
     for unit in units:
-        fully_shard(unit, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+        fully_shard(unit, mesh=mesh, offload_policy=policy)
+    fully_shard(model, mesh=mesh, offload_policy=policy)
     return model
 
 
@@ -80,6 +141,65 @@ def _fsdp_units(model: Any) -> list[Any]:
     from torch.distributed.fsdp import FSDPModule
 
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+def offload_policies(model: Any) -> list[Any]:
+    """The offload policy of every FSDP2 parameter group (what FSDP really applies, read
+    from its state: torch has no public getter; 2.13 keeps ``_fsdp_param_groups``, older
+    releases one ``_fsdp_param_group``). [] when unsharded."""
+    out = []
+    for unit in _fsdp_units(model):
+        state = unit._get_fsdp_state()
+        groups = getattr(state, "_fsdp_param_groups", None)
+        if groups is None:
+            one = getattr(state, "_fsdp_param_group", None)
+            groups = [one] if one is not None else []
+        out += [g.offload_policy for g in groups]
+    return out
+
+
+def describe(model: Any) -> dict[str, Any]:
+    """The layout a run really has (the training manifest's ``topology.sharding``)."""
+    from torch.distributed.fsdp import CPUOffloadPolicy
+
+    if not is_fsdp2(model):
+        return {"fsdp2": False}
+    policies = offload_policies(model)
+    offload = bool(policies) and all(isinstance(p, CPUOffloadPolicy) for p in policies)
+    first = next(iter(model.parameters()))
+    return {
+        "fsdp2": True,
+        "mesh_size": int(first.device_mesh.size()) if hasattr(first, "device_mesh") else 1,
+        "units": len(_fsdp_units(model)),
+        "offload": "cpu" if offload else "none",
+        "pinned": offload and all(p.pin_memory for p in policies),
+    }
+
+
+def compute_device(model: Any) -> torch.device:
+    """Where ``model``'s forward runs. Under offload the sharded parameters live on the host
+    while all-gathered ones, buffers and activations live on the mesh's device, so the first
+    parameter's device is not the answer."""
+    first = next(iter(model.parameters()))
+    mesh = getattr(first, "device_mesh", None)
+    return first.device if mesh is None else _mesh_device(mesh)
+
+
+def _mesh_device(mesh: Any) -> torch.device:
+    """The device a mesh's collectives run on (CUDA: this process's current GPU)."""
+    if mesh.device_type == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device(mesh.device_type)
+
+
+def full_tensor(t: Any) -> Any:
+    """A DTensor's full tensor; an offloaded shard is moved to the compute device first (the
+    mesh's backend may not reach host memory: NCCL), as torch's own state-dict gather does."""
+    if not hasattr(t, "full_tensor"):
+        return t
+    if t.device.type != t.device_mesh.device_type:
+        t = t.to(_mesh_device(t.device_mesh))
+    return t.full_tensor()
 
 
 @contextlib.contextmanager
@@ -123,12 +243,35 @@ def local(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
 
 
 def clip_grad_norm(params: list[Any], max_norm: float) -> float:
-    """Clip like torch.nn.utils.clip_grad_norm_ and return the global norm as a float
-    (DTensor gradients give a DTensor norm, reduced over the shards here)."""
-    norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else math.inf)
-    if hasattr(norm, "full_tensor"):
-        norm = norm.full_tensor()
-    return float(norm)
+    """Clip like torch.nn.utils.clip_grad_norm_ and return the global norm as a float.
+
+    DTensor gradients: each shard's squared norm is summed on the compute device and
+    all-reduced over the mesh, then every local shard is scaled in place. Done by hand, not
+    through the DTensor norm, because offloaded gradients live on the host while the mesh's
+    backend may be NCCL only (a CPU tensor in an NCCL all-reduce fails)."""
+    import torch.distributed as dist
+
+    grads = [p.grad for p in params if p.grad is not None]
+    sharded = [g for g in grads if hasattr(g, "to_local")]
+    if not sharded:
+        norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else math.inf)
+        return float(norm)
+    mesh = sharded[0].device_mesh
+    dev = _mesh_device(mesh)
+    # per-tensor fp32 norms as torch takes them; their squares summed in fp64
+    parts = [local(g)[0] for g in grads]
+    sq = torch.zeros(2, dtype=torch.float64, device=dev)  # [sharded, replicated]
+    for g, part in zip(grads, parts, strict=True):
+        n = torch.linalg.vector_norm(part, 2.0, dtype=torch.float32).to(dev, torch.float64)
+        sq[0 if hasattr(g, "to_local") else 1] += n * n
+    shard_sq = sq[:1].clone()
+    dist.all_reduce(shard_sq, group=mesh.get_group())
+    total = float((shard_sq[0] + sq[1]).sqrt())
+    if max_norm > 0:
+        coef = min(max_norm / (total + 1e-6), 1.0)
+        for part in parts:
+            part.mul_(coef)  # the local shard shares storage with the DTensor gradient
+    return total
 
 
 def full_state_dict(model: Any) -> dict[str, torch.Tensor]:

@@ -44,12 +44,13 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
     return [collate(rows[i : i + size], pad_id) for i in range(0, len(rows), size)]
 
 
-def _padding(count: int, pad_id: int) -> list[PolicyBatch]:
+def _padding(count: int, pad_id: int, device: Any) -> list[PolicyBatch]:
     """Micro-batches without trained tokens that bring this process to the largest count of
-    any process (FSDP: a process with fewer rows would wait in a collective forever)."""
+    any process (FSDP: a process with fewer rows would wait in a collective forever). The
+    count travels on ``device``: an NCCL-only process group cannot reduce a CPU tensor."""
     import torch.distributed as dist
 
-    most = torch.tensor([count], dtype=torch.int64)
+    most = torch.tensor([count], dtype=torch.int64, device=device)
     dist.all_reduce(most, op=dist.ReduceOp.MAX)
     return micro_batches([], 1, pad_id) * (int(most[0]) - count)
 
@@ -72,7 +73,7 @@ def completion_logprobs(
 ) -> list[torch.Tensor]:
     """Per-token log-probs of each completion after its prompt (no gradient), at ``temperature``;
     ``chunk``: TrainConfig.logits_chunk_tokens (the head over that many tokens at a time)."""
-    device = next(model.parameters()).device
+    device = sharding.compute_device(model)  # offloaded shards live on the host
     out: list[torch.Tensor] = []
     for i in range(0, len(pairs), size):
         chunk = pairs[i : i + size]
@@ -101,7 +102,7 @@ def policy_update(
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
     if sharding.is_fsdp2(model):  # every forward/backward is a collective: same count everywhere
-        batches += [_to(b, device) for b in _padding(len(batches), pad_id)]
+        batches += [_to(b, device) for b in _padding(len(batches), pad_id, device)]
     started = time.perf_counter()
     t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
     if reference is not None and loss_config.beta != 0:

@@ -7,7 +7,8 @@ gathered explicitly, a layer (or a tensor) at a time, so the peak is one layer o
 sharded model, never a second full copy:
 
 * FSDP2 (DTensor parameters): ``full_tensor()`` on each entry of the state dict; a collective,
-  every process iterates in the same order.
+  every process iterates in the same order. Offloaded (host) shards are moved to the compute
+  device first, so the gathered tensor lands where the engine reads it.
 * FSDP1: ``summon_full_params(unit, recurse=False)`` per FSDP unit, children first (the
   post-order traversal TRL's colocate sync uses).
 * DeepSpeed ZeRO-3 (parameters with ``ds_id``): ``deepspeed.zero.GatheredParameters`` over one
@@ -91,8 +92,10 @@ def full_tensors(model: Any) -> Iterator[tuple[str, Any]]:
     iterate it to the end."""
     kind = layout(model)
     if kind == "fsdp2":
+        from trainers.engine.sharding import full_tensor
+
         for name, t in model.state_dict().items():
-            yield name, t.full_tensor() if hasattr(t, "full_tensor") else t
+            yield name, full_tensor(t)  # offloaded shards gather on the compute device
     elif kind == "fsdp1":
         yield from _fsdp1(model, "", set())
     elif kind == "zero3":
