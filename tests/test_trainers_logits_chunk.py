@@ -206,3 +206,17 @@ def test_a_logit_transform_after_the_head_is_refused(root: Path) -> None:
     token_logprobs(Scaled(), ids, mask, only, temperature=T)  # unchunked: fine
     with pytest.raises(ValueError, match="changed its output after the head"):
         token_logprobs(Scaled(), ids, mask, only, temperature=T, chunk=3)
+
+
+def test_upskill_completion_logprobs_chunked_over_several_groups(root: Path) -> None:
+    """The engine's no-grad completion scorer (UpSkill's MI term) with more pairs than one
+    micro-batch: chunked == unchunked, each pair's completion span."""
+    from trainers.engine.update import completion_logprobs
+
+    model = _model("llama", root)
+    pairs = [([5, 6, 7], [8, 9, 10, 11]), ([5, 9], [12, 13]), ([4, 4, 6, 7], [9])]
+    plain = completion_logprobs(model, pairs, 0, 2, T)
+    chunked = completion_logprobs(model, pairs, 0, 2, T, chunk=3)
+    assert [len(x) for x in chunked] == [4, 2, 1]
+    for a, b in zip(chunked, plain, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -76,10 +76,10 @@ def completion_logprobs(
     device = sharding.compute_device(model)  # offloaded shards live on the host
     out: list[torch.Tensor] = []
     for i in range(0, len(pairs), size):
-        chunk = pairs[i : i + size]
-        rows = [Row.prompt_completion(p, c, Region.RESPONSE, 0.0) for p, c in chunk]
+        group = pairs[i : i + size]
+        rows = [Row.prompt_completion(p, c, Region.RESPONSE, 0.0) for p, c in group]
         lp = frozen_logprobs(model, _to(collate(rows, pad_id), device), temperature, chunk)
-        for j, (p, c) in enumerate(chunk):
+        for j, (p, c) in enumerate(group):
             out.append(lp[j, len(p) : len(p) + len(c)].float().cpu())
     return out
 
