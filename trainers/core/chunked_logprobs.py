@@ -76,7 +76,9 @@ def head_logprobs(
     rows, cols = scored.nonzero(as_tuple=True)
     flat = hidden[rows, cols]  # (P, H): only the scored positions, row-major
     tgt = targets[rows, cols]
-    grad = torch.is_grad_enabled()
+    # one chunk holds every position: checkpointing would only add a recompute, and keep its
+    # input besides the logits autograd saves anyway (measured 1.33x the unchunked peak)
+    grad = torch.is_grad_enabled() and flat.shape[0] > chunk
     pieces = []
     for s in range(0, flat.shape[0], chunk):
         h, t = flat[s : s + chunk], tgt[s : s + chunk]
@@ -94,7 +96,7 @@ def head_logprobs(
                     preserve_rng_state=False,
                 )
             )
-        else:  # no-grad scoring (old policy, reference): a plain loop
+        else:  # no-grad scoring (old policy, reference), or a single chunk: plain calls
             pieces.append(_chunk_logprobs(head_fn, h, t, temperature, softcap))
     out = torch.zeros((b, k), dtype=torch.float32, device=hidden.device)
     if not pieces:
