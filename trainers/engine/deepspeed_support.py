@@ -22,7 +22,30 @@ CPU machine, but a 2-process ZeRO-3 step did not finish in 200 s there (docs/gpu
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
+
+
+def launched() -> bool:
+    """Whether ``accelerate launch`` asked for DeepSpeed (its launcher sets this variable)."""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+
+
+def accelerator_kwargs(cuda: bool) -> dict[str, Any]:
+    """``Accelerator`` arguments for this machine. Without CUDA the engine asks for the CPU
+    (``cpu=True``): a plain run or torchrun then uses gloo. But accelerate 1.15 drops a
+    DeepSpeed launch under ``cpu=True`` without a word (state.py: ``PartialState`` starts
+    DeepSpeed only ``if not cpu``, ``AcceleratorState`` picks DEEPSPEED only ``and not cpu``)
+    and runs DDP. So a DeepSpeed launch on a CPU asks for no device type at all and names
+    gloo: DeepSpeed's CPU accelerator then runs ZeRO over gloo (oneCCL, its own default, is
+    rarely installed), on ``cpu`` tensors."""
+    if cuda:
+        return {"cpu": False}
+    if not launched():
+        return {"cpu": True}
+    from accelerate.utils import InitProcessGroupKwargs
+
+    return {"cpu": False, "kwargs_handlers": [InitProcessGroupKwargs(backend="gloo")]}
 
 
 def active(accelerator: Any) -> bool:

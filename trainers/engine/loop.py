@@ -72,10 +72,10 @@ def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
             "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
         )
     return Accelerator(
-        cpu=not torch.cuda.is_available(),
         log_with=log_with,
         project_dir=str(out_dir),
         step_scheduler_with_optimizer=False,  # one scheduler step per optimizer step
+        **deepspeed_support.accelerator_kwargs(torch.cuda.is_available()),
     )
 
 
@@ -160,12 +160,9 @@ def train(spec: RunSpec) -> TrainResult:
     if cfg.gradient_checkpointing:  # activations recomputed in backward: memory for time
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+    zero3 = deepspeed_support.zero_stage(accelerator) == 3
     reference = None
-    if cfg.kl_beta and deepspeed_support.zero_stage(accelerator) == 3:
-        reference = deepspeed_support.reference(
-            model_path, dtypes[cfg.reference_dtype], accelerator
-        )
-    elif cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
+    if cfg.kl_beta and not zero3:  # copied before sharding: a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
     fsdp = world > 1 and sharding.wants_fsdp(cfg.sharding)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
@@ -176,6 +173,10 @@ def train(spec: RunSpec) -> TrainResult:
         scheduler = accelerator.prepare(scheduler)
     else:
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    if cfg.kl_beta and zero3:  # after prepare: accelerate has resolved the config's "auto"s
+        reference = deepspeed_support.reference(
+            model_path, dtypes[cfg.reference_dtype], accelerator
+        )
     policy = accelerator.unwrap_model(model)
     sharded_state = (model, optimizer) if fsdp else None
     pad_id = (

@@ -63,8 +63,17 @@ def provenance() -> dict[str, Any]:
 
 
 def topology(accelerator: Any) -> dict[str, Any]:
+    from trainers.engine import deepspeed_support
+
     state = accelerator.state
+    deepspeed = {}
+    if deepspeed_support.active(accelerator):  # which ZeRO stage, and which DeepSpeed, ran
+        deepspeed = {
+            "zero_stage": deepspeed_support.zero_stage(accelerator),
+            "deepspeed_version": _version("deepspeed"),
+        }
     return {
+        **deepspeed,
         "distributed_type": accelerator.distributed_type.name,
         "num_processes": accelerator.num_processes,
         "num_machines": getattr(state, "num_machines", None)
