@@ -8,7 +8,7 @@ Checks: accelerate really runs DeepSpeed (not DDP, which it silently falls back 
 requests and decoding steps per process finish (no hang) under ``sharding.gathered`` and
 equal an unpartitioned copy; one policy update with 5 rows on one process and 1 on the
 other, through the ZeRO-3 reference, equals one process on all 6 rows; the gathered weights
-have the checkpoint's full shapes.
+have the checkpoint's full shapes; a bf16 reference is partitioned in bf16.
 """
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ def main() -> None:
     reference = deepspeed_support.reference(str(model_dir), torch.float32, acc)
     update_ok = _update(acc, engine, opt, reference, plain, rank)
     shapes = {k: tuple(t.shape) for k, t in weight_sync.full_tensors(policy)}
+    # reference_dtype bfloat16: partitioned in bf16 (it was cast back to the config's fp32)
+    bf16 = deepspeed_support.reference(str(model_dir), torch.bfloat16, acc)
+    bf16_dtypes = sorted({str(p.ds_tensor.dtype) for p in bf16.module.parameters()})
     record = {
         "distributed_type": acc.distributed_type.name,
         "zero_stage": deepspeed_support.zero_stage(acc),
@@ -73,6 +76,7 @@ def main() -> None:
         "lengths": [len(g.completion_ids) for g in got],
         "update_matches_one_process": update_ok,
         "shapes_ok": shapes == {k: tuple(v.shape) for k, v in plain.state_dict().items()},
+        "bf16_reference": bf16_dtypes,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{rank}.json").write_text(json.dumps(record))

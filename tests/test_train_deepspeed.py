@@ -93,6 +93,7 @@ def test_zero3_partitions_decodes_unevenly_and_pads_the_update(tmp_path: Path) -
         # DeepSpeed really ran (accelerate falls back to DDP under cpu=True without a word)
         assert rec["distributed_type"] == "DEEPSPEED" and rec["zero_stage"] == 3, rec
         assert rec["partitioned"] and rec["shapes_ok"], rec
+        assert rec["bf16_reference"] == ["torch.bfloat16"], rec
         assert rec["same_as_unsharded"], rec  # generation under gathered == the plain model
         assert rec["update_matches_one_process"], rec  # 5 rows against 1, reference included
     assert ranks[0]["lengths"] == [6, 6, 6] and ranks[1]["lengths"] == [2]  # uneven decoding
