@@ -158,3 +158,21 @@ def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
     c = _weights(resumed / "checkpoints" / "final")
     for k in a:
         torch.testing.assert_close(c[k], a[k], rtol=1e-5, atol=1e-6)
+
+
+def test_a_deepspeed_launch_without_cuda_does_not_ask_accelerate_for_the_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """accelerate ignores a DeepSpeed launch under cpu=True and runs DDP (runs in CI: no
+    DeepSpeed needed)."""
+    from trainers.engine.deepspeed_support import accelerator_kwargs, state_kwargs
+
+    monkeypatch.delenv("ACCELERATE_USE_DEEPSPEED", raising=False)
+    assert accelerator_kwargs(cuda=False) == {"cpu": True}  # plain run, torchrun: gloo DDP
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    assert accelerator_kwargs(cuda=True) == {"cpu": False}
+    kwargs = accelerator_kwargs(cuda=False)
+    assert kwargs["cpu"] is False
+    assert [h.backend for h in kwargs["kwargs_handlers"]] == ["gloo"]
+    # the CPPO pipeline's PartialState (built before the engine's) is told the same
+    assert state_kwargs(cuda=False) == {"cpu": False, "backend": "gloo"}

@@ -35,21 +35,31 @@ def launched() -> bool:
     return os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
 
 
-def accelerator_kwargs(cuda: bool) -> dict[str, Any]:
-    """``Accelerator`` arguments for this machine. Without CUDA the engine asks for the CPU
+def state_kwargs(cuda: bool) -> dict[str, Any]:
+    """``PartialState`` arguments for this machine. Without CUDA the engine asks for the CPU
     (``cpu=True``): a plain run or torchrun then uses gloo. But accelerate 1.15 drops a
     DeepSpeed launch under ``cpu=True`` without a word (state.py: ``PartialState`` starts
     DeepSpeed only ``if not cpu``, ``AcceleratorState`` picks DEEPSPEED only ``and not cpu``)
     and runs DDP. So a DeepSpeed launch on a CPU asks for no device type at all and names
     gloo: DeepSpeed's CPU accelerator then runs ZeRO over gloo (oneCCL, its own default, is
-    rarely installed), on ``cpu`` tensors."""
+    rarely installed), on ``cpu`` tensors. The CPPO pipeline's ``ranks`` builds the shared
+    state first with the same arguments, so both see one layout."""
     if cuda:
         return {"cpu": False}
     if not launched():
         return {"cpu": True}
-    from accelerate.utils import InitProcessGroupKwargs
+    return {"cpu": False, "backend": "gloo"}
 
-    return {"cpu": False, "kwargs_handlers": [InitProcessGroupKwargs(backend="gloo")]}
+
+def accelerator_kwargs(cuda: bool) -> dict[str, Any]:
+    """``state_kwargs`` as ``Accelerator`` takes them (the backend through a handler)."""
+    kwargs = state_kwargs(cuda)
+    backend = kwargs.pop("backend", None)
+    if backend is not None:
+        from accelerate.utils import InitProcessGroupKwargs
+
+        kwargs["kwargs_handlers"] = [InitProcessGroupKwargs(backend=backend)]
+    return kwargs
 
 
 def active(accelerator: Any) -> bool:
