@@ -22,7 +22,11 @@ def _state() -> Any:
     import torch
     from accelerate import PartialState
 
-    return PartialState(cpu=not torch.cuda.is_available())
+    from trainers.engine.deepspeed_support import state_kwargs
+
+    # the engine's arguments: a DeepSpeed launch without CUDA must not say cpu=True (it would
+    # fix the shared state as DDP before the engine's Accelerator exists)
+    return PartialState(**state_kwargs(torch.cuda.is_available()))
 
 
 def device() -> str:

@@ -1,6 +1,10 @@
 """What the engine does differently under DeepSpeed (``accelerate launch`` with a DeepSpeed
-config), each against accelerate 1.15 / DeepSpeed 0.19 as read:
+config). Run on the CPU with accelerate 1.15 / DeepSpeed 0.19.8 (2 gloo processes, ZeRO-2 and
+ZeRO-3: tests/test_train_deepspeed.py); on a GPU: never (docs/gpu.md).
 
+* ``accelerator_kwargs``: without CUDA the engine asked accelerate for ``cpu=True``, and
+  accelerate then ignores a DeepSpeed launch and runs DDP; a DeepSpeed launch on a CPU now
+  asks for no device and names gloo.
 * ``fill_config``: ``accelerator.prepare`` without a dataloader cannot resolve
   ``train_micro_batch_size_per_gpu: auto`` and raises; the engine fills it (and
   ``gradient_accumulation_steps``, ``gradient_clipping``) from TrainConfig before ``prepare``.
@@ -10,19 +14,52 @@ config), each against accelerate 1.15 / DeepSpeed 0.19 as read:
   but the last as not a boundary (``micro_batch_boundary``).
 * the reference model: under ZeRO-3 the loaded policy's parameters are partitioned (empty
   placeholders), so a ``deepcopy`` is an empty model. The reference is loaded from the
-  checkpoint again and wrapped in its own inference-only DeepSpeed engine (TRL does this).
+  checkpoint again, after ``prepare``, and wrapped in its own inference-only DeepSpeed engine
+  (TRL does this), partitioned in ``reference_dtype``.
 * saving: ``accelerator.get_state_dict`` under ZeRO-3 raises unless the config sets
   ``zero3_save_16bit_model``; ``checkpoint.save_hf`` gathers the full fp32 tensors module by
   module instead (``weight_sync.full_tensors``), so the flag is not needed.
-
-None of this has run here: DeepSpeed 0.19.8 imports with its CPU accelerator on the project's
-CPU machine, but a 2-process ZeRO-3 step did not finish in 200 s there (docs/gpu.md).
+* ZeRO-3 forwards are collectives: the update pads processes to the same number of
+  micro-batches (``sharding.collective_forward``), generation runs under ``sharding.gathered``.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
+
+
+def launched() -> bool:
+    """Whether ``accelerate launch`` asked for DeepSpeed (its launcher sets this variable)."""
+    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+
+
+def state_kwargs(cuda: bool) -> dict[str, Any]:
+    """``PartialState`` arguments for this machine. Without CUDA the engine asks for the CPU
+    (``cpu=True``): a plain run or torchrun then uses gloo. But accelerate 1.15 drops a
+    DeepSpeed launch under ``cpu=True`` without a word (state.py: ``PartialState`` starts
+    DeepSpeed only ``if not cpu``, ``AcceleratorState`` picks DEEPSPEED only ``and not cpu``)
+    and runs DDP. So a DeepSpeed launch on a CPU asks for no device type at all and names
+    gloo: DeepSpeed's CPU accelerator then runs ZeRO over gloo (oneCCL, its own default, is
+    rarely installed), on ``cpu`` tensors. The CPPO pipeline's ``ranks`` builds the shared
+    state first with the same arguments, so both see one layout."""
+    if cuda:
+        return {"cpu": False}
+    if not launched():
+        return {"cpu": True}
+    return {"cpu": False, "backend": "gloo"}
+
+
+def accelerator_kwargs(cuda: bool) -> dict[str, Any]:
+    """``state_kwargs`` as ``Accelerator`` takes them (the backend through a handler)."""
+    kwargs = state_kwargs(cuda)
+    backend = kwargs.pop("backend", None)
+    if backend is not None:
+        from accelerate.utils import InitProcessGroupKwargs
+
+        kwargs["kwargs_handlers"] = [InitProcessGroupKwargs(backend=backend)]
+    return kwargs
 
 
 def active(accelerator: Any) -> bool:
@@ -57,17 +94,36 @@ def micro_batch_boundary(accelerator: Any, last: bool) -> None:
 
 
 def reference(path: str, dtype: Any, accelerator: Any) -> Any:
-    """A frozen reference under ZeRO-3: loaded again and run by its own DeepSpeed engine."""
+    """A frozen reference under ZeRO-3: loaded again and run by its own DeepSpeed engine.
+    Called after ``prepare`` (accelerate has resolved the config's "auto" values by then)."""
     import deepspeed
+    import torch
+    from transformers.integrations import deepspeed as hf_deepspeed
 
     from cppo_bench.backends.hf import load_model
 
-    model, _, _ = load_model(path, dtype=dtype)
-    model.config.use_cache = False
-    config = copy.deepcopy(accelerator.state.deepspeed_plugin.deepspeed_config)
-    for key in ("optimizer", "scheduler"):
+    plugin = accelerator.state.deepspeed_plugin
+    config = copy.deepcopy(plugin.deepspeed_config)
+    for key in ("optimizer", "scheduler", "bf16", "fp16"):
         config.pop(key, None)
     config["zero_optimization"] = {**config.get("zero_optimization", {}), "stage": 3}
+    # ZeRO-3 partitions in its config's dtype (fp32 without bf16/fp16), and transformers loads
+    # under zero.Init with the config it finds in its global HfDeepSpeedConfig (accelerate's,
+    # fp32): a bf16 reference_dtype was cast back to fp32. So the reference's own config,
+    # stating its dtype, is the global one while it loads (partitioned as it loads), then
+    # accelerate's is put back.
+    if dtype in (torch.bfloat16, torch.float16):
+        config["bf16" if dtype == torch.bfloat16 else "fp16"] = {"enabled": True}
+    keep = hf_deepspeed.HfDeepSpeedConfig(config)  # sets the global (a weak reference)
+    try:
+        model, _, _ = load_model(path, dtype=dtype)
+    finally:
+        if getattr(plugin, "dschf", None) is not None:
+            hf_deepspeed.set_hf_deepspeed_config(plugin.dschf)
+        else:
+            hf_deepspeed.unset_hf_deepspeed_config()
+        del keep
+    model.config.use_cache = False
     engine = deepspeed.initialize(model=model, config=config)[0]
     engine.eval()
     engine.requires_grad_(False)

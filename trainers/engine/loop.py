@@ -74,17 +74,17 @@ def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
         raise DataError(
             "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
         )
-    handlers = []
+    kwargs = deepspeed_support.accelerator_kwargs(torch.cuda.is_available())
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if sharding.wants_offload(cfg.sharding) and torch.cuda.is_available() and world > 1:
         # offloaded shards are host tensors: the group needs gloo beside NCCL for them
-        handlers.append(InitProcessGroupKwargs(backend=sharding.mixed_backend()))
+        backend = InitProcessGroupKwargs(backend=sharding.mixed_backend())
+        kwargs["kwargs_handlers"] = [*kwargs.get("kwargs_handlers", []), backend]
     return Accelerator(
-        cpu=not torch.cuda.is_available(),
-        kwargs_handlers=handlers,
         log_with=log_with,
         project_dir=str(out_dir),
         step_scheduler_with_optimizer=False,  # one scheduler step per optimizer step
+        **kwargs,
     )
 
 
@@ -176,12 +176,9 @@ def _train(spec: RunSpec) -> TrainResult:
     if cfg.gradient_checkpointing:  # activations recomputed in backward: memory for time
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+    zero3 = deepspeed_support.zero_stage(accelerator) == 3
     reference = None
-    if cfg.kl_beta and deepspeed_support.zero_stage(accelerator) == 3:
-        reference = deepspeed_support.reference(
-            model_path, dtypes[cfg.reference_dtype], accelerator
-        )
-    elif cfg.kl_beta:  # copied before sharding: the reference is a full, frozen replica
+    if cfg.kl_beta and not zero3:  # copied before sharding: a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
     fsdp = sharding.uses_fsdp(cfg.sharding, world)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
@@ -195,6 +192,10 @@ def _train(spec: RunSpec) -> TrainResult:
         scheduler = accelerator.prepare(scheduler)
     else:
         model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    if cfg.kl_beta and zero3:  # after prepare: accelerate has resolved the config's "auto"s
+        reference = deepspeed_support.reference(
+            model_path, dtypes[cfg.reference_dtype], accelerator
+        )
     policy = accelerator.unwrap_model(model)
     sharded_state = (model, optimizer) if fsdp else None
     pad_id = (

@@ -65,13 +65,22 @@ def provenance() -> dict[str, Any]:
 def topology(accelerator: Any, model: Any = None) -> dict[str, Any]:
     """The run's layout; with ``model``, how its parameters are really held (read from the
     sharded model, not the config: an offload that did not apply shows here)."""
+    from trainers.engine import deepspeed_support
+
     state = accelerator.state
     extra = {}
     if model is not None:
         from trainers.engine.sharding import describe
 
         extra["sharding"] = describe(model)
+    deepspeed = {}
+    if deepspeed_support.active(accelerator):  # which ZeRO stage, and which DeepSpeed, ran
+        deepspeed = {
+            "zero_stage": deepspeed_support.zero_stage(accelerator),
+            "deepspeed_version": _version("deepspeed"),
+        }
     return {
+        **deepspeed,
         "distributed_type": accelerator.distributed_type.name,
         "num_processes": accelerator.num_processes,
         "num_machines": getattr(state, "num_machines", None)

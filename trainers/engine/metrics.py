@@ -92,7 +92,9 @@ class ParamSnapshot:
         from trainers.engine.sharding import local
 
         self.params = list(params)
-        self.before = [local(p.detach())[0].to("cpu", copy=True) for p in self.params]
+        # local() of the parameter itself: detach() would drop ZeRO-3's ds_tensor attribute
+        # and leave the empty placeholder (or a persistent parameter's full copy)
+        self.before = [local(p)[0].detach().to("cpu", copy=True) for p in self.params]
 
     def step_norm(self, all_reduce_sum: Any | None = None) -> float:
         """||theta_after - theta_before||_2 over every process; a collective when
@@ -101,8 +103,8 @@ class ParamSnapshot:
 
         sq = torch.zeros(2, dtype=torch.float64)  # [sharded parts, replicated parameters]
         for p, b in zip(self.params, self.before, strict=True):
-            now, split = local(p.detach())
-            sq[0 if split else 1] += (now.double().cpu() - b.double()).pow(2).sum()
+            now, split = local(p)
+            sq[0 if split else 1] += (now.detach().double().cpu() - b.double()).pow(2).sum()
         if all_reduce_sum is not None:
             sharded = all_reduce_sum(sq[:1].clone())
             sq = torch.cat([sharded.reshape(1), sq[1:]])

@@ -137,6 +137,18 @@ def is_fsdp2(model: Any) -> bool:
     return isinstance(model, FSDPModule)
 
 
+def is_zero3(model: Any) -> bool:
+    """Parameters partitioned by DeepSpeed ZeRO-3 (they carry ``ds_id``; the engine wrapper
+    yields its module's parameters)."""
+    return any(hasattr(p, "ds_id") for p in model.parameters())
+
+
+def collective_forward(model: Any) -> bool:
+    """Whether every forward and backward of ``model`` is a collective (FSDP2 all-gathers a
+    unit, ZeRO-3 a module's partitions): then every process must run as many as the others."""
+    return is_fsdp2(model) or is_zero3(model)
+
+
 def _fsdp_units(model: Any) -> list[Any]:
     from torch.distributed.fsdp import FSDPModule
 
@@ -206,9 +218,10 @@ def full_tensor(t: Any) -> Any:
 def gathered(model: Any) -> Iterator[None]:
     """Every FSDP2 unit unsharded for the duration (one all-gather each, the same on every
     process), so forwards inside run no collective: processes may then decode different
-    numbers of steps. ZeRO-3: every partition gathered for the block (untested). No-op when
-    unsharded. Memory: the full parameters while the block lasts (as vLLM would hold)."""
-    if any(hasattr(p, "ds_id") for p in model.parameters()):  # ZeRO-3 (untested here)
+    numbers of steps. ZeRO-3: every partition gathered for the block (``GatheredParameters``;
+    forwards inside fetch nothing). No-op when unsharded. Memory: the full parameters while
+    the block lasts (as vLLM would hold)."""
+    if is_zero3(model):
         import deepspeed
 
         with deepspeed.zero.GatheredParameters(list(model.parameters()), modifier_rank=None):

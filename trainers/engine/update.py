@@ -46,8 +46,9 @@ def micro_batches(rows: Sequence[Row], size: int, pad_id: int) -> list[PolicyBat
 
 def _padding(count: int, pad_id: int, device: Any) -> list[PolicyBatch]:
     """Micro-batches without trained tokens that bring this process to the largest count of
-    any process (FSDP: a process with fewer rows would wait in a collective forever). The
-    count travels on ``device``: an NCCL-only process group cannot reduce a CPU tensor."""
+    any process (FSDP2, ZeRO-3: a process with fewer rows would wait in a collective forever;
+    the reference's forwards under ZeRO-3 too). The count travels on ``device``: an
+    NCCL-only process group cannot reduce a CPU tensor."""
     import torch.distributed as dist
 
     most = torch.tensor([count], dtype=torch.int64, device=device)
@@ -101,7 +102,7 @@ def policy_update(
 ) -> UpdateResult:
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
-    if sharding.is_fsdp2(model):  # every forward/backward is a collective: same count everywhere
+    if sharding.collective_forward(model):  # FSDP2, ZeRO-3: the same count everywhere
         batches += [_to(b, device) for b in _padding(len(batches), pad_id, device)]
     started = time.perf_counter()
     t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
