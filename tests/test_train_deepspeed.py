@@ -66,7 +66,9 @@ def _config(tmp: Path, stage: int) -> Path:
     return path
 
 
-def _launch(config: Path | None, args: list[str], timeout: int = 300) -> None:
+def _launch(
+    config: Path | None, args: list[str], timeout: int = 300, ok: bool = True
+) -> subprocess.CompletedProcess:
     python = _needs_deepspeed()
     if config is None:  # one plain process, the reference layout
         cmd = [sys.executable, *args]
@@ -77,7 +79,56 @@ def _launch(config: Path | None, args: list[str], timeout: int = 300) -> None:
     proc = subprocess.run(
         cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=timeout
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    if ok:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+class _Gadget:
+    """Unpickling it creates a file: what a planted state would do with a shell command."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # noqa: ANN204
+        return (Path.touch, (self.marker,))
+
+
+def _plant(state: Path, victim: Path, marker: Path) -> None:
+    """Replace ``victim`` with a gadget pickle and fix the artifact manifest's size for it,
+    as a stranger handing over a state folder would."""
+    torch.save({"state": _Gadget(marker)}, victim)
+    manifest = json.loads((state / "artifact.json").read_text())
+    manifest["files"][str(victim.relative_to(state))] = victim.stat().st_size
+    (state / "artifact.json").write_text(json.dumps(manifest))
+
+
+def test_deepspeed_state_pickles_are_read_restricted_first(tmp_path: Path) -> None:
+    """The check a DeepSpeed resume runs before DeepSpeed unpickles its files (no DeepSpeed
+    needed): tensors pass; a gadget is refused in one line naming it, and nothing runs; a
+    class outside the known ones is admitted only through trusted_state_globals."""
+    from fractions import Fraction
+
+    from cppo_bench.problem import DataError
+    from trainers.engine.deepspeed_support import check_state_pickles
+
+    state = tmp_path / "state"
+    (state / "pytorch_model").mkdir(parents=True)
+    torch.save({"w": torch.ones(3), "step": 2}, state / "pytorch_model" / "a_model_states.pt")
+    check_state_pickles(state)
+    marker = tmp_path / "ran"
+    torch.save({"x": _Gadget(marker)}, state / "pytorch_model" / "b_optim_states.pt")
+    with pytest.raises(DataError, match=r"b_optim_states.pt: holds \w+.*refused"):
+        check_state_pickles(state)
+    assert not marker.exists()
+    (state / "pytorch_model" / "b_optim_states.pt").unlink()
+    torch.save({"lr": Fraction(1, 3)}, state / "pytorch_model" / "c_optim_states.pt")
+    with pytest.raises(DataError, match="holds fractions.Fraction"):
+        check_state_pickles(state)
+    check_state_pickles(state, trusted="fractions.Fraction")
+    (state / "pytorch_model" / "d.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(DataError, match="d.pt: not a readable DeepSpeed state"):
+        check_state_pickles(state, trusted="fractions.Fraction")
 
 
 def test_zero3_partitions_decodes_unevenly_and_pads_the_update(tmp_path: Path) -> None:
@@ -158,6 +209,19 @@ def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
     c = _weights(resumed / "checkpoints" / "final")
     for k in a:
         torch.testing.assert_close(c[k], a[k], rtol=1e-5, atol=1e-6)
+    # a stranger's state: a gadget in place of a partition (its manifest fixed to match) is
+    # refused before DeepSpeed unpickles anything; nothing runs
+    import shutil
+
+    planted, marker = tmp_path / "planted", tmp_path / "ran"
+    shutil.copytree(resumed, planted)
+    state = planted / "state" / "step-00000002"
+    _plant(state, next(state.glob("pytorch_model/*optim_states.pt")), marker)
+    args = [str(REPO / "tests" / "toy_task.py"), str(planted), "--model", str(toy_model)]
+    args += ["--set", "micro_batch_rows=3", "--set", "max_tokens=3", "--parity-reward"]
+    proc = _launch(config, [*args, "--steps", "3", "--resume"], ok=False)
+    assert proc.returncode != 0 and not marker.exists()
+    assert "optim_states.pt: holds" in proc.stderr and "refused" in proc.stderr
 
 
 def test_a_deepspeed_launch_without_cuda_does_not_ask_accelerate_for_the_cpu(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError
-from trainers.engine import artifacts, sharding, weight_sync
+from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 
 STATE_DIR = "state"
 HF_DIR = "checkpoints"
@@ -152,17 +152,24 @@ def _read_trainer_state(folder: Path, process: int) -> dict[str, Any]:
 
 
 def load_state(
-    accelerator: Any, folder: Path, sharded: tuple[Any, Any] | None = None
+    accelerator: Any,
+    folder: Path,
+    sharded: tuple[Any, Any] | None = None,
+    trusted_globals: str = "",
 ) -> dict[str, Any]:
     """Restore a saved state exactly, or one DataError line on every process: a state from
     elsewhere may hold anything, and accelerate only logs (at info level) an RNG state it
     cannot read, which would make the promised exact resume silently inexact. Each phase
     that a single process can fail (its own RNG file, the sharded state that rank 0 reads)
-    ends with every process agreeing it worked before the collectives of the next begin."""
+    ends with every process agreeing it worked before the collectives of the next begin.
+    A DeepSpeed state is pickled: its files are read with the restricted unpickler first
+    (``trusted_globals``: TrainConfig.trusted_state_globals)."""
     state: dict[str, Any] = {}
     error: DataError | None = None
     try:
         state = _read_trainer_state(folder, accelerator.process_index)
+        if deepspeed_support.active(accelerator):
+            deepspeed_support.check_state_pickles(folder, trusted_globals)
     except Exception as exc:  # a hostile state raises anything; one line, on every process
         error = _one_line(folder, exc)
     _all_agree(accelerator, folder, error)

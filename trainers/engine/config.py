@@ -83,6 +83,12 @@ class TrainConfig:
     keep_folders: int = 0  # 0 = keep every HF folder
     report_to: str = "none"  # none | tensorboard (accelerate trackers)
     log_param_step_norm: bool = True
+    # a DeepSpeed training state is pickled (DeepSpeed loads it with weights_only=False);
+    # a resume first reads every file with torch's restricted unpickler, which admits only
+    # tensors and the DeepSpeed classes the engine knows (deepspeed_support.STATE_GLOBALS).
+    # Comma-separated dotted names of further classes to admit, for a state you wrote
+    # yourself with a DeepSpeed that pickles another class ("" = none). docs/gpu.md
+    trusted_state_globals: str = ""
 
     def __post_init__(self) -> None:
         positive = (

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 from typing import Any
 
 
@@ -128,3 +129,64 @@ def reference(path: str, dtype: Any, accelerator: Any) -> Any:
     engine.eval()
     engine.requires_grad_(False)
     return engine
+
+
+# The classes DeepSpeed 0.19 pickles into a ZeRO-1/2/3 training state (found by reading back
+# every file of the CPU runs in tests/test_train_deepspeed.py with weights_only=True), plus
+# the dynamic loss scaler of fp16 runs; a state that holds anything else is refused.
+STATE_GLOBALS = (
+    "deepspeed.runtime.zero.config.ZeroStageEnum",
+    "deepspeed.runtime.fp16.loss_scaler.LossScaler",
+    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
+    "deepspeed.utils.tensor_fragment.fragment_address",
+)
+
+
+def _resolve(name: str) -> Any:
+    import importlib
+
+    module, _, attr = name.strip().rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError):
+        return None  # not in this DeepSpeed: nothing to admit
+
+
+def check_state_pickles(folder: Path, trusted: str = "") -> None:
+    """Refuse (one DataError line) a DeepSpeed state whose pickles hold anything but tensors,
+    plain containers and the classes of ``STATE_GLOBALS`` (+ ``trusted``, comma-separated):
+    DeepSpeed itself unpickles them with ``weights_only=False``, so a planted file would run
+    its code at the resume. Each ``*.pt`` is read once with torch's restricted unpickler,
+    memory-mapped (its tensors are not read into memory)."""
+    import pickle
+
+    import torch
+
+    from cppo_bench.problem import DataError
+
+    names = [*STATE_GLOBALS, *(n for n in trusted.split(",") if n.strip())]
+    allowed = [obj for obj in map(_resolve, names) if obj is not None]
+    for path in sorted(Path(folder).rglob("*.pt")):
+        try:
+            with torch.serialization.safe_globals(allowed):
+                torch.load(path, weights_only=True, mmap=True, map_location="cpu")
+        except pickle.UnpicklingError as exc:
+            found = _global_named(str(exc))
+            raise DataError(
+                f"{path}: holds {found or 'a pickled object'}, which resuming would run as "
+                "code (DeepSpeed unpickles its state unrestricted); refused. A state you "
+                "wrote yourself with a DeepSpeed that pickles another class: add its name to "
+                "the config key trusted_state_globals"
+            ) from None
+        except Exception as exc:  # a torn or foreign file
+            raise DataError(
+                f"{path}: not a readable DeepSpeed state ({type(exc).__name__})"
+            ) from None
+
+
+def _global_named(message: str) -> str:
+    import re
+
+    # word characters and dots only: nothing from the file reaches the terminal unescaped
+    m = re.search(r"GLOBAL ([\w.]+) was not an allowed", message)
+    return m.group(1)[:120] if m else ""

@@ -206,7 +206,8 @@ def _train(spec: RunSpec) -> TrainResult:
 
     start = 0
     if existing is not None:
-        start = int(checkpoint.load_state(accelerator, existing, sharded_state)["step"])
+        trusted = cfg.trusted_state_globals
+        start = int(checkpoint.load_state(accelerator, existing, sharded_state, trusted)["step"])
     problems = spec.training.problems
     total = data.steps_for(len(problems), cfg.prompts_per_step, cfg.epochs, cfg.max_steps)
     log = MetricsLog(out, accelerator.is_main_process)
