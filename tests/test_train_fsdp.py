@@ -59,12 +59,11 @@ def test_sharded_parameters_sync_shapes_uneven_rollouts_and_update(
     assert ranks[0]["lengths"] == [6, 6, 6] and ranks[1]["lengths"] == [2]  # uneven decoding
 
 
-def _toy(out: Path, model: Path, *extra: str, launcher: list[str] | None = None) -> None:
-    args = [
-        str(REPO / "tests" / "toy_task.py"),
-        str(out),
-        "--model",
-        str(model),
+def _toy_args(out: Path, model: Path, *extra: str) -> list[str]:
+    """The toy task's command line (tests/toy_task.py): 3-row micro-batches, 3 tokens."""
+    args = [str(REPO / "tests" / "toy_task.py"), str(out), "--model", str(model)]
+    return [
+        *args,
         "--set",
         "micro_batch_rows=3",
         "--set",
@@ -72,6 +71,10 @@ def _toy(out: Path, model: Path, *extra: str, launcher: list[str] | None = None)
         "--parity-reward",
         *extra,
     ]
+
+
+def _toy(out: Path, model: Path, *extra: str, launcher: list[str] | None = None) -> None:
+    args = _toy_args(out, model, *extra)
     if launcher is None:
         proc = subprocess.run(
             [sys.executable, *args],
@@ -156,28 +159,15 @@ def test_cppo_data_stages_run_on_the_main_process_only(tmp_path: Path) -> None:
     assert not (out / "pipe" / "sft" / "from_1.txt").exists()
 
 
-def _toy_args(out: Path, model: Path, *extra: str) -> list[str]:
-    return [
-        str(REPO / "tests" / "toy_task.py"),
-        str(out),
-        "--model",
-        str(model),
-        "--set",
-        "micro_batch_rows=3",
-        "--set",
-        "max_tokens=3",
-        "--set",
-        "sharding=fsdp2",
-        "--parity-reward",
-        *extra,
-    ]
+FSDP2 = ("--set", "sharding=fsdp2")
 
 
 def _failed_resume(out: Path, model: Path, *extra: str) -> str:
     """Resume to step 2 under torchrun, expecting every process to stop with its own
     DataError line; the timeout catches a hang (the split folder below hung before the
     processes agreed on the state); returns stderr."""
-    proc = _torchrun(_toy_args(out, model, "--steps", "2", "--resume", *extra), 120, ok=False)
+    args = _toy_args(out, model, *FSDP2, "--steps", "2", "--resume", *extra)
+    proc = _torchrun(args, 120, ok=False)
     assert proc.returncode != 0, proc.stderr[-2000:]
     return proc.stderr
 
@@ -188,7 +178,7 @@ def test_a_resume_one_process_cannot_load_stops_every_process(
     import shutil
 
     base = tmp_path / "base"
-    _torchrun(_toy_args(base, toy_model, "--steps", "1"))
+    _torchrun(_toy_args(base, toy_model, *FSDP2, "--steps", "1"))
     state = base / "state" / "step-00000001"
     assert (state / "sharded_model.safetensors").is_file()
     # only process 1's RNG file is bad: process 0 used to go on loading until torchrun's
