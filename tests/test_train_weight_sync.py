@@ -131,6 +131,7 @@ def test_vllm_rollout_options_rng_names_and_close(
     assert kw["max_model_len"] == 512 and kw["enforce_eager"] is True
     assert kw["enable_sleep_mode"] is True and kw["gpu_memory_utilization"] == 0.25
     assert kw["seed"] == 1
+    assert kw["language_model_only"] is True  # a composite: no tower built, text prompts
     import os
 
     assert os.environ["RANK"] == "1" and os.environ["LOCAL_RANK"] == "1"
@@ -149,6 +150,7 @@ def test_engine_kwargs_single_process_keeps_the_uniprocess_executor(monkeypatch)
     kw = engine_kwargs("m", {"num_processes": 1})
     assert "distributed_executor_backend" not in kw and "max_model_len" not in kw
     assert kw["enforce_eager"] is False and "enable_sleep_mode" not in kw
+    assert "language_model_only" not in kw  # a text checkpoint has no modality to switch off
 
 
 def test_vllm_rollout_skips_prompts_that_fill_its_context(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def main() -> None:
     folder = out / family
     composite, text_only = family.removesuffix("_text"), family.endswith("_text")
     if composite == "qwen3_5":
-        tiny_qwen35(folder, head_dim=32)
+        tiny_qwen35(folder, head_dim=128)  # vLLM CPU gated delta net: head_dim 128
     elif composite == "gemma4":
         tiny_gemma4(folder, head_dim=32)
     else:
@@ -45,7 +45,10 @@ def main() -> None:
         folder = out / f"{family}-trained"
         save_pretrained(policy, folder)
         tok.save_pretrained(folder)
-    options = {"enforce_eager": True, "max_model_len": 128, "dtype": "float32"}
+    # vLLM's CPU gated-delta-net kernel (Qwen3.5's linear attention) runs in bf16 only: the
+    # engine and the HF policy it is compared with then both run in bf16
+    dtype = "bfloat16" if composite == "qwen3_5" else "float32"
+    options = {"enforce_eager": True, "max_model_len": 128, "dtype": dtype}
     engine = VLLMRollout(str(folder), tok, options)
     prob = Problem("toy", "p", "s", (Test("", ""),), "lcb")
     reqs = [
@@ -60,6 +63,7 @@ def main() -> None:
             p.add_(torch.randn(p.shape, generator=gen) * 0.5)
     engine.sync(policy)
     after = [list(r.completion_ids) for r in engine.generate(reqs, greedy)]
+    policy.to(getattr(torch, dtype))
     hf = [list(r.completion_ids) for r in HFRollout(policy, tok).generate(reqs, greedy)]
     engine.close()
     (out / "result.json").write_text(json.dumps({"before": before, "after": after, "hf": hf}))

@@ -72,9 +72,11 @@ class VLLMRollout:
         self.chat = str(options.get("chat", "auto"))
         self.enable_thinking = options.get("enable_thinking", False)
         self.sleeping = bool(options.get("sleep", False))
-        self.names = weight_sync.vllm_names(_read_config(model_path))
+        config = _read_config(model_path)
+        self.names = weight_sync.vllm_names(config)
+        kwargs = engine_kwargs(model_path, options, multimodal=_multimodal(config))
         with _rng_preserved():  # vLLM seeds torch / numpy / random globally
-            self.llm, self.logprobs = _build(vllm, engine_kwargs(model_path, options))
+            self.llm, self.logprobs = _build(vllm, kwargs)
         if self.sleeping:
             self.llm.sleep(level=2)
 
@@ -182,8 +184,18 @@ def _inplace_reload() -> bool:
         return False
 
 
-def engine_kwargs(model_path: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """vLLM's LLM(...) arguments from the rollout options (TrainConfig's vllm_* keys)."""
+def _multimodal(config: Mapping[str, Any]) -> bool:
+    """A composite checkpoint (Qwen3.5, Gemma 4): a text config beside its towers' configs."""
+    return isinstance(config.get("text_config"), Mapping)
+
+
+def engine_kwargs(
+    model_path: str, options: Mapping[str, Any], multimodal: bool = False
+) -> dict[str, Any]:
+    """vLLM's LLM(...) arguments from the rollout options (TrainConfig's vllm_* keys).
+    ``multimodal``: the checkpoint is a composite; the policy is its text model and every
+    prompt is text, so vLLM (>= 0.32) runs the language model only: every modality's limit
+    is 0, and it neither builds the vision / audio towers nor profiles their memory."""
     kwargs: dict[str, Any] = {
         "model": model_path,
         "gpu_memory_utilization": float(options.get("gpu_memory_utilization", 0.3)),
@@ -196,6 +208,8 @@ def engine_kwargs(model_path: str, options: Mapping[str, Any]) -> dict[str, Any]
         kwargs["max_model_len"] = int(options["max_model_len"])
     if options.get("sleep"):
         kwargs["enable_sleep_mode"] = True
+    if multimodal:
+        kwargs["language_model_only"] = True
     world = int(options.get("num_processes", 1))
     if world > 1:  # one engine per process, each on its own device (RANK / LOCAL_RANK)
         os.environ.setdefault("RANK", str(options.get("process_index", 0)))
