@@ -193,3 +193,30 @@ def test_vllm_rollout_skips_prompts_that_fill_its_context(tmp_path: Path) -> Non
     assert out[1].completion_ids == () and out[1].text == "" and len(out[1].prompt_ids) >= 40
     assert len(sent) == 2 and all(len(ids) < 40 for ids in sent)
     assert out[0].completion_ids == (7,) and out[2].prompt_ids == tuple(sent[1])
+
+
+def test_vllm_sleep_where_the_platform_has_none_is_one_config_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.32 on the CPU refuses sleep mode deep in its config validation (a pydantic
+    error whose first line says nothing); the engine asks vLLM's platform first."""
+    from tiny_models import build
+    from transformers import AutoTokenizer
+
+    from trainers.engine.rollout_vllm import VLLMRollout
+
+    fake = types.ModuleType("vllm")
+    fake.__path__ = []  # type: ignore[attr-defined]
+    fake.LLM = _FakeLLM  # type: ignore[attr-defined]
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(  # type: ignore[attr-defined]
+        is_sleep_mode_available=lambda: False
+    )
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
+    folder = build("llama", tmp_path / "l")
+    tok = AutoTokenizer.from_pretrained(folder)
+    built = len(_FakeLLM.made)
+    with pytest.raises(ValueError, match="config vllm_sleep: this platform's vLLM has no sleep"):
+        VLLMRollout(str(folder), tok, {"sleep": True})
+    assert len(_FakeLLM.made) == built  # refused before an engine was built

@@ -72,6 +72,11 @@ class VLLMRollout:
         self.chat = str(options.get("chat", "auto"))
         self.enable_thinking = options.get("enable_thinking", False)
         self.sleeping = bool(options.get("sleep", False))
+        if self.sleeping and not _sleep_available():
+            raise ValueError(
+                "config vllm_sleep: this platform's vLLM has no sleep mode (it needs CUDA's "
+                "memory pool; vLLM 0.32 on the CPU refuses it); set vllm_sleep: false"
+            )
         config = _read_config(model_path)
         self.names = weight_sync.vllm_names(config)
         kwargs = engine_kwargs(model_path, options, multimodal=_multimodal(config))
@@ -182,6 +187,17 @@ def _inplace_reload() -> bool:
         )
     except (ImportError, ValueError):  # a stand-in vllm module without a spec, or no vllm
         return False
+
+
+def _sleep_available() -> bool:
+    """vLLM's own answer (``current_platform.is_sleep_mode_available``); True where it cannot
+    tell, so vLLM's own check decides."""
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_sleep_mode_available())
+    except (ImportError, AttributeError):
+        return True
 
 
 def _multimodal(config: Mapping[str, Any]) -> bool:
