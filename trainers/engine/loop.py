@@ -168,7 +168,7 @@ def _train(spec: RunSpec) -> TrainResult:
     if existing is not None and not spec.resume:
         raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
     if existing is not None:
-        check_resumable(out, spec)
+        manifest.check_resumable(out, spec.algorithm.name, model_label(spec.model))
     reduce_sum = _all_reduce_sum(accelerator)
 
     model, tokenizer, base_label, model_path = _load_policy(spec, accelerator)
@@ -394,21 +394,3 @@ def _train(spec: RunSpec) -> TrainResult:
         final = out / checkpoint.HF_DIR / "final"
         saved = final if final.exists() else None
     return TrainResult(out, total, saved, metrics, base_label, stopped)
-
-
-def check_resumable(out: Path, spec: RunSpec) -> None:
-    """A resume continues the same run: same algorithm, same base model (one line if not)."""
-    from cppo_bench.training_schema import read_manifest
-
-    previous = read_manifest(out) or {}
-    algo, base = previous.get("algorithm"), previous.get("base_model")
-    if algo is not None and algo != spec.algorithm.name:
-        raise DataError(
-            f"{out}: a {str(algo)[:40]} run; --resume continues it only as {str(algo)[:40]}, "
-            f"not {spec.algorithm.name}"
-        )
-    if base is not None and base != model_label(spec.model):
-        raise DataError(
-            f"{out}: trained from {str(base)[:80]!r}; --resume needs that base model, "
-            f"not {model_label(spec.model)[:80]!r}"
-        )

@@ -141,3 +141,19 @@ def write(
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
     return path
+
+
+def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
+    """A resume continues the same run: same algorithm, same base model (one line if not)."""
+    previous = read_manifest(out) or {}
+    algo, base = previous.get("algorithm"), previous.get("base_model")
+    if algo is not None and algo != algorithm:
+        raise DataError(
+            f"{out}: a {str(algo)[:40]} run; --resume continues it only as {str(algo)[:40]}, "
+            f"not {algorithm}"
+        )
+    if base is not None and base != base_label:
+        raise DataError(
+            f"{out}: trained from {str(base)[:80]!r}; --resume needs that base model, "
+            f"not {base_label[:80]!r}"
+        )
