@@ -142,13 +142,15 @@ def chunked_model_logprobs(
     input_ids: Tensor,
     attention_mask: Tensor,
     keep: Tensor,
+    targets: Tensor,
     scored: Tensor,
     chunk: int,
     temperature: float = 1.0,
 ) -> Tensor:
-    """(B, K) log-probs at the kept positions: column j scores token keep[j] + 1, 0 where
-    ``scored`` (B, K) is false. ``model`` is a transformers causal LM that takes
-    ``logits_to_keep`` (possibly wrapped: DDP / DeepSpeed ``.module``, or FSDP2-sharded)."""
+    """(B, K) log-probs at the kept positions: column j scores ``targets[:, j]`` (token
+    keep[j] + 1), 0 where ``scored`` (B, K) is false. ``model`` is a transformers causal LM
+    that takes ``logits_to_keep`` (possibly wrapped: DDP / DeepSpeed ``.module``, or
+    FSDP2-sharded)."""
     inner = getattr(model, "module", model)
     get_head = getattr(inner, "get_output_embeddings", None)
     head = get_head() if get_head is not None else None
@@ -157,9 +159,7 @@ def chunked_model_logprobs(
             f"logits_chunk_tokens: {type(inner).__name__} has no output embeddings "
             "(get_output_embeddings() is None); set logits_chunk_tokens: 0"
         )
-    b, t = input_ids.shape
-    last = int(keep.max()) + 1 if keep.numel() else t
-    targets = input_ids[:, keep + 1] if last < t else torch.zeros_like(scored, dtype=torch.long)
+    b = input_ids.shape[0]
     softcap = final_softcap(inner)
     orig = head.forward  # the bound forward: reads the weight when called (gathered or not)
     made: list[Tensor] = []

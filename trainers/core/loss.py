@@ -166,8 +166,14 @@ def _chunked(
 ) -> Tensor:
     b, t = input_ids.shape
     fits = int(keep.max()) + 1 < t  # False only for one-token rows: nothing to score
-    scored = only[:, keep + 1].bool() if fits else torch.zeros_like(input_ids[:, :1], dtype=bool)
-    lp = chunked_model_logprobs(model, input_ids, attention_mask, keep, scored, chunk, temperature)
+    if fits:  # column j predicts token keep[j] + 1
+        targets, scored = input_ids[:, keep + 1], only[:, keep + 1].bool()
+    else:
+        targets = torch.zeros_like(input_ids[:, :1])
+        scored = torch.zeros_like(targets, dtype=torch.bool)
+    lp = chunked_model_logprobs(
+        model, input_ids, attention_mask, keep, targets, scored, chunk, temperature
+    )
     full = lp.new_zeros((b, t))
     # column j of lp scores token keep[j] + 1; a zero-sum still hangs on the graph
     return full.index_copy(1, keep + 1, lp) if fits else full + lp.sum() * 0.0
