@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,21 +105,26 @@ def _gather_ints(accelerator: Any, value: int) -> list[int]:
     return [int(x) for x in accelerator.gather(t).cpu().tolist()]
 
 
-def _all_agree(accelerator: Any, folder: Path, error: DataError | None) -> None:
-    """Raise on every process if any process failed the step before: the next step holds
-    collectives, and one process leaving early would leave the others waiting forever."""
-    if accelerator.num_processes == 1:
-        if error is not None:
-            raise error
-        return
-    failed = _gather_ints(accelerator, int(error is not None))
+def _on_every_process(accelerator: Any, folder: Path, phase: Callable[[], Any]) -> Any:
+    """Run ``phase`` here, then agree with every process that it worked: on any failure each
+    process raises (its own line, or one naming the process that failed). The next phase
+    holds collectives, and one process leaving early would leave the others waiting forever."""
+    error: DataError | None = None
+    result = None
+    try:
+        result = phase()
+    except Exception as exc:  # a hostile state raises anything; one line, on every process
+        error = _one_line(folder, exc)
+    if accelerator.num_processes > 1:
+        failed = _gather_ints(accelerator, int(error is not None))
+        if error is None and any(failed):
+            error = DataError(
+                f"{folder}: process {failed.index(1)} cannot load the training state (its own "
+                "line says why); no process resumes"
+            )
     if error is not None:
         raise error
-    if any(failed):
-        raise DataError(
-            f"{folder}: process {failed.index(1)} cannot load the training state (its own "
-            "line says why); no process resumes"
-        )
+    return result
 
 
 def _one_line(folder: Path, exc: BaseException) -> DataError:
@@ -164,28 +170,22 @@ def load_state(
     ends with every process agreeing it worked before the collectives of the next begin.
     A DeepSpeed state is pickled: its files are read with the restricted unpickler first
     (``trusted_globals``: TrainConfig.trusted_state_globals)."""
-    state: dict[str, Any] = {}
-    error: DataError | None = None
-    try:
+
+    def read() -> dict[str, Any]:
         state = _read_trainer_state(folder, accelerator.process_index)
         if deepspeed_support.active(accelerator):
             deepspeed_support.check_state_pickles(folder, trusted_globals)
-    except Exception as exc:  # a hostile state raises anything; one line, on every process
-        error = _one_line(folder, exc)
-    _all_agree(accelerator, folder, error)
-    try:
-        accelerator.load_state(str(folder))
-    except Exception as exc:  # weights, optimizer, scheduler: any of them may be hostile
-        error = _one_line(folder, exc)
-    _all_agree(accelerator, folder, error)
+        return state
+
+    state = _on_every_process(accelerator, folder, read)
+    # weights, optimizer, scheduler: any of them may be hostile
+    _on_every_process(accelerator, folder, lambda: accelerator.load_state(str(folder)))
     if sharded is not None:
-        full = None
-        try:
-            if accelerator.is_main_process:  # broadcast to the others: one host copy
-                full = sharding.read_sharded_state(folder)
-        except Exception as exc:
-            error = _one_line(folder, exc)
-        _all_agree(accelerator, folder, error)
+        # rank 0 alone reads the full tensors and broadcasts them: one host copy
+        main = accelerator.is_main_process
+        full = _on_every_process(
+            accelerator, folder, lambda: sharding.read_sharded_state(folder) if main else None
+        )
         try:
             sharding.apply_sharded_state(*sharded, full)
         except Exception as exc:  # a full state of the wrong shapes or names
