@@ -88,14 +88,15 @@ class VLLMRollout:
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]:
-        prompts, params, encoded = [], [], []
         context = self._context()
-        for req in requests:
-            ids = chatmod.encode(
-                self.tokenizer, req.gen_request(sampling), self.chat, self.enable_thinking
-            )
-            encoded.append(ids)
-            if not fits_context(len(ids), context):  # vLLM would refuse the whole batch
+        encoded = [
+            chatmod.encode(self.tokenizer, r.gen_request(sampling), self.chat, self.enable_thinking)
+            for r in requests
+        ]
+        fits = [fits_context(len(ids), context) for ids in encoded]
+        prompts, params = [], []
+        for req, ids, fit in zip(requests, encoded, fits, strict=True):
+            if not fit:  # vLLM would refuse the whole batch
                 continue
             prompts.append({"prompt_token_ids": ids})
             params.append(
@@ -114,8 +115,8 @@ class VLLMRollout:
         if self.sleeping:
             self.llm.sleep(level=2)
         rollouts = []
-        for req, ids in zip(requests, encoded, strict=True):
-            if not fits_context(len(ids), context):
+        for req, ids, fit in zip(requests, encoded, fits, strict=True):
+            if not fit:
                 rollouts.append(_finish(req, ids, (), "", CONTEXT_FULL))
                 continue
             out = next(outs).outputs[0]
