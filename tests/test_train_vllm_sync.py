@@ -27,6 +27,19 @@ def _has(module: str) -> bool:
     return subprocess.run([str(PYTHON), "-c", probe], capture_output=True).returncode == 0
 
 
+def _needs_vllm() -> None:
+    if not _has("vllm"):
+        pytest.skip(f"no vLLM venv at {PYTHON} (see the module docstring)")
+
+
+def _run_in_venv(args: list[str], env: dict[str, str], timeout: int) -> None:
+    """``args`` run by the vLLM venv's python from the checkout; it must succeed."""
+    proc = subprocess.run(
+        [str(PYTHON), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["llama", "gemma4_text", "qwen3_5", "gemma4"])
 def test_vllm_follows_the_policy_after_an_in_place_sync(family: str, tmp_path: Path) -> None:
@@ -34,23 +47,14 @@ def test_vllm_follows_the_policy_after_an_in_place_sync(family: str, tmp_path: P
     names unmapped); qwen3_5 / gemma4: the hub-shaped composites (their multimodal classes
     run language-model-only, the name map model.* -> model.language_model.*); qwen3_5 in
     bf16, the only dtype of vLLM's CPU gated-delta-net kernel."""
-    if not _has("vllm"):
-        pytest.skip(f"no vLLM venv at {PYTHON} (see the module docstring)")
+    _needs_vllm()
     env = toy_env()
     if family in ("qwen3_5", "gemma4") and not _has("torchvision"):
         # vLLM inspects the composite through transformers' processors, which import
         # torchvision; the language-model-only engine never calls it (tests/stand_ins)
         stand_ins = str(REPO / "tests" / "stand_ins")
         env["PYTHONPATH"] = os.pathsep.join([stand_ins, env["PYTHONPATH"]])
-    proc = subprocess.run(
-        [str(PYTHON), str(REPO / "tests" / "vllm_sync_probe.py"), str(tmp_path), family],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _run_in_venv([str(REPO / "tests" / "vllm_sync_probe.py"), str(tmp_path), family], env, 900)
     got = json.loads((tmp_path / "result.json").read_text())
     assert got["after"] == got["hf"]  # greedy vLLM == greedy HF on the moved weights
     assert got["before"] != got["hf"]  # and the sync is what made them agree
@@ -63,8 +67,7 @@ def test_training_with_colocated_vllm_rollouts_stays_in_step(tmp_path: Path) -> 
     each step's sync vLLM's log-probs of its own samples stay within round-off of the
     policy's (``sampler_logp_gap``). With the sync skipped after step 1 the gap was 0.25 and
     0.35 at steps 2 and 3 (checked by hand); here it stays ~0.001."""
-    if not _has("vllm"):
-        pytest.skip(f"no vLLM venv at {PYTHON} (see the module docstring)")
+    _needs_vllm()
     if not _has("accelerate"):
         pytest.skip(f"the vLLM venv at {PYTHON} lacks accelerate (pip install accelerate)")
     from toy_task import toy_model_dir
@@ -76,16 +79,8 @@ def test_training_with_colocated_vllm_rollouts_stays_in_step(tmp_path: Path) -> 
     args += ["--steps", "3", "--parity-reward", "--set", "micro_batch_rows=3"]
     for key in ("rollout_engine=vllm", "vllm_enforce_eager=true", "vllm_max_model_len=64"):
         args += ["--set", key]
-    env = {**toy_env(), "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.run(
-        [str(PYTHON), *args, "--set", "max_tokens=3"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    args += ["--set", "max_tokens=3"]
+    _run_in_venv(args, {**toy_env(), "VLLM_CPU_KVCACHE_SPACE": "1"}, 600)
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in steps] == [1, 2, 3]
     assert all(m["param_step_norm"] > 0.1 for m in steps)  # the policy really moved
