@@ -28,12 +28,10 @@ if str(REPO) not in sys.path:
 def main() -> None:
     import torch
     from accelerate import Accelerator
+    from train_helpers import uneven_generation
 
-    from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.hf import load_model
-    from cppo_bench.problem import Problem, Test
     from trainers.engine import deepspeed_support, sharding, weight_sync
-    from trainers.engine.rollout import HFRollout, RolloutRequest
 
     out, model_dir = Path(sys.argv[1]), Path(sys.argv[2])
     # a plain, whole copy: loaded before the Accelerator turns transformers' zero.Init on
@@ -50,17 +48,8 @@ def main() -> None:
     full = sum(p.ds_numel for p in policy.parameters()) if sharding.is_zero3(policy) else 0
     mine = sum(p.ds_tensor.numel() for p in policy.parameters()) if full else 0
 
-    # uneven work: rank 0 three requests of up to 6 tokens, rank 1 one of up to 2
-    prob = Problem("toy", "p", "s", (Test(input="", output=""),), "lcb")
-    n, max_tokens = (3, 6) if rank == 0 else (1, 2)
-    reqs = [
-        RolloutRequest(prob, seed=100 * rank + i, prompt="say one two three " * (i + 1))
-        for i in range(n)
-    ]
-    sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=max_tokens)
-    with sharding.gathered(policy):
-        got = HFRollout(policy, tok, batch_size=4).generate(reqs, sampling)
-    want = HFRollout(plain, tok, batch_size=4).generate(reqs, sampling)
+    # uneven work: processes decode different numbers of steps (no hang) under gathered
+    uneven = uneven_generation(policy, plain, tok, rank)
 
     reference = deepspeed_support.reference(str(model_dir), torch.float32, acc)
     update_ok = _update(acc, engine, opt, reference, plain, rank)
@@ -72,8 +61,7 @@ def main() -> None:
         "distributed_type": acc.distributed_type.name,
         "zero_stage": deepspeed_support.zero_stage(acc),
         "partitioned": 0 < mine < full,
-        "same_as_unsharded": [g.completion_ids for g in got] == [w.completion_ids for w in want],
-        "lengths": [len(g.completion_ids) for g in got],
+        **uneven,
         "update_matches_one_process": update_ok,
         "shapes_ok": shapes == {k: tuple(v.shape) for k, v in plain.state_dict().items()},
         "bf16_reference": bf16_dtypes,

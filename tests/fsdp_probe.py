@@ -26,12 +26,10 @@ def main() -> None:
     import torch
     from accelerate import Accelerator
     from safetensors import safe_open
+    from train_helpers import uneven_generation
 
-    from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.hf import load_model
-    from cppo_bench.problem import Problem, Test
     from trainers.engine import sharding, weight_sync
-    from trainers.engine.rollout import HFRollout, RolloutRequest
 
     out, model_dir = Path(sys.argv[1]), Path(sys.argv[2])
     acc = Accelerator(cpu=True)
@@ -50,25 +48,8 @@ def main() -> None:
     shapes_ok = all(disk.get(k) == v for k, v in gathered.items())
     missing = sorted(k for k in gathered if k not in disk)
 
-    # uneven work: rank 0 three requests of up to 6 tokens, rank 1 one of up to 2
-    prob = Problem(
-        benchmark="toy",
-        problem_id="p",
-        statement="s",
-        tests=(Test(input="", output=""),),
-        checker="lcb",
-    )
-    n, max_tokens = (3, 6) if rank == 0 else (1, 2)
-    reqs = [
-        RolloutRequest(prob, seed=100 * rank + i, prompt="say one two three " * (i + 1))
-        for i in range(n)
-    ]
-    sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=max_tokens)
-    with sharding.gathered(model):
-        got = HFRollout(model, tok, batch_size=4).generate(reqs, sampling)
-    want = HFRollout(plain, tok, batch_size=4).generate(reqs, sampling)
-    same = [g.completion_ids for g in got] == [w.completion_ids for w in want]
-    lengths = [len(g.completion_ids) for g in got]
+    # uneven work: processes decode different numbers of steps (no hang) under gathered
+    uneven = uneven_generation(model, plain, tok, rank)
 
     # the units were resharded: a training forward/backward still runs (a collective)
     ids = torch.tensor([[1, 2, 3, 4]])
@@ -86,8 +67,7 @@ def main() -> None:
         "shapes_ok": shapes_ok,
         "missing": missing[:5],
         "n_gathered": len(gathered),
-        "same_as_unsharded": same,
-        "lengths": lengths,
+        **uneven,
         "resharded": resharded,
         "grad": grads,
     }

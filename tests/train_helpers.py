@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def tiny_model_dir(dest: Path, seed: int = 0, head_dim: int = 8) -> Path:
@@ -34,3 +35,29 @@ def tiny_model_dir(dest: Path, seed: int = 0, head_dim: int = 8) -> Path:
     model.save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)
     return dest
+
+
+def uneven_generation(policy: Any, plain: Any, tok: Any, rank: int) -> dict[str, Any]:
+    """The sharded-decoding check of the 2-process probes (FSDP2, ZeRO-3): rank 0 decodes three
+    requests of up to 6 tokens, rank 1 one of up to 2, so the processes run different numbers
+    of steps (a collective per step would hang). The sharded ``policy`` generates inside
+    ``sharding.gathered``; ``plain`` (an unsharded copy) must give the same completions."""
+    from cppo_bench.backends.base import SamplingParams
+    from cppo_bench.problem import Problem, Test
+    from trainers.engine import sharding
+    from trainers.engine.rollout import HFRollout, RolloutRequest
+
+    prob = Problem("toy", "p", "s", (Test(input="", output=""),), "lcb")
+    n, max_tokens = (3, 6) if rank == 0 else (1, 2)
+    reqs = [
+        RolloutRequest(prob, seed=100 * rank + i, prompt="say one two three " * (i + 1))
+        for i in range(n)
+    ]
+    sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=max_tokens)
+    with sharding.gathered(policy):
+        got = HFRollout(policy, tok, batch_size=4).generate(reqs, sampling)
+    want = HFRollout(plain, tok, batch_size=4).generate(reqs, sampling)
+    return {
+        "same_as_unsharded": [g.completion_ids for g in got] == [w.completion_ids for w in want],
+        "lengths": [len(g.completion_ids) for g in got],
+    }
