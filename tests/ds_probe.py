@@ -13,22 +13,25 @@ have the checkpoint's full shapes; a bf16 reference is partitioned in bf16.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from train_helpers import (  # noqa: E402 - the script's folder is on sys.path
+    all_reduce_copy,
+    one_process_accelerator,
+    uneven_generation,
+)
+
 
 def main() -> None:
     import torch
     from accelerate import Accelerator
-    from train_helpers import uneven_generation
 
     from cppo_bench.backends.hf import load_model
     from trainers.engine import deepspeed_support, sharding, weight_sync
@@ -76,7 +79,6 @@ def _update(acc: Any, engine: Any, opt: Any, reference: Any, plain: Any, rank: i
     forwards against one, the reference's too) equals one process updating on all 6 rows.
     SGD: the step is the gradient itself (Adam would blow round-off up to whole steps)."""
     import torch
-    import torch.distributed as dist
 
     from trainers.core.batch import Region, Row
     from trainers.core.grpo import make_reference
@@ -90,22 +92,11 @@ def _update(acc: Any, engine: Any, opt: Any, reference: Any, plain: Any, rank: i
     ]
     cfg = LossConfig(beta=0.5, aggregation="sequence-mean", temperature=1.0)
 
-    def reduce(t: torch.Tensor) -> torch.Tensor:
-        t = t.clone()
-        dist.all_reduce(t)
-        return t
-
     before = {k: v.clone() for k, v in plain.state_dict().items()}
     common = {"loss_config": cfg, "micro_rows": 2, "pad_id": 0, "max_grad_norm": 0.0}
     mine = rows[:5] if rank == 0 else rows[5:]
-    policy_update(acc, engine, reference, opt, mine, all_reduce_sum=reduce, **common)
-    one = SimpleNamespace(
-        device=torch.device("cpu"),
-        num_processes=1,
-        backward=lambda loss: loss.backward(),
-        no_sync=lambda m: contextlib.nullcontext(),
-        clip_grad_norm_=torch.nn.utils.clip_grad_norm_,
-    )
+    policy_update(acc, engine, reference, opt, mine, all_reduce_sum=all_reduce_copy, **common)
+    one = one_process_accelerator()
     ref1 = make_reference(plain, torch.float32)
     opt1 = torch.optim.SGD(plain.parameters(), lr=1.0)
     policy_update(one, plain, ref1, opt1, rows, all_reduce_sum=lambda t: t, **common)

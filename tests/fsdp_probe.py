@@ -21,12 +21,17 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from train_helpers import (  # noqa: E402 - the script's folder is on sys.path
+    all_reduce_copy,
+    one_process_accelerator,
+    uneven_generation,
+)
+
 
 def main() -> None:
     import torch
     from accelerate import Accelerator
     from safetensors import safe_open
-    from train_helpers import uneven_generation
 
     from cppo_bench.backends.hf import load_model
     from trainers.engine import sharding, weight_sync
@@ -76,19 +81,39 @@ def main() -> None:
     acc.wait_for_everyone()
 
 
+def _sgd_update(
+    acc: object, model: object, rows: list, cfg: object, max_grad_norm: float, reduce: object
+) -> object:
+    """One policy update with plain SGD (lr 1: the step is the gradient itself, so layouts
+    agree to round-off; Adam would blow round-off in near-zero gradients up to whole steps)."""
+    import torch
+
+    from trainers.engine.update import policy_update
+
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    return policy_update(
+        acc,
+        model,
+        None,
+        opt,
+        rows,
+        loss_config=cfg,
+        micro_rows=2,
+        pad_id=0,
+        max_grad_norm=max_grad_norm,
+        all_reduce_sum=reduce,
+    )
+
+
 def uneven_update_matches(acc: object, model: object, plain: object, rank: int, world: int) -> bool:
     """One policy update with 5 rows on rank 0 and 1 on rank 1 (micro-batches of 2: three
     forwards against one) equals one process updating on all 6 rows."""
-    import contextlib
-    from types import SimpleNamespace
 
     import torch
-    import torch.distributed as dist
 
     from trainers.core.batch import Region, Row
     from trainers.core.loss import LossConfig
     from trainers.engine import sharding
-    from trainers.engine.update import policy_update
 
     rows = [
         Row.prompt_completion([1, 2, 3 + i], [4 + i, 5, 6 + (i % 3)], Region.RESPONSE, i - 2.5)
@@ -97,51 +122,14 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
     mine = rows[:5] if rank == 0 else rows[5:]
     cfg = LossConfig(beta=0.0, aggregation="sequence-mean", temperature=1.0)
 
-    def reduce(t: torch.Tensor) -> torch.Tensor:
-        t = t.clone()
-        dist.all_reduce(t)
-        return t
-
     before = {k: v.clone() for k, v in plain.state_dict().items()}
-    opt = torch.optim.SGD(model.parameters(), lr=1.0)
-    policy_update(
-        acc,
-        model,
-        None,
-        opt,
-        mine,
-        loss_config=cfg,
-        micro_rows=2,
-        pad_id=0,
-        max_grad_norm=1.0,
-        all_reduce_sum=reduce,
-    )
-    one = SimpleNamespace(
-        device=torch.device("cpu"),
-        num_processes=1,
-        backward=lambda loss: loss.backward(),
-        no_sync=lambda m: contextlib.nullcontext(),
-        clip_grad_norm_=torch.nn.utils.clip_grad_norm_,
-    )
-    opt1 = torch.optim.SGD(plain.parameters(), lr=1.0)
-    policy_update(
-        one,
-        plain,
-        None,
-        opt1,
-        rows,
-        loss_config=cfg,
-        micro_rows=2,
-        pad_id=0,
-        max_grad_norm=1.0,
-        all_reduce_sum=lambda t: t,
-    )
+    _sgd_update(acc, model, mine, cfg, 1.0, all_reduce_copy)
+    one = one_process_accelerator()
+    _sgd_update(one, plain, rows, cfg, 1.0, lambda t: t)
     full = sharding.full_state_dict(model)
     if rank != 0:
         return True
     ref = plain.state_dict()
-    # SGD: the step is the gradient itself (Adam would blow float round-off in near-zero
-    # gradients up to whole steps), so the two layouts agree to round-off
     close = all(torch.allclose(full[k], ref[k], rtol=1e-4, atol=1e-6) for k in full)
     moved = max(float((full[k] - before[k]).abs().max()) for k in full)
     return close and moved > 1e-4  # the step really changed the weights
@@ -152,14 +140,12 @@ def chunked_update_matches(acc: object, model_dir: Path, rank: int, world: int) 
     2 micro-batches; rank 1: 1 row, then a padding micro-batch), one with the head chunked
     2 positions at a time, one unchunked: same loss, grad norm and weights."""
     import torch
-    import torch.distributed as dist
 
     from cppo_bench.backends.hf import load_model
     from trainers.core import chunked_logprobs
     from trainers.core.batch import Region, Row
     from trainers.core.loss import LossConfig
     from trainers.engine import sharding
-    from trainers.engine.update import policy_update
 
     rows = [
         Row.prompt_completion([1, 2, 3 + i], [4 + i, 5, 6, 7 + i, 8][: 3 + i], Region.RESPONSE, a)
@@ -173,32 +159,15 @@ def chunked_update_matches(acc: object, model_dir: Path, rank: int, world: int) 
         sizes.append(int(hidden.shape[0]))
         return real(head_fn, hidden, *args)
 
-    def reduce(t: torch.Tensor) -> torch.Tensor:
-        t = t.clone()
-        dist.all_reduce(t)
-        return t
-
     got = {}
     for chunk in (0, 2):
         model, _, _ = load_model(str(model_dir), dtype=torch.float32)
         model.config.use_cache = False
         sharding.shard(model, acc.device, world)
-        opt = torch.optim.SGD(model.parameters(), lr=1.0)
         cfg = LossConfig(beta=0.0, temperature=0.7, logits_chunk_tokens=chunk)
         chunked_logprobs._chunk_logprobs = spy if chunk else real
-        try:
-            res = policy_update(
-                acc,
-                model,
-                None,
-                opt,
-                mine,
-                loss_config=cfg,
-                micro_rows=2,
-                pad_id=0,
-                max_grad_norm=0.0,  # no clip: the step is the raw gradient
-                all_reduce_sum=reduce,
-            )
+        try:  # max_grad_norm 0: no clip, the step is the raw gradient
+            res = _sgd_update(acc, model, mine, cfg, 0.0, all_reduce_copy)
         finally:
             chunked_logprobs._chunk_logprobs = real
         got[chunk] = (res.loss["loss"], res.grad_norm, sharding.full_state_dict(model))

@@ -61,3 +61,29 @@ def uneven_generation(policy: Any, plain: Any, tok: Any, rank: int) -> dict[str,
         "same_as_unsharded": [g.completion_ids for g in got] == [w.completion_ids for w in want],
         "lengths": [len(g.completion_ids) for g in got],
     }
+
+
+def one_process_accelerator() -> Any:
+    """What ``update.policy_update`` asks of an accelerator, for one plain CPU process: the
+    reference layout the 2-process probes compare their update with."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import torch
+
+    return SimpleNamespace(
+        device=torch.device("cpu"),
+        num_processes=1,
+        backward=lambda loss: loss.backward(),
+        no_sync=lambda m: contextlib.nullcontext(),
+        clip_grad_norm_=torch.nn.utils.clip_grad_norm_,
+    )
+
+
+def all_reduce_copy(t: Any) -> Any:
+    """A sum over every process of a copy of ``t`` (the update's ``all_reduce_sum``)."""
+    import torch.distributed as dist
+
+    t = t.clone()
+    dist.all_reduce(t)
+    return t
