@@ -13,13 +13,13 @@ median of 3 steps after one warm-up. Printed: one line per setting with the rati
 chunk 0, and the entropy estimate (mean -log p of the trained tokens) as a check that
 every setting computed the same log-probs.
 
-Measured (`--chunks 0,2048,512,128`: 2-core CPU VM shared with other jobs, fp32, vocab
-131,072, hidden 64, 2 rows x 1,024 trained tokens; one fp32 (B, C, V) logits = 1,024 MiB;
-one run each, times noisy; the same table is in docs/gpu.md):
-    chunk     0: peak 3072 MiB (1.00x), step 17.70 s (1.00x)
-    chunk  2048: peak 4094 MiB (1.33x), step 15.53 s (0.88x)
-    chunk   512: peak 1056 MiB (0.34x), step 22.49 s (1.27x)
-    chunk   128: peak  291 MiB (0.09x), step 28.57 s (1.61x)
+Measured (`--chunks 0,2048,512,128`: the 2-core CPU VM, load ~0.8, fp32, vocab 131,072,
+hidden 64, 2 rows x 1,024 trained tokens; one fp32 (B, C, V) logits = 1,024 MiB; one run
+each, times noisy; the same table is in docs/gpu.md):
+    chunk     0: peak 3072 MiB (1.00x), step 5.58 s (1.00x)
+    chunk  2048: peak 4096 MiB (1.33x), step 3.32 s (0.60x)
+    chunk   512: peak 1057 MiB (0.34x), step 5.24 s (0.94x)
+    chunk   128: peak  291 MiB (0.09x), step 5.45 s (0.98x)
     entropy 11.803814 in every row
 """
 
