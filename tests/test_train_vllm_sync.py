@@ -72,8 +72,8 @@ def test_training_with_colocated_vllm_rollouts_stays_in_step(tmp_path: Path) -> 
         pytest.skip(f"the vLLM venv at {PYTHON} lacks accelerate (pip install accelerate)")
     from toy_task import toy_model_dir
 
-    # vLLM's CPU attention needs head_dim >= 32
-    model = toy_model_dir(tmp_path / "model", hidden_size=128, intermediate_size=256, head_dim=32)
+    # vLLM's CPU attention needs head_dim >= 32: 128 / 4 heads
+    model = toy_model_dir(tmp_path / "model", hidden_size=128, intermediate_size=256)
     out = tmp_path / "run"
     args = [str(REPO / "tests" / "toy_task.py"), str(out), "--model", str(model)]
     args += ["--steps", "3", "--parity-reward", "--set", "micro_batch_rows=3"]

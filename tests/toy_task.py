@@ -45,7 +45,8 @@ def toy_tokenizer() -> Any:
 
 def toy_model_dir(dest: Path, seed: int = 0, **sizes: int) -> Path:
     """A tiny random Llama over the toy vocabulary; ``sizes`` override its LlamaConfig
-    (hidden_size, num_hidden_layers, ...: a wider one for memory measurements)."""
+    (hidden_size, num_hidden_layers, ...: a wider one for memory measurements). They go to
+    the constructor, so what it derives from them (head_dim = hidden / heads) follows."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -53,20 +54,21 @@ def toy_model_dir(dest: Path, seed: int = 0, **sizes: int) -> Path:
         return dest
     tok = toy_tokenizer()
     torch.manual_seed(seed)
+    shape = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 64,
+    }
     cfg = LlamaConfig(
         vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.eos_token_id,
+        **{**shape, **sizes},
     )
-    for key, value in sizes.items():
-        setattr(cfg, key, value)
     LlamaForCausalLM(cfg).save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)
     return dest
