@@ -157,3 +157,33 @@ def test_resume_checks_the_run_and_never_trusts_its_state(tmp_path: Path, toy_mo
     shutil.rmtree(state)
     shutil.copytree(saved, state)
     assert run(out, toy_model, steps=2, resume=True, parity_reward=True).steps == 2
+
+
+@pytest.mark.parametrize("pointer", ["link", "garbage", "missing folder"])
+def test_a_state_pointer_that_cannot_be_followed_is_one_line_not_a_fresh_start(
+    tmp_path: Path, toy_model: Path, pointer: str
+) -> None:
+    """Taken for "no state yet", a broken state/LATEST made the run start over in the folder
+    and truncate its metrics log (a stranger's folder, a link planted in it)."""
+    from toy_task import run
+
+    from cppo_bench.problem import DataError
+
+    out = tmp_path / "run"
+    run(out, toy_model, steps=2, parity_reward=True)
+    log = (out / "metrics.jsonl").read_text()
+    latest = out / "state" / "LATEST"
+    latest.unlink()
+    if pointer == "link":
+        latest.symlink_to(out / "metrics.jsonl")
+    else:
+        latest.write_text("../../elsewhere\n" if pointer == "garbage" else "step-00000099\n")
+    message = {
+        "link": "LATEST: not a plain file",
+        "garbage": "LATEST: names '../../elsewhere', not a state folder",
+        "missing folder": "step-00000099: not a cppo-bench artifact",
+    }[pointer]
+    for resume in (True, False):
+        with pytest.raises(DataError, match=message):
+            run(out, toy_model, steps=3, resume=resume, parity_reward=True)
+    assert (out / "metrics.jsonl").read_text() == log  # nothing overwritten

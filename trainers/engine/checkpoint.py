@@ -65,14 +65,21 @@ def save_state(
 
 
 def latest_state(out_dir: Path) -> Path | None:
+    """The newest complete training state in ``out_dir``; None when it holds none yet. A
+    pointer that exists but cannot be followed (a link, garbage, a missing or torn folder) is
+    one DataError line: taken for "no state", the run would start over in that folder and
+    truncate its metrics log."""
     pointer = Path(out_dir) / STATE_DIR / LATEST
-    if not pointer.is_file() or pointer.is_symlink():
+    if not pointer.exists() and not pointer.is_symlink():
         return None
+    if pointer.is_symlink() or not pointer.is_file():
+        raise DataError(f"{pointer}: not a plain file; this run folder's state cannot be read")
     name = pointer.read_text(encoding="utf-8", errors="replace").strip()
     if not name.startswith("step-") or "/" in name:
-        return None
+        raise DataError(f"{pointer}: names {name[:40]!r}, not a state folder step-N")
     folder = pointer.parent / name
-    return folder if artifacts.is_artifact(folder, "training_state") else None
+    artifacts.read_manifest(folder, "training_state")  # one ArtifactError line if not complete
+    return folder
 
 
 def agreed_state(accelerator: Any, out_dir: Path) -> Path | None:
@@ -81,8 +88,20 @@ def agreed_state(accelerator: Any, out_dir: Path) -> Path | None:
     so ``--out`` must be a folder every process sees (a shared file system). Without this
     check a process that sees no state starts at step 0 while the others resume, and the
     first collective they disagree on hangs the job."""
+    found: Path | None = None
+    problem: DataError | None = None
     with accelerator.main_process_first():  # one process finishes a swap a kill interrupted
-        existing = latest_state(out_dir)
+        try:
+            found = latest_state(out_dir)
+        except DataError as exc:  # raised below, once every process knows (no one hangs)
+            problem = exc
+
+    def seen() -> Path | None:
+        if problem is not None:
+            raise problem
+        return found
+
+    existing = _on_every_process(accelerator, Path(out_dir) / STATE_DIR, seen)
     if accelerator.num_processes > 1:
         step = -1 if existing is None else int(existing.name.removeprefix("step-"))
         seen = _gather_ints(accelerator, step)
