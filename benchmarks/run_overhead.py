@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a clone, installed or not
 
 from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams  # noqa: E402
-from cppo_bench.pipeline import RunSpec, execute, load_problems  # noqa: E402
-from cppo_bench.runstore import parse_shard  # noqa: E402
+from cppo_bench.runner.pipeline import RunSpec, execute, load_problems  # noqa: E402
+from cppo_bench.store.runs import parse_shard  # noqa: E402
 
 
 class InstantBackend:

@@ -70,10 +70,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from cppo_bench.backends.default_model import ensure_default_model
+    from trainers.algorithms.pkpo import PKPO, PKPOConfig
     from trainers.engine.config import build_flat
     from trainers.engine.data import decontaminated, load_training
     from trainers.engine.loop import RunSpec, train
-    from trainers.pkpo import PKPO, PKPOConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="train-step-"))
     model_dir = args.model or str(ensure_default_model())

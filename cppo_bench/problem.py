@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cppo_bench.errors import DataError  # noqa: F401  (public here too)
+
 TestMode = Literal["stdin", "call"]
 # Which output-comparison rule the verifier applies (see cppo_bench.verifier.compare).
 Checker = Literal["apps", "codecontests", "lcb", "exact"]
@@ -143,9 +145,6 @@ class Problem:
         return cls(**d)
 
 
-class DataError(ValueError):
-    """Bad input data: the message names the file/record and what is wrong."""
-
 
 @dataclass(frozen=True)
 class RecordError:
@@ -170,7 +169,7 @@ class LoadResult:
     # summary showing fewer problems than the source holds says why
     notes: list[str] = field(default_factory=list)
     # records read but left out on purpose, by reason (a loader option's filter): with
-    # `problems` and `errors` it accounts for every record read (cppo_bench.loadreport)
+    # `problems` and `errors` it accounts for every record read (cppo_bench.benchmarks.loadreport)
     dropped: dict[str, int] = field(default_factory=dict)
 
 
@@ -201,7 +200,7 @@ def _parse_record(record: Any) -> Problem:
 def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
     """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
     their line number and problem id) unless `strict`, which raises DataError on the first."""
-    from cppo_bench import jsonio
+    from cppo_bench.util import jsonio
 
     path = Path(path)
     try:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 # OpenMP threads spin-wait by default; on a shared 2-core box that slows torch ~10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pathlib import Path  # noqa: E402
+
+# shared helpers (toy_task, tiny_models, run_scripted, ...) live in tests/helpers/; tests in
+# the per-package folders import them by their plain names
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 import pytest  # noqa: E402
 
@@ -24,7 +29,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The toy task's tiny random policy (tests/toy_task.py), saved once per session."""
+    """The toy task's tiny random policy (tests/helpers/toy_task.py), saved once per session."""
     pytest.importorskip("transformers")
     from toy_task import toy_model_dir
 

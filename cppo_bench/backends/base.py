@@ -8,16 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from cppo_bench.problem import DataError
-
-
-class BackendError(DataError):
-    """A backend that cannot do its job for a reason the user can fix (a missing model or
-    package, an unreachable server). One clear line; a DataError so the CLI prints just that."""
-
-
-class ModelLoadError(BackendError):
-    """A model (the embedded default or --model) that cannot be loaded."""
+from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F401
 
 
 @dataclass(frozen=True)

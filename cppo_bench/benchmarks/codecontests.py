@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cppo_bench import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
+from cppo_bench.util import jsonio
 
 HUB_ID = "deepmind/code_contests"
 PYTHON3 = 3  # `solutions.language` enum value for Python 3

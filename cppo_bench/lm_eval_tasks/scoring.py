@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.errors import DataError
 from cppo_bench.lm_eval_tasks.docs import problem_for
-from cppo_bench.problem import DataError
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from cppo_bench.backends.base import Backend
+from cppo_bench.errors import DataError
 from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
     Attempt,
@@ -25,7 +26,7 @@ from cppo_bench.methods.base import (
     per_problem,
     request,
 )
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.problem import Problem
 from cppo_bench.prompts import Messages, load_prompt, render
 
 _TAGGED = re.compile(r"\[ANSWER\](.*?)(?:\[/ANSWER\]|$)", re.DOTALL | re.IGNORECASE)

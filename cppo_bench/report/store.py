@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.specs import Selector
-from cppo_bench.runindex import StoredRun, preference, scan
-from cppo_bench.runstore import ProblemRecord, RunManifest, read_records
+from cppo_bench.store.index import StoredRun, preference, scan
+from cppo_bench.store.runs import ProblemRecord, RunManifest, read_records
 
 # What a method option absent from an older manifest means (the run command's defaults).
 DEFAULT_OPTIONS: dict[str, Any] = {"inference": "joint", "select": "first"}

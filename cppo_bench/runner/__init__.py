@@ -1,0 +1,1 @@
+"""Run orchestration: load problems, run a method over a backend, verify, store (`pipeline`, `scoring`)."""

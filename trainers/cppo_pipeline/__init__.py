@@ -1,0 +1,1 @@
+"""The CPPO pipeline: SFT, reward model, stage data and RL stages."""
