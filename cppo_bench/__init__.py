@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from cppo_bench.util.version import __version__
 
 # public name -> "module:attribute" ("module:" for a module)
 _EXPORTS: dict[str, str] = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cppo_bench.benchmarks.load import load_result
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem
 
@@ -27,30 +28,6 @@ if TYPE_CHECKING:
     from cppo_bench.verifier.records import VerifyResult
 
 Verdict = Any  # cppo_bench.verifier.VerifyResult (imported lazily: the verifier is not small)
-
-
-def load_result(
-    name: str,
-    data: str | Path | None = None,
-    *,
-    limit: int | None = None,
-    strict: bool = False,
-    unique: bool = True,
-    **options: Any,
-) -> LoadResult:
-    """Benchmark `name` as the loaders return it: the problems, plus the skipped records and
-    notes that `cppo-bench data show` reports. A source without a usable problem, or (with
-    `unique`, as a run needs) with a problem id twice, is a DataError naming it."""
-    from cppo_bench.benchmarks import load_benchmark as load
-    from cppo_bench.benchmarks import require_problems
-
-    data = None if data is None else str(data)
-    result = require_problems(load(name, data, limit=limit, strict=strict, **options), name)
-    ids = [p.problem_id for p in result.problems]
-    if unique and len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"{result.source or name}: problem id {dup!r} appears twice")
-    return result
 
 
 def load_benchmark(
@@ -192,7 +169,7 @@ def run(
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
     from cppo_bench.methods import METHODS
-    from cppo_bench.runner.pipeline import RunSpec, execute
+    from cppo_bench.runner.pipeline import EvalSpec, execute
 
     METHODS.get(method)  # an unknown method before anything loads
     seed_list = _seeds(seeds)
@@ -217,7 +194,7 @@ def run(
     results = []
     with opened as live:
         for seed in seed_list:
-            spec = RunSpec(
+            spec = EvalSpec(
                 method=method,
                 bench=bench,
                 model=label,

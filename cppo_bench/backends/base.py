@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F401
+from cppo_bench.util.progress import ProgressFn
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ class GenResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-ProgressFn = Callable[[int], None]  # called with the number of results just finished
 # Called with (request index, result) as each result finishes, by a backend that declares
 # `streams_results = True` and takes `on_result=`: the run stores each generation at once,
 # so an interrupt loses only the generations in flight, not a whole batch.

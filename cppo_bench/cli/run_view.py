@@ -181,8 +181,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
     """One row per stored run (shards merged); an unreadable run is listed with the reason,
     not skipped, and so is what keeps a sharded run from merging."""
     from cppo_bench.plan.validity import run_tally
-    from cppo_bench.runner.scoring import summarize
     from cppo_bench.store.index import scan
+    from cppo_bench.store.summary import summarize
 
     store = scan(out)
     rows: list[dict] = [

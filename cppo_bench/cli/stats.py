@@ -5,27 +5,12 @@ cppo_bench/metrics/table.py), so results from anywhere can be re-tested."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from cppo_bench.util.termsafe import markup, safe
-
-PATH = click.Path(exists=True, path_type=Path)
-
-
-@contextmanager
-def _clean_errors() -> Iterator[None]:
-    """Bad input ends in one line naming the file or record, never a traceback."""
-    from cppo_bench.errors import DataError
-
-    try:
-        yield
-    except (DataError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
 
 
 def _source(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -48,35 +33,6 @@ def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
-    """The results frame the API's statistics take (cppo_bench.store.frames)."""
-    from cppo_bench.store.frames import load_runs, read_outcomes
-
-    if (runs is None) == (csv_path is None):
-        raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
-    if runs is not None:
-        from cppo_bench.util.progress import progress_bar
-
-        with progress_bar("reading runs") as advance:
-            frame = load_runs(
-                runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
-            )
-    else:
-        frame = read_outcomes(csv_path)
-    if bench is not None:
-        frame = frame[frame["benchmark"] == bench]
-        if frame.empty:
-            raise click.ClickException(f"no results for benchmark {bench!r}")
-    return frame
-
-
-def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
-    """The frame's rows as OutcomeRows (for `stats diversity`)."""
-    from cppo_bench.store.frames import rows_of
-
-    return rows_of(_frame(runs, csv_path, bench))
-
-
 def _ks(text: str) -> list[int]:
     try:
         ks = [int(x) for x in text.split(",") if x.strip()]
@@ -85,22 +41,6 @@ def _ks(text: str) -> list[int]:
     if not ks or min(ks) < 1:
         raise click.BadParameter(f"every k must be >= 1, got {text!r}")
     return ks
-
-
-def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
-    from rich.table import Table
-
-    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(c, justify="left" if c in ("benchmark", "method") else "right")
-    for line in body:
-        table.add_row(*map(markup, line))  # cells hold names from the run store
-    console = Console()
-    if not console.is_terminal:  # piped or logged: never fold a labelled number
-        console = Console(width=100_000)
-    console.print(table)
 
 
 @click.group("stats")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cppo_bench.cli.stats import PATH, _clean_errors, _load, _table
+from cppo_bench.cli.stats_common import PATH, _clean_errors, _load, _table
 
 
 @click.command("diversity")

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -40,34 +38,7 @@ from cppo_bench.metrics.passk import (
     pass_at_k,
     pass_at_k_first,
 )
-
-CSV_COLUMNS = (
-    "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
-    "planner_tokens", "solver_tokens", "trained",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class OutcomeRow:
-    benchmark: str
-    method: str
-    seed: int
-    problem_id: str
-    outcomes: tuple[bool, ...] | None = None  # per-branch, rollout order
-    passed: bool | None = None  # pre-computed pass@K when per-branch results are absent
-    planner_tokens: int | None = None
-    solver_tokens: int | None = None
-    select: str = "first"  # how the method's run picks K of a 4-tuple
-    answers: tuple[str | None, ...] = ()  # answer-prediction tasks: scored by maj@K
-    label: str | None = None
-    texts: tuple[tuple[str, ...], ...] = ()  # K-tuples for diversity: plans, else programs
-    texts_kind: str = "plan"  # "plan" | "code": what `texts` holds (the judge prompt differs)
-    # a trained checkpoint's tag (the manifest's `trained`, or the CSV column): its ± is the
-    # std over training seeds; an untagged method is inference-only (bootstrap SE)
-    trained: str | None = None
-    dataset_size: int = 0  # the benchmark's full evaluation set (the run's dataset); 0: unknown
-    # the record's tuple validity / fallbacks (cppo_bench.plan.validity.Tally); runs only
-    validity: Any = field(default=None, compare=False, repr=False)
+from cppo_bench.store.outcomes import CSV_COLUMNS, OutcomeRow, _tuples_of, tuple_texts  # noqa: F401
 
 
 def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
@@ -76,20 +47,6 @@ def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
     from cppo_bench.store.frames import read_outcomes, rows_of
 
     return rows_of(read_outcomes(path))
-
-
-def tuple_texts(record: object) -> tuple[tuple[str, ...], ...]:
-    """The K-tuples whose diversity is measured: plans, or programs for plan-less methods."""
-    plans = getattr(record, "plans", None)
-    if plans:
-        return tuple(tuple(p) for p in plans)
-    grouped: dict[int, list[str]] = defaultdict(list)
-    for b in record.branches:  # type: ignore[attr-defined]
-        grouped[b.tuple_index].append(b.code or b.completion)
-    return tuple(tuple(grouped[i]) for i in sorted(grouped))
-
-
-_tuples_of = tuple_texts  # the earlier private name, still imported by cppo_bench.report
 
 
 def rows_from_runs(

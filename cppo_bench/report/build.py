@@ -27,8 +27,8 @@ from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
 from cppo_bench.report.escape import md_fenced, shell_comment
 from cppo_bench.report.model import Table
+from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.specs import TableSpec, load_specs
-from cppo_bench.report.store import RunIndex
 from cppo_bench.report.tables import build_table
 
 FORMATS = ("md", "tex", "csv")

@@ -19,9 +19,9 @@ import numpy as np
 
 from cppo_bench.metrics.roc import roc_auc, roc_points
 from cppo_bench.report.cells import CellEngine
+from cppo_bench.report.labels import bench_label, model_label
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import MetricSpec, TableSpec, parse_selector
-from cppo_bench.report.tables import bench_label, model_label
 from cppo_bench.store.training_schema import GateLog
 from cppo_bench.util.registry import Registry
 

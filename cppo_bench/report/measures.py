@@ -17,8 +17,8 @@ import numpy as np
 
 from cppo_bench.metrics import maj_at_k, pass_per_10k_tokens, summarise_tokens
 from cppo_bench.metrics.table import OutcomeRow, row_scores, tuple_texts
+from cppo_bench.report.run_index import RunRef
 from cppo_bench.report.specs import MetricSpec, Selector
-from cppo_bench.report.store import RunRef
 from cppo_bench.store.runs import ProblemRecord
 from cppo_bench.util.registry import Registry
 

@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from cppo_bench.metrics import (
@@ -19,13 +17,15 @@ from cppo_bench.metrics import (
     seed_difference_ci,
 )
 from cppo_bench.report.cells import SPREAD_NOTE, CellEngine, metric_digits, metric_label
+from cppo_bench.report.labels import (  # noqa: F401  (importable here as before)
+    NO_MODEL,
+    TABLE_KINDS,
+    Builder,
+    bench_label,
+    model_label,
+)
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
-from cppo_bench.report.specs import BENCH_LABELS, Selector, TableSpec
-from cppo_bench.util.registry import Registry
-
-Builder = Callable[[TableSpec, CellEngine], Table]
-TABLE_KINDS: Registry[Builder] = Registry("table kind")
-NO_MODEL = "(no runs yet)"
+from cppo_bench.report.specs import Selector, TableSpec
 
 
 def column_models(spec: TableSpec, engine: CellEngine) -> list[str | None]:
@@ -42,19 +42,6 @@ def column_benches(spec: TableSpec, engine: CellEngine) -> list[str]:
     if spec.columns.other_benches:
         benches += [b for b in engine.index.benches() if b not in benches]
     return benches
-
-
-def model_label(spec: TableSpec, model: str | None) -> str:
-    if model is None:
-        return NO_MODEL
-    if model in spec.columns.model_labels:
-        return spec.columns.model_labels[model]
-    name = model.rstrip("/").rsplit("/", 1)[-1]
-    return name.removesuffix(".gguf") or model
-
-
-def bench_label(bench: str) -> str:
-    return BENCH_LABELS.get(bench, bench)
 
 
 def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:

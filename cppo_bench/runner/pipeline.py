@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import cppo_bench
 from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import LoadResult, Problem
-from cppo_bench.runner.scoring import score_chunk, summarize
+from cppo_bench.runner.scoring import score_chunk
 from cppo_bench.store.fs import check_under, exists, make_dirs
 from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.store.lock import RunLock
@@ -45,13 +44,15 @@ from cppo_bench.store.runs import (
     shard_of,
     write_manifest,
 )
+from cppo_bench.store.summary import summarize
 from cppo_bench.util.termsafe import safe
+from cppo_bench.util.version import __version__
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class EvalSpec:
     """What one run computes (one seed). `model` is the model label: the --model value, or
     the backend's default model name; it names the run directory and keys the cache."""
 
@@ -126,12 +127,12 @@ def load_problems(
 ) -> LoadResult:
     """The benchmark's problems (cppo_bench.api.load_result: one definition for the API and
     the CLI): none usable, or an id twice, is a DataError."""
-    from cppo_bench.api import load_result
+    from cppo_bench.benchmarks.load import load_result
 
     return load_result(bench, data, limit=limit, **dict(options))
 
 
-def select(spec: RunSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], list[int]]:
+def select(spec: EvalSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], list[int]]:
     """The problems this invocation asks for, and their dataset positions: the `limit`
     prefix, then (sharded) the ones of shard I. A shard of a prefix is a prefix of a shard."""
     n = len(dataset) if spec.limit is None else min(spec.limit, len(dataset))
@@ -144,7 +145,7 @@ def select(spec: RunSpec, dataset: Sequence[Problem]) -> tuple[list[Problem], li
 
 
 def build_manifest(
-    spec: RunSpec, method: Method, dataset: Sequence[Problem], data_source: str
+    spec: EvalSpec, method: Method, dataset: Sequence[Problem], data_source: str
 ) -> RunManifest:
     problems, positions = select(spec, dataset)
     ids = [p.problem_id for p in problems]
@@ -161,7 +162,7 @@ def build_manifest(
         data_source=data_source,
         problem_ids=ids,
         problem_ids_hash=ids_hash(ids),
-        package_version=cppo_bench.__version__,
+        package_version=__version__,
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         extra={"chunk_size": spec.chunk_size, **spec.tags},
@@ -175,7 +176,7 @@ def build_manifest(
 
 
 def execute(
-    spec: RunSpec,
+    spec: EvalSpec,
     problems: Sequence[Problem],
     backend: Backend,
     out: Path,
@@ -205,7 +206,7 @@ def execute(
 
 
 def _execute_locked(
-    spec: RunSpec,
+    spec: EvalSpec,
     manifest: RunManifest,
     method: Any,
     wanted: list[Problem],

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.metrics.table import OutcomeRow, tuple_texts
+from cppo_bench.store.outcomes import OutcomeRow, tuple_texts
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -66,7 +66,7 @@ class StoredRun:
 
 
 @dataclass
-class RunStore:
+class StoreScan:
     root: Path
     runs: list[StoredRun]
     unreadable: list[tuple[Path, str]]  # run directories whose manifest could not be read
@@ -80,7 +80,7 @@ class RunStore:
         return out
 
 
-def scan(root: Path, progress: ProgressFn | None = None) -> RunStore:
+def scan(root: Path, progress: ProgressFn | None = None) -> StoreScan:
     """Every stored run under `root` (a run store or one run directory), shards merged."""
     groups: dict[Path, list[tuple[Path, RunManifest]]] = {}
     unreadable: list[tuple[Path, str]] = []
@@ -96,7 +96,7 @@ def scan(root: Path, progress: ProgressFn | None = None) -> RunStore:
         if progress:
             progress(1)
     runs = [_merge(base, members) for base, members in sorted(groups.items())]
-    return RunStore(Path(root), runs, unreadable)
+    return StoreScan(Path(root), runs, unreadable)
 
 
 def _label(m: RunManifest) -> str:

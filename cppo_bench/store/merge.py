@@ -14,7 +14,6 @@ import dataclasses
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.runner.scoring import summarize
 from cppo_bench.store.fs import exists, make_dirs, open_file
 from cppo_bench.store.gencache import GEN_CACHE, MAX_CACHE_LINE, GenCache, _entry
 from cppo_bench.store.index import StoredRun
@@ -26,6 +25,7 @@ from cppo_bench.store.runs import (
     repair_tail,
     write_manifest,
 )
+from cppo_bench.store.summary import summarize
 from cppo_bench.util.jsonio import split_lines
 
 

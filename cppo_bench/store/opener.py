@@ -11,7 +11,6 @@ import subprocess
 from collections.abc import Collection
 from pathlib import Path
 
-import cppo_bench
 from cppo_bench.errors import DataError
 from cppo_bench.store.gencache import GEN_CACHE
 from cppo_bench.store.runs import (
@@ -24,12 +23,13 @@ from cppo_bench.store.runs import (
     run_dir_for,
     write_manifest,
 )
+from cppo_bench.util.version import PACKAGE_DIR, __version__
 
 
 @functools.cache
 def git_commit() -> str | None:
     """The commit of the checkout the package runs from, or None outside a git checkout."""
-    root = Path(cppo_bench.__file__).resolve().parent.parent
+    root = PACKAGE_DIR.parent
     if not (root / ".git").exists():
         return None
     try:
@@ -98,7 +98,7 @@ def open_run(
     invocation = {
         "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
-        "package_version": cppo_bench.__version__,
+        "package_version": __version__,
         "selected": manifest.selected,
     }
     if (run_dir / MANIFEST).exists():

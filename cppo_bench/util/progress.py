@@ -8,11 +8,11 @@ pipeline forwards it to its reporter, the run-store reader advances it per run d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cppo_bench.backends.base import ProgressFn
+ProgressFn = Callable[[int], None]  # called with the number of results just finished
 
 __all__ = ["Bar", "ProgressFn", "progress_bar"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cppo_bench.backends.base import SamplingParams
-from cppo_bench.runner.pipeline import RunSpec, execute, load_problems
+from cppo_bench.runner.pipeline import EvalSpec, execute, load_problems
 from cppo_bench.store.runs import read_records
 
 pytestmark = pytest.mark.slow
@@ -18,7 +18,7 @@ def test_embedded_model_solves_some_of_the_easy_tier(tmp_path):
 
     problems = load_problems("demo", None, 2, {}).problems
     assert {p.difficulty for p in problems} == {"easy"}
-    spec = RunSpec(
+    spec = EvalSpec(
         method="direct",
         bench="demo",
         model="embedded",

@@ -303,7 +303,7 @@ def test_checkpoint_tags_reach_the_manifest_for_the_report(tmp_path, demo):
         "Qwen/Qwen3.5-4B",
         2,
     )
-    from cppo_bench.report.store import RunRef  # how the report reads the tags back
+    from cppo_bench.report.run_index import RunRef  # how the report reads the tags back
 
     ref = RunRef(run_dir, read_manifest(run_dir))
     assert (ref.trained, ref.column_model, ref.seed) == ("pkpo", "Qwen/Qwen3.5-4B", 2)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.report.cppo_runs import exposure_table, find_pipelines, pipeline_gate_log
-from cppo_bench.report.store import RunIndex
+from cppo_bench.report.run_index import RunIndex
 from cppo_bench.store.runs import RunManifest, write_manifest
 from tests.helpers.cppo_stage_fixture import prepared, settings
 from trainers.cppo_pipeline import reward_model as rmod

@@ -103,7 +103,7 @@ def store(tmp_path_factory):
 
 def _engine(root):
     from cppo_bench.report.cells import CellEngine
-    from cppo_bench.report.store import RunIndex
+    from cppo_bench.report.run_index import RunIndex
 
     return CellEngine(RunIndex(root), resamples=200)
 

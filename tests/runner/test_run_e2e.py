@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.cli import main
 from cppo_bench.problem import Problem
-from cppo_bench.runner.pipeline import RunSpec, execute, load_problems
+from cppo_bench.runner.pipeline import EvalSpec, execute, load_problems
 from cppo_bench.store.runs import iter_runs, read_manifest, read_records
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def embedded():
 
 
 def run_method(embedded, tmp_path, problems, bench, method, k, options, max_tokens=MAX_TOKENS):
-    spec = RunSpec(
+    spec = EvalSpec(
         method=method,
         bench=bench,
         model="embedded",

@@ -11,7 +11,7 @@ import pytest
 from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.report.store import RunIndex
+from cppo_bench.report.run_index import RunIndex
 from cppo_bench.store.index import scan
 from cppo_bench.store.runs import iter_runs, read_manifest, read_records, write_manifest
 

@@ -64,10 +64,10 @@ def test_shard_assignment_is_balanced_and_never_moves():
 def test_a_shard_of_a_prefix_is_a_prefix_of_the_shard(demo):
     """A shard extended with a larger --limit, or run on a dataset with problems added,
     keeps every problem it had: assignment depends on the problem id alone."""
-    from cppo_bench.runner.pipeline import RunSpec, select
+    from cppo_bench.runner.pipeline import EvalSpec, select
 
     def pick(dataset, limit):
-        spec = RunSpec("direct", "demo", "m", "b", limit=limit, shard=(1, 3))
+        spec = EvalSpec("direct", "demo", "m", "b", limit=limit, shard=(1, 3))
         return [p.problem_id for p in select(spec, dataset)[0]]
 
     small, large = pick(demo, 8), pick(demo, None)

@@ -12,7 +12,7 @@ from run_scripted import ScriptedBackend
 from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.errors import DataError
-from cppo_bench.runner.pipeline import RunSpec, execute
+from cppo_bench.runner.pipeline import EvalSpec, execute
 from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, GenCache, LazyBackend
 from cppo_bench.store.runs import RECORDS, read_manifest, read_records, repair_tail
 
@@ -23,8 +23,8 @@ def problems():
     return load_benchmark("demo", difficulty="medium", limit=4).problems
 
 
-def spec(method="cppo", seed=0, chunk_size=2, **kw) -> RunSpec:
-    return RunSpec(
+def spec(method="cppo", seed=0, chunk_size=2, **kw) -> EvalSpec:
+    return EvalSpec(
         method=method,
         bench="demo",
         model="scripted-model",

@@ -19,7 +19,7 @@ from cppo_bench.backends.base import SamplingParams
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
 from cppo_bench.errors import DataError
-from cppo_bench.runner.pipeline import RunSpec, execute
+from cppo_bench.runner.pipeline import EvalSpec, execute
 from cppo_bench.store.fs import StoreLinkError
 from cppo_bench.store.gencache import GEN_CACHE, GenCache
 from cppo_bench.store.index import scan
@@ -32,8 +32,8 @@ def problems():
     return load_benchmark("demo", difficulty="medium", limit=3).problems
 
 
-def spec(**kw) -> RunSpec:
-    return RunSpec(method="direct", bench="demo", model="scripted-model", backend="scripted",
+def spec(**kw) -> EvalSpec:
+    return EvalSpec(method="direct", bench="demo", model="scripted-model", backend="scripted",
                    k=4, seed=0, sampling=SamplingParams(max_tokens=64), chunk_size=2, **kw)  # fmt: skip
 
 

@@ -1,0 +1,72 @@
+"""What every `cppo-bench stats` command shares: the input options' path type, one-line
+errors, the results frame read from --runs or --csv, and the table printer. Below both
+`cli/stats.py` and `cli/stats_diversity.py`, so neither imports the other's insides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cppo_bench.util.termsafe import markup, safe
+
+PATH = click.Path(exists=True, path_type=Path)
+
+
+@contextmanager
+def _clean_errors() -> Iterator[None]:
+    """Bad input ends in one line naming the file or record, never a traceback."""
+    from cppo_bench.errors import DataError
+
+    try:
+        yield
+    except (DataError, ValueError, KeyError) as exc:
+        raise click.ClickException(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+
+
+def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
+    """The results frame the API's statistics take (cppo_bench.store.frames)."""
+    from cppo_bench.store.frames import load_runs, read_outcomes
+
+    if (runs is None) == (csv_path is None):
+        raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
+    if runs is not None:
+        from cppo_bench.util.progress import progress_bar
+
+        with progress_bar("reading runs") as advance:
+            frame = load_runs(
+                runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
+            )
+    else:
+        frame = read_outcomes(csv_path)
+    if bench is not None:
+        frame = frame[frame["benchmark"] == bench]
+        if frame.empty:
+            raise click.ClickException(f"no results for benchmark {bench!r}")
+    return frame
+
+
+def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
+    """The frame's rows as OutcomeRows (for `stats diversity`)."""
+    from cppo_bench.store.frames import rows_of
+
+    return rows_of(_frame(runs, csv_path, bench))
+
+
+def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
+    from rich.table import Table
+
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c, justify="left" if c in ("benchmark", "method") else "right")
+    for line in body:
+        table.add_row(*map(markup, line))  # cells hold names from the run store
+    console = Console()
+    if not console.is_terminal:  # piped or logged: never fold a labelled number
+        console = Console(width=100_000)
+    console.print(table)
