@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "stats": "cppo_bench.stats:",
     "Problem": "cppo_bench.problem:Problem",
     "Verdict": "cppo_bench.verifier.records:VerifyResult",
-    "DataError": "cppo_bench.problem:DataError",
+    "DataError": "cppo_bench.errors:DataError",
 }
 
 __all__ = [
