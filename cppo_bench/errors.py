@@ -11,11 +11,14 @@ from __future__ import annotations
 __all__ = [
     "BackendError",
     "DataError",
+    "EncoderUnavailable",
     "KeyValueError",
     "ModelLoadError",
     "RunLockedError",
     "StoreLinkError",
     "UnknownNameError",
+    "UnsafeName",
+    "UnsafePickleError",
 ]
 
 
@@ -49,3 +52,20 @@ class RunLockedError(DataError):
 
 class StoreLinkError(DataError):
     """A store path is a link, not a regular file/directory, or hard-linked elsewhere."""
+
+
+class UnsafePickleError(ValueError):
+    """The pickle names a global or holds something other than plain data."""
+
+
+class UnsafeName(ValueError):
+    """A name holds a character no generated command may carry."""
+
+
+class EncoderUnavailable(RuntimeError):
+    """The requested encoder cannot be loaded (not installed offline, no hub access)."""
+
+
+# Not here on purpose: `methods.base.OptionError` (the option builder of issue 34 item 3 owns
+# it), `verifier.sandbox.SandboxError` (the sandbox side imports the standard library only),
+# and the trainers' `ConfigError` / `ArtifactError`, which subclass DataError from here.

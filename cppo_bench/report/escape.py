@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from cppo_bench.errors import UnsafeName
 from cppo_bench.store.schema import has_control
 from cppo_bench.util.termsafe import safe
 
@@ -24,9 +25,6 @@ _MD_SPECIAL = re.compile(r"([\\`\[\]|<>])")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
-
-class UnsafeName(ValueError):
-    """A name holds a character no generated command may carry."""
 
 
 def shell_arg(value: object) -> str:

@@ -1,2 +1,3 @@
-"""Leaf utilities (standard library only, no cppo_bench imports but `errors`): JSON reading,
-KEY=VALUE parsing, terminal-safe text, progress, the name registry."""
+"""Leaf utilities, importing nothing of cppo_bench but `errors`: JSON reading (`jsonio`),
+KEY=VALUE parsing (`keyvals`), terminal-safe text (`termsafe`), progress (`progress`), the
+name registry (`registry`) and the package version (`version`)."""
