@@ -22,6 +22,7 @@ from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
 from cppo_bench.runstore import ProblemRecord, RunManifest
 from cppo_bench.storefs import write_atomic
+from cppo_bench.termsafe import warn
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ def read_audits(root: Path) -> list[dict[str, Any]]:
         if _is_audit(doc):
             out.append(doc)
         else:
-            log.warning("%s: not an audit written by cppo-bench audit; skipped", path)
+            warn(log, "%s: not an audit written by cppo-bench audit; skipped", str(path))
     return out
 
 

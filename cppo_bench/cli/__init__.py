@@ -8,6 +8,8 @@ import os
 
 import click
 
+from cppo_bench.termsafe import echo
+
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
 # set before torch is imported (commands import it lazily, after this).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -66,7 +68,7 @@ class LazyGroup(click.Group):
             raise
         except KeyboardInterrupt:
             # the shell convention for SIGINT (128 + 2), so scripts can tell it from a failure
-            click.echo("interrupted", err=True)
+            echo("interrupted", err=True)
             ctx.exit(130)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.termsafe import echo, markup, safe
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -173,16 +173,16 @@ def report(
     for warning in computed.index.warnings:
         console.print(f"[yellow]warning:[/] {markup(warning)}")
     if check:
-        click.echo(check_text(computed), nl=False)
+        echo(check_text(computed), nl=False, lines=True)
         if computed.missing:
             raise SystemExit(1)
         return
     shown = computed.shown()
-    click.echo(
+    echo(
         f"{len(computed.tables)} tables ({shown['numbers']} of {computed.n_cells} cells show a "
         f"number: {shown['partial']} partial, {shown['degraded']} from a degraded method; "
         f"from {len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
     )
     for skipped in result.skipped_figures:
-        click.echo(f"  figure skipped: {safe(skipped)}")
-    click.echo(f"  open {out / 'index.html'}; `cppo-bench report --check` lists missing runs")
+        echo(f"  figure skipped: {safe(skipped)}")
+    echo(f"  open {out / 'index.html'}; `cppo-bench report --check` lists missing runs")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.problem import DataError
-from cppo_bench.termsafe import markup
+from cppo_bench.termsafe import echo, markup
 
 
 def _fmt(x: float | None) -> str:
@@ -130,13 +130,12 @@ def print_summary(result: Any, skipped: int = 0) -> None:
 
 def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
     """What an interrupted run kept, and the command that resumes it (to stderr)."""
-    import click
 
     from cppo_bench.gencache import GEN_CACHE
     from cppo_bench.runstore import read_records
 
     if run_dir is None:
-        click.echo("interrupted before any generation: nothing stored", err=True)
+        echo("interrupted before any generation: nothing stored", err=True)
     else:
         try:
             records = len(read_records(run_dir))
@@ -147,12 +146,12 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
         if cache.exists():
             with open(cache, "rb") as fh:
                 gens = sum(1 for line in fh if line.endswith(b"\n"))
-        click.echo(
+        echo(
             f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
             f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",
             err=True,
         )
-    click.echo(f"resume with: {resume}", err=True)
+    echo(f"resume with: {resume}", err=True)
 
 
 def validity_text(records: list[Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.termsafe import echo, markup, safe
 
 PATH = click.Path(exists=True, path_type=Path)
 
@@ -59,7 +59,7 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
 
         with progress_bar("reading runs") as advance:
             frame = load_runs(
-                runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
+                runs, warn=lambda w: echo(f"warning: {safe(w)}", err=True), progress=advance
             )
     else:
         frame = read_outcomes(csv_path)
@@ -146,10 +146,10 @@ def passk(
     for c in table["cell"] if len(table) else []:
         cells.setdefault((c.benchmark, c.method), {})[c.k] = c
     for w in warnings:
-        click.echo(f"warning: {w}", err=True)
+        echo(f"warning: {w}", err=True)
     if as_json:
         out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
-        click.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1), lines=True)
         return
     body, notes = [], []
     for (b, m), per_k in sorted(cells.items()):
@@ -166,7 +166,7 @@ def passk(
         body,
     )
     for note in notes:
-        click.echo(f"missing: {note}")
+        echo(f"missing: {note}")
 
 
 def _pm(u: Any) -> str:
@@ -200,12 +200,12 @@ def bootstrap(
                               resamples=resamples, alpha=alpha, estimator=estimator,
                               select=select, seed=seed)  # fmt: skip
     for line in table.attrs["skipped"]:
-        click.echo(line, err=True)
+        echo(line, err=True)
     out = table.to_dict("records")
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")
     if as_json:
-        click.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1), lines=True)
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.termsafe import echo, markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
@@ -246,14 +245,14 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
-        click.echo(f"skipped record: {safe(e)}", err=True)
+        echo(f"skipped record: {safe(e)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
     if reference:
         records, errors = reference_records(problems), []
     else:
         records, errors = read_programs(programs, problems, ambiguous)
     for e in errors:
-        click.echo(f"error: {safe(e)}", err=True)
+        echo(f"error: {safe(e)}", err=True)
     if not records:
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
@@ -276,7 +275,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         out.write_text(lines, encoding="utf-8")
         console = Console()
     else:
-        sys.stdout.write(lines)
+        echo(lines, nl=False, lines=True)  # JSON lines (ensure_ascii): data escaped
         console = err
     console.print(summary_table(rows, reference))
     if reference and any(not r["passed"] for r in rows):
