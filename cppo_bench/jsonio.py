@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 MAX_DEPTH = 100  # benchmark records nest 3 or 4 levels; run records 4
-MAX_LINE = 1 << 30  # default cap on one line's bytes (LiveCodeBench lines reach ~100 MB)
+MAX_LINE = 256 << 20  # default cap on one line's bytes (LiveCodeBench lines reach ~100 MB)
 _SKIP_CHUNK = 1 << 20
 
 
@@ -31,18 +31,30 @@ class Line:
 
 
 def split_lines(fh: IO[bytes], max_line: int = MAX_LINE) -> Iterator[Line]:
-    """The lines of a binary stream, split on b"\\n" only, each decoded as UTF-8."""
+    """The lines of a binary stream, split on b"\\n" only, each decoded as UTF-8. A line is
+    read a chunk at a time, so one longer than `max_line` is dropped once the cap is passed
+    (never held whole: `readline(max_line)` would buffer all of it first)."""
     lineno = 0
     while True:
-        raw = fh.readline(max_line + 1)
-        if not raw:
+        pieces, size, over = [], 0, False
+        while True:
+            piece = fh.readline(_SKIP_CHUNK)
+            if not piece:
+                break
+            size += len(piece)
+            if size > max_line:
+                over, pieces = True, []
+            elif not over:
+                pieces.append(piece)
+            if piece.endswith(b"\n"):
+                break
+        if size == 0:
             return
         lineno += 1
-        if len(raw) > max_line and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):  # skip the rest, a chunk at a time
-                raw = fh.readline(_SKIP_CHUNK)
+        if over:
             yield Line(lineno, None, f"longer than {max_line} bytes")
             continue
+        raw = b"".join(pieces)
         torn = not raw.endswith(b"\n")
         try:
             yield Line(lineno, raw.decode("utf-8"), torn=torn)

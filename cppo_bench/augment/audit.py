@@ -9,6 +9,7 @@ and seeds resampled) of the paired difference pass@K - pass@K+.
 
 from __future__ import annotations
 
+from cppo_bench import userfiles
 import json
 import logging
 from collections.abc import Sequence
@@ -115,8 +116,8 @@ def read_audits(root: Path) -> list[dict[str, Any]]:
     out = []
     for path in sorted(Path(root).rglob(f"{AUDIT_DIR}/*.json")):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = userfiles.read_json(path, userfiles.MAX_SMALL)
+        except ValueError:  # UserFileError too: a FIFO, device or oversized file
             doc = None
         if _is_audit(doc):
             out.append(doc)

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import userfiles
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.problem import DataError, LoadResult, load_problem_jsonl
 
@@ -39,7 +40,7 @@ def load_demo(
     if options:
         raise DataError(f"demo benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
-    if data is not None and not path.is_file():
+    if data is not None and not userfiles.is_file(path):
         raise DataError(f"{path}: no such file (the demo benchmark reads a JSONL of Problem dicts)")
     result = load_problem_jsonl(path, strict=strict)
     if difficulty not in (None, "", "all"):

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import userfiles
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks.demo import load_problem_jsonl
 from cppo_bench.problem import DataError, LoadResult
@@ -32,7 +33,7 @@ def load_demo_train(
     if options:
         raise DataError(f"demo_train benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
-    if not path.is_file():
+    if not userfiles.is_file(path):
         raise DataError(f"{path}: no such file (demo_train reads a JSONL of Problem dicts)")
     return load_problem_jsonl(path, strict=strict)
 

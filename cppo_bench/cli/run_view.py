@@ -144,8 +144,14 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
         cache = run_dir / GEN_CACHE
         gens = 0
         if cache.exists():
-            with open(cache, "rb") as fh:
-                gens = sum(1 for line in fh if line.endswith(b"\n"))
+            from cppo_bench import storefs
+            from cppo_bench.jsonio import split_lines
+
+            try:  # the store's reader: no link followed, a line at a time
+                with storefs.open_file(cache, "rb") as fh:
+                    gens = sum(1 for line in split_lines(fh) if not line.torn)
+            except (OSError, DataError):
+                gens = 0
         echo(
             f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
             f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",

@@ -25,13 +25,12 @@ MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
 def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     """(line number, text or None, error) per line: split on \\n only, each line decoded on
     its own, so one bad line is named and the others are still read."""
-    from cppo_bench.jsonio import split_lines
+    from cppo_bench import userfiles
 
     try:
-        with path.open("rb") as fh:
-            return [(ln.lineno, ln.text, ln.error) for ln in split_lines(fh, MAX_PROGRAM_LINE)]
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
+    except userfiles.UserFileError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:

@@ -12,12 +12,12 @@ A pipeline folder holds one sub-folder per stage whose ``train_manifest.json`` n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cppo_bench import userfiles
 from cppo_bench.problem import DataError, Problem, SourceIds
 from cppo_bench.training_schema import (
     GATE_LOG,
@@ -141,7 +141,7 @@ def exposure_components(p: Pipeline) -> list[tuple[str, str, str, list[Problem]]
     for stage in STAGES:
         path = p.path / stage / "exposure.json"
         if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = userfiles.read_json(path, userfiles.MAX_FILE)
             for c in data.get("components", []):
                 out.append(
                     (

@@ -4,13 +4,13 @@ side on problems the spec names before any run)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 
+from cppo_bench import jsonio, userfiles
 from cppo_bench.metrics import mean_std
 from cppo_bench.problem import DataError
 from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
@@ -98,11 +98,14 @@ def read_reliability(root: Path) -> dict[str, list[dict[str, str]]]:
     out: dict[str, list[dict[str, str]]] = {}
     for path in sorted((root / RELIABILITY_DIR).glob("*.jsonl")):
         items = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for ln in userfiles.lines(path, userfiles.MAX_SMALL):
+            n, line = ln.lineno, ln.text
+            if line is None:
+                raise DataError(f"{path}:{n}: {ln.error}")
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = jsonio.loads(line)
                 items.append({k: str(item[k]) for k in ("judge", "annotator_a", "annotator_b")})
             except (ValueError, KeyError, TypeError) as exc:
                 raise DataError(

@@ -350,7 +350,11 @@ def parse_spec(path: str, data: Any) -> TableSpec:
 
 
 def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:
-    try:
+    if isinstance(path, Path):  # a user's spec: the bounded reader, aliases refused
+        from cppo_bench import userfiles
+
+        return userfiles.read_yaml(path), label
+    try:  # a spec shipped in the package (importlib.resources)
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise DataError(f"{label}: not valid YAML ({str(exc).splitlines()[0]})") from None
