@@ -19,7 +19,9 @@ from pathlib import Path
 
 from cppo_bench import jsonio
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn, ResultFn
+from cppo_bench.problem import DataError
 from cppo_bench.runstore import repair_tail
+from cppo_bench.schema import token_count
 from cppo_bench.storefs import exists, open_file
 
 GEN_CACHE = "gen_cache.jsonl"
@@ -75,6 +77,9 @@ class GenCache:
         for key, req, res in items:
             if res.finish_reason == "error":
                 continue
+            why = token_count(res.num_tokens) or token_count(res.prompt_tokens)
+            if why:  # what the readers would refuse is never stored (the run could not end)
+                raise DataError(f"backend result for {req.tag!r}: token count {why}")
             self.entries[key] = res
             lines.append(
                 json.dumps(
@@ -139,7 +144,7 @@ def _entry(text: str) -> tuple[str, GenResult] | None:
     n, prompt, extra = d.get("num_tokens"), d.get("prompt_tokens", 0), d.get("extra") or {}
     if not (isinstance(key, str) and isinstance(out, str) and isinstance(reason, str)):
         return None
-    if type(n) is not int or type(prompt) is not int or n < 0 or prompt < 0:
+    if token_count(n) or token_count(prompt):  # the run store's own range (cppo_bench.schema)
         return None
     if not isinstance(extra, dict):
         return None

@@ -29,14 +29,26 @@ Check = Callable[[Any], str | None]
 MAX_NAME = 1024  # characters in a name (model ids and paths are well below this)
 MAX_K = 1 << 16
 MAX_PROBLEMS = 10_000_000
-MAX_INT = 1 << 63
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MAX_INT = (1 << 63) - 1  # an int64: pandas and numpy sum stored integers as int64
+# token counts (a record's, a branch's, a generation cache line's): far above any real run,
+# and low enough that the sum of 2**20 of them still fits an int64 (`stats tokens`)
+MAX_TOKENS = 1 << 40
+# what a command and the API accept for sampling and limits: the same ranges are what the
+# readers accept back from the store (run_manifest's `sampling`) and the verifier applies
+TEMPERATURE = (0.0, 100.0)
+TOP_P = (0.0, 1.0)
+MAX_NEW_TOKENS = 1 << 24
 VERDICT = re.compile(r"^[A-Za-z0-9_@.:+-]{1,64}$")  # AC, WA, ..., or a maj@K answer check
 
 
 def has_control(text: str) -> bool:
-    """Control, line-separator or bidi-override characters: never part of a name."""
-    return _CONTROL.search(text) is not None
+    """Control, format (bidi marks and isolates included), line- or paragraph-separator
+    characters, judged by Unicode category (cppo_bench.termsafe): never part of a name."""
+    if text.isprintable():  # fast path: isprintable() is False for every such character
+        return False
+    from cppo_bench.termsafe import unsafe_char
+
+    return any(unsafe_char(ch) for ch in text)
 
 
 # --- value checkers ----------------------------------------------------------------------------
@@ -164,10 +176,20 @@ def _shard(v: Any) -> str | None:
     )
 
 
+SAMPLING_RANGES: dict[str, Check] = {
+    "temperature": number(*TEMPERATURE),
+    "top_p": number(*TOP_P),
+    "max_tokens": integer(1, MAX_NEW_TOKENS),
+}
+
+
 def _sampling(v: Any) -> str | None:
     why = mapping(v)
     if why:
         return why
+    for key, check in SAMPLING_RANGES.items():
+        if v.get(key) is not None and check(v[key]):
+            return f"{key}: {check(v[key])}"
     for key, value in v.items():
         if value is not None and type(value) not in (int, float, str, bool):
             return f"{key}: expected a number or string, got {type(value).__name__}"
@@ -214,10 +236,11 @@ def _tags(v: Any) -> str | None:
 
 
 def _ids_consistent(d: dict[str, Any]) -> str | None:
-    ids = d["problem_ids"]
-    if len(set(ids)) != len(ids):
-        dup = next(i for n, i in enumerate(ids) if i in ids[:n])
-        return f"problem id {dup!r} is listed twice"
+    ids, seen = d["problem_ids"], set()
+    for i in ids:  # one pass: a million repeated ids cost a million set lookups, not n**2
+        if i in seen:
+            return f"problem id {i!r} is listed twice"
+        seen.add(i)
     shard = d.get("shard")
     if shard is not None:
         if not shard["index"] < shard["count"]:
@@ -278,7 +301,7 @@ BRANCH = SCHEMAS.register("run_branch")(
             "tests_passed": integer(0),
             "tests_total": integer(0),
             "time_s": number(),
-            "solver_tokens": integer(0),
+            "solver_tokens": integer(0, MAX_TOKENS),
             "plan": optional(text),
             "tuple_index": integer(0, MAX_K),
             "answer": optional(text),
@@ -325,8 +348,8 @@ SCHEMAS.register("run_record")(
         {
             "problem_id": name,
             "branches": _branches,
-            "planner_tokens": integer(0),
-            "solver_tokens": integer(0),
+            "planner_tokens": integer(0, MAX_TOKENS),
+            "solver_tokens": integer(0, MAX_TOKENS),
             "plans": list_of(list_of(text, MAX_K), MAX_K),
             "plan_validity": list_of(mapping, MAX_K),
             "label": optional(text),
@@ -350,3 +373,41 @@ def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | No
     if k is not None and len(doc["branches"]) != k:
         return f"{len(doc['branches'])} branches, the run has k={k}"
     return None
+
+
+# --- the door: options checked with the readers' ranges before any work starts -----------------
+
+RUN_OPTIONS: dict[str, Check] = {
+    "method": name,
+    "bench": name,
+    "model": optional(name),
+    "backend": name,
+    "k": integer(1, MAX_K),
+    **SAMPLING_RANGES,
+}
+# the verifier's limits (cppo_bench.verifier.Limits checks itself with these): the caps of a
+# benchmark record's own limits (cppo_bench.problem) and what the sandbox's rlimits can apply
+LIMIT_RANGES: dict[str, Check] = {
+    "time_s": number(1e-3, 60.0),
+    "memory_mb": integer(16, 16_384),
+    "output_mb": integer(1, 4096),
+    "nproc": integer(1, 4096),
+    "file_mb": integer(1, 16_384),
+    "wall_factor": number(1.0, 100.0),
+    "wall_slack_s": number(0.0, 600.0),
+}
+
+
+def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> None:
+    """Raise ValueError ("option 'temperature': nan is not finite") for the first option
+    whose value the stored-document schema would refuse; options not listed pass."""
+    for key, check in checks.items():
+        if key in options:
+            why = check(options[key])
+            if why:
+                raise ValueError(f"option {key!r}: {why}")
+
+
+def token_count(v: Any) -> str | None:
+    """A token count as the run store accepts it (the generation cache uses the same)."""
+    return integer(0, MAX_TOKENS)(v)

@@ -34,6 +34,25 @@ class StoreLinkError(DataError):
     """A store path is a link, not a regular file/directory, or hard-linked elsewhere."""
 
 
+class StoreWriteError(DataError):
+    """The file system refused a write (read-only, full, no permission): nothing replaced."""
+
+
+def check_root(root: Path) -> None:
+    """`--out` may be a link to a folder (the user's choice), but not a dangling link, a file
+    or anything else: one line instead of FileExistsError / NotADirectoryError."""
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        if os.path.lexists(root):
+            raise StoreLinkError(f"{root}: is a link to a folder that does not exist") from None
+        return
+    except NotADirectoryError:
+        raise StoreLinkError(f"{root}: a part of this path is a file, not a folder") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreLinkError(f"{root}: exists and is not a folder")
+
+
 def check_dir(path: Path) -> None:
     """`path` is a directory and not a symbolic link (lstat: the link itself is looked at)."""
     try:
@@ -66,13 +85,19 @@ def make_dirs(root: Path, path: Path) -> None:
     root, path = Path(root), Path(path)
     check_under(root, path)
     current = root
-    root.mkdir(parents=True, exist_ok=True)
+    check_root(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreWriteError(f"{root}: cannot create this folder ({exc.strerror})") from None
     for part in path.relative_to(root).parts:
         current = current / part
         try:
             os.mkdir(current)
         except FileExistsError:
             check_dir(current)
+        except OSError as exc:
+            raise StoreWriteError(f"{current}: cannot create ({exc.strerror})") from None
 
 
 def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
@@ -122,7 +147,14 @@ def write_atomic(path: Path, data: str) -> None:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(data)
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+    except OSError as exc:  # read-only folder, disk full: the old file is left as it was
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StoreWriteError(f"{path}: cannot write ({exc.strerror}); the old file is kept") from None

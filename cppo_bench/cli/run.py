@@ -246,7 +246,10 @@ def run(**opts: Any) -> None:
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
-    backend_factory(opts["backend"])  # an unimportable factory: one line, before loading
+    try:  # an unknown or unimportable factory: one line, before loading
+        backend_factory(opts["backend"])
+    except UnknownNameError as exc:
+        raise click.ClickException(str(exc)) from None
     skipped: list[int] = [0]
 
     def loaded(result: Any) -> None:

@@ -33,6 +33,22 @@ def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
         raise click.ClickException(str(exc)) from None
 
 
+def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) -> dict:
+    """The limit flags given, checked by cppo_bench.verifier.Limits (the schema's ranges)."""
+    from cppo_bench.problem import DataError
+    from cppo_bench.verifier import Limits
+
+    given = {"time_s": time_s, "memory_mb": memory_mb, "output_mb": output_mb}
+    limits = {k: v for k, v in given.items() if v is not None}
+    try:
+        Limits(**limits)
+    except DataError as exc:
+        raise click.ClickException(str(exc).replace("limit time_s", "--time-limit")
+                                   .replace("limit memory_mb", "--memory-mb")
+                                   .replace("limit output_mb", "--output-mb")) from None  # fmt: skip
+    return limits
+
+
 def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:
     """problem_id and uid -> problem, and the keys naming two different problems (a
     problem_id equal to another's uid): a program for such a key is refused, never judged
@@ -230,6 +246,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     from cppo_bench.termsafe import console as Console  # escapes data it prints
     from cppo_bench.verifier import SandboxError
 
+    limits = _limits(time_limit, memory_mb, output_mb)  # before any data loads
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
         os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
     if reference == (programs is not None):
@@ -256,8 +273,6 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
-    limits = {k: v for k, v in overrides.items() if v is not None}
     try:
         results = api.verify([problems[r["problem_id"]] for r in records],
                              [r["code"] for r in records], workers=workers, all_tests=all_tests,

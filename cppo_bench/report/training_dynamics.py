@@ -63,7 +63,8 @@ def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> lis
     through the bounded, schema-checked readers of cppo_bench.training_schema. A malformed
     run is one DataError line naming its file; with `skipped` given it is listed there and the
     other runs are still read (one bad log does not hide the good ones)."""
-    from cppo_bench.training_schema import read_manifest, read_metrics
+    from cppo_bench import userfiles
+    from cppo_bench.training_schema import read_metrics
 
     folder = Path(runs_root) / TRAIN_DIR
     runs = []
@@ -71,7 +72,7 @@ def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> lis
         if not (manifest.parent / "metrics.jsonl").is_file():
             continue
         try:
-            meta = read_manifest(manifest.parent) or {}
+            meta = _meta(manifest, userfiles.read_json(manifest, userfiles.MAX_SMALL))
             records = read_metrics(manifest.parent)
         except (DataError, RecursionError, OverflowError) as exc:
             if skipped is None:
@@ -84,12 +85,26 @@ def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> lis
                     manifest.parent.name,
                     manifest.parent,
                     meta["algorithm"],
-                    str(meta.get("base_model", "?")),
-                    int(meta.get("seed", 0)),
+                    meta["base_model"],
+                    meta["seed"],
                     records,
                 )
             )
     return runs
+
+
+def _meta(path: Path, data: Any) -> dict[str, Any]:
+    """The fields this module uses, checked: one DataError naming the file otherwise."""
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: not a JSON object")
+    algorithm, base = data.get("algorithm"), data.get("base_model", "?")
+    seed = data.get("seed", 0)
+    for field, value in (("algorithm", algorithm), ("base_model", base)):
+        if value is not None and (not isinstance(value, str) or not value.isprintable()):
+            raise DataError(f"{path}: field {field!r} must be a printable string")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise DataError(f"{path}: field 'seed' must be an integer")
+    return {"algorithm": algorithm, "base_model": base, "seed": seed}
 
 
 def _number(value: Any) -> float | None:

@@ -29,6 +29,18 @@ class Limits:
     wall_factor: float = 2.0
     wall_slack_s: float = 1.0
 
+    def __post_init__(self) -> None:
+        # the one door for limits (CLI flags, the API's **limits, a problem's own): each in
+        # the range cppo_bench.schema gives, so `time_s=nan` or 1e300 is refused, never a
+        # correct program judged TLE / RE under a limit no kernel can apply
+        from cppo_bench.problem import DataError
+        from cppo_bench.schema import LIMIT_RANGES
+
+        for name, check in LIMIT_RANGES.items():
+            why = check(getattr(self, name))
+            if why:
+                raise DataError(f"limit {name}: {why}")
+
     def for_problem(self, problem: Problem) -> Limits:
         """The record's own limits override the defaults."""
         changes: dict[str, Any] = {}
