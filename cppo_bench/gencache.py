@@ -22,7 +22,7 @@ from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn,
 from cppo_bench.problem import DataError
 from cppo_bench.runstore import repair_tail
 from cppo_bench.schema import token_count
-from cppo_bench.storefs import exists, open_file
+from cppo_bench.storefs import exists, make_dirs, open_file
 
 GEN_CACHE = "gen_cache.jsonl"
 MAX_CACHE_LINE = 256 << 20  # one generation (a long completion is well below this)
@@ -98,7 +98,7 @@ class GenCache:
             )
         if not lines:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent.parent, self.path.parent)  # the run folder, not a link
         with open_file(self.path, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()

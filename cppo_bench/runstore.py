@@ -29,7 +29,7 @@ from typing import Any
 from cppo_bench import jsonio
 from cppo_bench.problem import DataError
 from cppo_bench.schema import SCHEMAS, check_record
-from cppo_bench.storefs import exists, open_file, write_atomic
+from cppo_bench.storefs import exists, make_dirs, open_file, write_atomic
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -186,7 +186,7 @@ def run_dir_for(out: Path, manifest: RunManifest) -> Path:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(run_dir.parent, run_dir)  # its parents were made by the caller, link-checked
     write_atomic(run_dir / MANIFEST, json.dumps(asdict(manifest), indent=2, sort_keys=True))
 
 

@@ -59,6 +59,8 @@ def check_dir(path: Path) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise StoreLinkError(f"{path}: a part of this path is a file, not a folder") from None
     if stat.S_ISLNK(st.st_mode):
         raise StoreLinkError(f"{path}: {NOT_LINK}")
     if not stat.S_ISDIR(st.st_mode):
@@ -83,9 +85,9 @@ def check_under(root: Path, path: Path) -> None:
 def make_dirs(root: Path, path: Path) -> None:
     """mkdir -p of `path` below `root`, refusing any link on the way."""
     root, path = Path(root), Path(path)
+    check_root(root)
     check_under(root, path)
     current = root
-    check_root(root)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

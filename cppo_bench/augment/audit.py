@@ -9,7 +9,6 @@ and seeds resampled) of the paired difference pass@K - pass@K+.
 
 from __future__ import annotations
 
-from cppo_bench import userfiles
 import json
 import logging
 from collections.abc import Sequence
@@ -19,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from cppo_bench import userfiles
 from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
 from cppo_bench.runstore import ProblemRecord, RunManifest
-from cppo_bench.storefs import write_atomic
+from cppo_bench.storefs import make_dirs, write_atomic
 from cppo_bench.termsafe import warn
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
@@ -106,7 +106,7 @@ def audit_run(
 
 def store_audit(run_dir: Path, doc: dict[str, Any]) -> Path:
     path = audit_path(run_dir, doc["test_set"]["hash"], doc["strict"])
-    path.parent.mkdir(exist_ok=True)
+    make_dirs(run_dir, path.parent)  # a run store's folder: never through a link
     write_atomic(path, json.dumps(doc, sort_keys=True) + "\n")
     return path
 

@@ -124,7 +124,9 @@ def read_test_set(path: str | Path) -> TestSet:
 
 def open_test_set(path: Path, config: dict[str, Any]) -> TestSet:
     """Start, or resume, the set in `path`: a resume must be the same configuration."""
-    path.mkdir(parents=True, exist_ok=True)
+    from cppo_bench.outdir import make_root  # a dangling link or a file: one line
+
+    make_root(path)
     if (path / CONFIG).exists():
         ts = read_test_set(path)
         old = {k: v for k, v in ts.config.items() if k != "created_at"}

@@ -285,8 +285,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         rows.append(dict(record, **{k: d[k] for k in RESULT_FIELDS}))
     lines = "".join(json.dumps(row) + "\n" for row in rows)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(lines, encoding="utf-8")
+        from cppo_bench.outdir import OutDir  # a link planted at --out is replaced, not followed
+
+        outdir = OutDir(out.parent)
+        outdir.write_text(out.name, lines)
         console = Console()
     else:
         echo(lines, nl=False, lines=True)  # JSON lines (ensure_ascii): data escaped
