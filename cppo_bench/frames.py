@@ -54,9 +54,12 @@ def load_runs(
     progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Every run under `path` (a run store, or one run directory) as one DataFrame row per
-    problem record (columns in this module's docstring). A manifest that fails its schema
-    is a DataError; records that fail theirs, duplicate runs of one configuration and seed,
-    and missing shards are named through `warn` and left out, never averaged in."""
+    problem record (columns in this module's docstring). A run whose manifest fails its
+    schema, records that fail theirs (FILE:LINE), duplicate runs of one configuration and
+    seed, and missing shards are named through `warn` and left out, never averaged in; the
+    good runs are still read (a DataError only when no run is readable). How many were left
+    out is in ``frame.attrs["skipped"]`` ({"runs": n, "records": m}), for printing beside
+    the numbers."""
     import pandas as pd
 
     from cppo_bench.runindex import one_per_slot, scan
@@ -64,9 +67,9 @@ def load_runs(
     from cppo_bench.validity import record_tally
 
     store = scan(Path(path))
-    if store.unreadable:  # a bad manifest is bad input, not something to average around
-        raise DataError(store.unreadable[0][1])
     if not store.runs:
+        if store.unreadable:  # nothing readable: the first reason is the error
+            raise DataError(store.unreadable[0][1])
         raise DataError(f"{path}: no run directories (none holds a manifest.json)")
     runs, dropped = one_per_slot(store.runs)
     for line in [*store.warnings, *dropped]:
@@ -107,7 +110,12 @@ def load_runs(
                 "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
                 "dataset_size": man.dataset_size,
             })  # fmt: skip
-    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    frame.attrs["skipped"] = {
+        "runs": len(store.unreadable),
+        "records": sum(len(run.skipped) for run, _, _ in loaded),
+    }
+    return frame
 
 
 def read_outcomes(path: str | Path) -> pd.DataFrame:

@@ -100,3 +100,30 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     if why:
         raise ValueError(f"invalid JSON ({why})")
     return value
+
+
+class TooMany(ValueError):
+    """A JSON document with more objects or numbers than its reader allows."""
+
+
+def loads_counted(text: str | bytes, max_values: int, max_depth: int = MAX_DEPTH) -> Any:
+    """`loads` that counts objects and numbers *while* decoding and stops past `max_values`:
+    a few KB of zlib can inflate to millions of tiny records, and a count checked after
+    decoding has already paid for building them all."""
+    count = [0]
+
+    def tick(value: Any) -> Any:
+        count[0] += 1
+        if count[0] > max_values:
+            raise TooMany(f"more than {max_values} JSON values")
+        return value
+
+    try:
+        value = json.loads(text, object_hook=tick, parse_int=lambda s: tick(int(s)),
+                           parse_float=lambda s: tick(float(s)))  # fmt: skip
+    except RecursionError:
+        raise ValueError(f"invalid JSON (nested more than {max_depth} levels deep)") from None
+    why = depth_error(value, max_depth)
+    if why:
+        raise ValueError(f"invalid JSON ({why})")
+    return value

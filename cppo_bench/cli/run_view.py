@@ -207,6 +207,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
+        if run.skipped:  # beside the numbers: they leave these lines out (named as warnings)
+            status += f", {len(run.skipped)} bad line(s) skipped"
         row = {
             "path": str(run.path),
             "bench": m.bench,
@@ -222,6 +224,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "created_at": m.created_at,
             "validity": tally.to_dict(),
             "validity_text": tally.text(),
+            "skipped": list(run.skipped),
         }
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]
