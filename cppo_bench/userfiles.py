@@ -86,7 +86,7 @@ def open_bytes(path: str | Path, max_bytes: int = MAX_FILE) -> IO[bytes]:
             raise UserFileError(f"{path}: is {_kind(st.st_mode)}; only regular files are read")
         if st.st_size > max_bytes:
             raise UserFileError(
-                f"{path}: {st.st_size} bytes, more than the {_size(max_bytes)} this file may hold"
+                f"{path}: {st.st_size} bytes, larger than the {_size(max_bytes)} this file may hold"
             )
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
@@ -112,7 +112,7 @@ def read_bytes(path: str | Path, max_bytes: int = MAX_FILE) -> bytes:
         except OSError as exc:
             raise UserFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if data is None:  # grew past the cap after the size check
-        raise UserFileError(f"{path}: more than the {_size(max_bytes)} this file may hold")
+        raise UserFileError(f"{path}: larger than the {_size(max_bytes)} this file may hold")
     return data
 
 

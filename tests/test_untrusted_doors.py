@@ -148,7 +148,7 @@ def test_apps_folder_with_a_huge_input_output_is_named(tmp_path: Path) -> None:
         fh.truncate((1 << 30) + (200 << 20))  # 1.2 GiB, sparse: no disk, never read
     result = load_benchmark("apps", data=str(tmp_path / "apps"))
     assert not result.problems
-    assert "input_output.json: 1283457024 bytes, more than" in str(result.errors[0])
+    assert "input_output.json: 1283457024 bytes, larger than" in str(result.errors[0])
 
 
 def test_lcb_blob_that_inflates_to_millions_of_tests_stops_early() -> None:

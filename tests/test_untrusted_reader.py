@@ -135,7 +135,7 @@ def test_size_is_checked_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "input_output.json"
     with open(big, "wb") as fh:  # sparse: 2 GiB that cost no disk
         fh.truncate(2 << 30)
-    with pytest.raises(DataError, match=r"input_output.json: 2147483648 bytes, more than"):
+    with pytest.raises(DataError, match=r"input_output.json: 2147483648 bytes, larger than"):
         userfiles.read_text(big)
 
 
