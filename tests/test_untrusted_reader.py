@@ -20,7 +20,7 @@ from cppo_bench import userfiles
 from cppo_bench.problem import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
-DOORS = {"cppo_bench/userfiles.py", "cppo_bench/storefs.py"}
+DOORS = {"cppo_bench/userfiles.py", "cppo_bench/storefs.py", "cppo_bench/outdir.py"}  # doors
 READ_CALLS = {"open", "io.open", "json.load", "yaml.load", "yaml.safe_load", "yaml.full_load",
               "yaml.unsafe_load", "pickle.load", "np.load", "numpy.load", "torch.load",
               "os.fdopen", "os.open"}  # fmt: skip
