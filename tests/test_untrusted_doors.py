@@ -392,6 +392,10 @@ def test_one_bad_manifest_leaves_the_good_runs_counted(tmp_path: Path) -> None:
 
     frame = load_runs(runs)
     assert set(frame["model"]) == {"good"} and frame.attrs["skipped"]["runs"] == 1
+    report = CliRunner().invoke(main, ["report", "--runs", str(runs), "--out",
+                                       str(tmp_path / "out")])  # fmt: skip
+    assert report.exit_code == 0, report.output
+    assert "1 unreadable run(s) and 0 bad record line(s) left out" in report.output
 
 
 def test_hand_edited_record_lines_are_named_and_counted(tmp_path: Path) -> None:

@@ -24,6 +24,14 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
+def _skipped(index: Any) -> str:
+    """'; 1 unreadable run and 2 bad record lines left out' beside the numbers, or ''."""
+    runs, lines = getattr(index, "skipped_runs", 0), getattr(index, "skipped_lines", 0)
+    if not runs and not lines:
+        return ""
+    return f"; {runs} unreadable run(s) and {lines} bad record line(s) left out, named above"
+
+
 def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any]:
     """The D_alg judge (a registered backend name or `package.module:factory`), closed when
     the report is done; None without --judge-backend."""
@@ -181,7 +189,8 @@ def report(
     echo(
         f"{len(computed.tables)} tables ({shown['numbers']} of {computed.n_cells} cells show a "
         f"number: {shown['partial']} partial, {shown['degraded']} from a degraded method; "
-        f"from {len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
+        f"from {len(computed.index.runs)} runs{_skipped(computed.index)}), "
+        f"{len(result.figures)} figures -> {out}"
     )
     for skipped in result.skipped_figures:
         echo(f"  figure skipped: {safe(skipped)}")
