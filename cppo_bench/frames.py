@@ -124,9 +124,14 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     token counts ints or None. A bad cell is one DataError naming FILE:LINE and the column."""
     import pandas as pd
 
+    from cppo_bench import userfiles
+
     path = Path(path)
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    try:  # the one reader: a FIFO or device is one line, the size checked before reading
+        with userfiles.open_bytes(path) as fh:
+            raw = pd.read_csv(fh, dtype=str, keep_default_na=False, encoding="utf-8")
+    except DataError:  # the reader's own line, naming the file
+        raise
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except pd.errors.EmptyDataError:

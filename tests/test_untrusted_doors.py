@@ -112,6 +112,12 @@ def test_fifo_as_verify_programs_and_test_set(fifo: Path, tmp_path: Path) -> Non
                     "augment.json", "is a FIFO")  # fmt: skip
 
 
+def test_fifo_as_stats_csv(fifo: Path) -> None:
+    csv = fifo.with_name("outcomes.csv")
+    os.rename(fifo, csv)
+    _one_line_error(_cli("stats", "passk", "--csv", str(csv)), str(csv), "is a FIFO")
+
+
 def test_fifo_in_test_audits_is_skipped_by_name(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     _write(runs, Plant("direct", "m", "demo", 0, [[True] * 4] * N, planner=[0] * N,
