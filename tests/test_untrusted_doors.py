@@ -377,6 +377,34 @@ def test_full_disk_midway_leaves_the_old_file(tmp_path: Path, monkeypatch) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temp left
 
 
+def test_a_full_disk_during_a_run_is_one_line_and_the_resume_completes(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    from cppo_bench import storefs
+
+    out = tmp_path / "runs"
+    args = ["run", "--bench", "demo", "--method", "direct", "--backend", "run_scripted:make",
+            "--out", str(out), "--quiet", "--limit", "4", "--chunk-size", "2"]  # fmt: skip
+    real_open = os.open
+    calls = {"n": 0}
+
+    def full(path, flags, *a):  # noqa: ANN001, ANN202
+        if str(path).endswith("records.jsonl") and flags & os.O_APPEND:
+            calls["n"] += 1
+            if calls["n"] == 2:  # the second chunk's append: the disk is full
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(storefs.os, "open", full)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "records.jsonl: No space left on device" in result.output
+    monkeypatch.setattr(storefs.os, "open", real_open)
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    listing = json.loads(CliRunner().invoke(main, ["runs", "--out", str(out), "--json"]).output)
+    assert listing["done"] == 4 and listing["status"] == "complete"
+
+
 # --- 7. one bad run does not hide the good ones ---------------------------------------------------
 
 
