@@ -42,6 +42,18 @@ def _is_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant)
 
 
+def _bar_text(node: ast.Call) -> ast.AST | None:
+    if _dotted(node.func).endswith("add_task") and node.args:
+        return node.args[0]
+    return next((k.value for k in node.keywords if k.arg == "description"), None)
+
+
+def _escaped(node: ast.AST) -> bool:
+    """A literal, or a call of termsafe's markup / safe."""
+    return _is_literal(node) or (isinstance(node, ast.Call)
+                                 and _dotted(node.func) in ("markup", "safe"))  # fmt: skip
+
+
 def printing_calls(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, name) of each call that writes to a terminal other than through termsafe."""
     found = []
@@ -57,6 +69,10 @@ def printing_calls(tree: ast.AST) -> list[tuple[int, str]]:
         if name in ("print", "click.echo", "click.secho", "sys.stderr.write",
                     "sys.stdout.write", "warnings.warn", "pprint.pprint", "rich.print"):  # fmt: skip
             found.append((node.lineno, name))
+        elif parts[-1] in ("add_task", "update") and _bar_text(node) is not None:
+            # a progress bar's text is parsed as markup by its columns, not by the console
+            if not _escaped(_bar_text(node)):
+                found.append((node.lineno, f"{name} (bar text not through markup/safe)"))
         elif len(parts) == 2 and parts[1] in LOG_METHODS and parts[0] in LOGGER_NAMES:
             # a logging call: a handler prints it; only a literal message with no argument
             # cannot carry outside text
@@ -89,9 +105,11 @@ def test_the_walk_sees_each_way_around() -> None:
     bad = ast.parse(
         "print(x)\nclick.echo(x)\nclick.secho(x)\nsys.stderr.write(x)\nlog.warning('%s', x)\n"
         "logger.info(x)\nfrom rich.console import Console\nwarnings.warn(x)\n"
+        "bar.add_task(label)\nbar.update(t, description=f'{x}')\n"
     )
-    assert len(printing_calls(bad)) == 8
-    good = ast.parse("echo(x)\nwarn(log, x)\nlog.warning('constant')\nconsole().print(x)\n")
+    assert len(printing_calls(bad)) == 10
+    good = ast.parse("echo(x)\nwarn(log, x)\nlog.warning('constant')\nconsole().print(x)\n"
+                     "bar.add_task(markup(x))\nbar.update(t, advance=1)\n")
     assert printing_calls(good) == []
 
 

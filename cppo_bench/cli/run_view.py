@@ -42,7 +42,7 @@ class RichReporter:
             console=Console(stderr=True),
             disable=quiet,
         )
-        self.task = self.progress.add_task(title, total=None, k=k, passk="-", tps="-", gens=0)
+        self.task = self.progress.add_task(markup(title), total=None, k=k, passk="-", tps="-", gens=0)
 
     def __enter__(self) -> RichReporter:
         self.progress.start()
