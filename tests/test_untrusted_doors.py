@@ -256,6 +256,14 @@ def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> N
               "solver_tokens": 2**63}  # fmt: skip
     why = SCHEMAS.get("run_record").check({"problem_id": "p", "branches": [branch]})
     assert why and "solver_tokens" in why
+    # the writer refuses what the readers refuse: a record summing to past the range
+    from cppo_bench.runstore import Branch, ProblemRecord, append_records, read_records
+
+    branches = [Branch(i, "", "", "AC", True, solver_tokens=2**40) for i in range(2)]
+    record = ProblemRecord("p", branches, solver_tokens=2**41)
+    with pytest.raises(DataError, match="refusing to store the record of problem 'p'"):
+        append_records(tmp_path / "run", [record])
+    assert read_records(tmp_path / "run") == {}
 
 
 def test_trainer_keep_folders_and_nan_are_config_errors() -> None:
