@@ -176,11 +176,9 @@ def _shard(v: Any) -> str | None:
     )
 
 
-SAMPLING_RANGES: dict[str, Check] = {
-    "temperature": number(*TEMPERATURE),
-    "top_p": number(*TOP_P),
-    "max_tokens": integer(1, MAX_NEW_TOKENS),
-}
+SAMPLING_RANGES: dict[str, Check] = {"temperature": number(*TEMPERATURE),
+                                      "top_p": number(*TOP_P),
+                                      "max_tokens": integer(1, MAX_NEW_TOKENS)}  # fmt: skip
 
 
 def _sampling(v: Any) -> str | None:
@@ -377,25 +375,15 @@ def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | No
 
 # --- the door: options checked with the readers' ranges before any work starts -----------------
 
-RUN_OPTIONS: dict[str, Check] = {
-    "method": name,
-    "bench": name,
-    "model": optional(name),
-    "backend": name,
-    "k": integer(1, MAX_K),
-    **SAMPLING_RANGES,
-}
+RUN_OPTIONS: dict[str, Check] = {"method": name, "bench": name, "model": optional(name),
+                                  "backend": name, "k": integer(1, MAX_K), **SAMPLING_RANGES}
 # the verifier's limits (cppo_bench.verifier.Limits checks itself with these): the caps of a
 # benchmark record's own limits (cppo_bench.problem) and what the sandbox's rlimits can apply
 LIMIT_RANGES: dict[str, Check] = {
-    "time_s": number(1e-3, 60.0),
-    "memory_mb": integer(16, 16_384),
-    "output_mb": integer(1, 4096),
-    "nproc": integer(1, 4096),
-    "file_mb": integer(1, 16_384),
-    "wall_factor": number(1.0, 100.0),
-    "wall_slack_s": number(0.0, 600.0),
-}
+    "time_s": number(1e-3, 60.0), "memory_mb": integer(16, 16_384), "output_mb": integer(1, 4096),
+    "nproc": integer(1, 4096), "file_mb": integer(1, 16_384),
+    "wall_factor": number(1.0, 100.0), "wall_slack_s": number(0.0, 600.0),
+}  # fmt: skip
 
 
 def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> None:
@@ -407,7 +395,4 @@ def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> No
             if why:
                 raise ValueError(f"option {key!r}: {why}")
 
-
-def token_count(v: Any) -> str | None:
-    """A token count as the run store accepts it (the generation cache uses the same)."""
-    return integer(0, MAX_TOKENS)(v)
+token_count = integer(0, MAX_TOKENS)  # as the run store accepts it (the gen cache too)
