@@ -28,8 +28,8 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cppo_bench import storefs
-from cppo_bench.problem import DataError
+from cppo_bench.store import fs as storefs
+from cppo_bench.errors import DataError
 
 
 class OutDirError(DataError):

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cppo_bench import jsonio
-from cppo_bench.problem import DataError
+from cppo_bench.util import jsonio
+from cppo_bench.errors import DataError
 
 MAX_FILE = 1 << 30  # a whole document (benchmark JSON, input_output.json): 1 GiB
 MAX_SMALL = 16 << 20  # a config-like file (report spec, prompt, manifest, audit): 16 MiB

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from report_plant import N, Plant, _write
 
 from cppo_bench.cli import main
-from cppo_bench.problem import DataError
-from cppo_bench.termsafe import unsafe_char
+from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import unsafe_char
 
 ROOT = Path(__file__).resolve().parents[1]
 # one of each class: C0, C1, DEL, bidi isolate / override / mark, Arabic letter mark,
@@ -190,10 +190,10 @@ def test_base64_json_blob_in_lcb_is_counted_too() -> None:
 
 
 def test_manifest_with_a_million_repeated_ids_is_linear() -> None:
-    from cppo_bench.schema import SCHEMAS
+    from cppo_bench.store.schema import SCHEMAS
 
     doc = {"problem_ids": ["a"] * 1_000_000}
-    from cppo_bench.schema import _ids_consistent
+    from cppo_bench.store.schema import _ids_consistent
 
     assert _ids_consistent(doc) == "problem id 'a' is listed twice"
     assert SCHEMAS.get("run_manifest")
@@ -254,8 +254,8 @@ def test_api_verify_limits_refused(limits: dict) -> None:
 
 def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> None:
     from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams
-    from cppo_bench.gencache import GenCache, _entry
-    from cppo_bench.schema import SCHEMAS
+    from cppo_bench.store.gencache import GenCache, _entry
+    from cppo_bench.store.schema import SCHEMAS
 
     line = {"key": "k", "text": "t", "finish_reason": "stop", "num_tokens": 2**70}
     assert _entry(json.dumps(line)) is None  # the cache reader refuses what records refuse
@@ -268,7 +268,7 @@ def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> N
     why = SCHEMAS.get("run_record").check({"problem_id": "p", "branches": [branch]})
     assert why and "solver_tokens" in why
     # the writer refuses what the readers refuse: a record summing to past the range
-    from cppo_bench.runstore import Branch, ProblemRecord, append_records, read_records
+    from cppo_bench.store.runs import Branch, ProblemRecord, append_records, read_records
 
     branches = [Branch(i, "", "", "AC", True, solver_tokens=2**40) for i in range(2)]
     record = ProblemRecord("p", branches, solver_tokens=2**41)

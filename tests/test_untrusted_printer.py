@@ -1,4 +1,4 @@
-"""Door 1 of docs/untrusted-inputs.md, text to the terminal: `cppo_bench/termsafe.py` is the
+"""Door 1 of docs/untrusted-inputs.md, text to the terminal: `cppo_bench/util/termsafe.py` is the
 one printer. The walk below fails when code anywhere in the package or the trainers writes
 to the terminal another way (print, click.echo / secho, sys.stdout / sys.stderr.write,
 logging calls, a rich Console not built by termsafe); the escaping itself is checked by
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cppo_bench.termsafe import console, echo, json_line, markup, safe
+from cppo_bench.util.termsafe import console, echo, json_line, markup, safe
 
 ROOT = Path(__file__).resolve().parents[1]
-PRINTER = "cppo_bench/termsafe.py"
+PRINTER = "cppo_bench/util/termsafe.py"
 # Deliberate exceptions, each with why (path, the call's dotted name).
 ALLOWED = {
     # the sandboxed child writes a program's own SystemExit text into the captured stderr
@@ -94,7 +94,7 @@ def test_every_terminal_write_goes_through_termsafe() -> None:
         for line, name in printing_calls(ast.parse(path.read_text(encoding="utf-8"))):
             if (rel, name) not in ALLOWED:
                 offenders.append(f"{rel}:{line}: {name}")
-    assert not offenders, "write through cppo_bench.termsafe.echo / warn / console:\n" + "\n".join(
+    assert not offenders, "write through cppo_bench.util.termsafe.echo / warn / console:\n" + "\n".join(
         offenders
     )
 
@@ -158,7 +158,7 @@ def test_each_writer_escapes(ch: str, capsys: pytest.CaptureFixture[str]) -> Non
 def test_logging_helpers_escape(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from cppo_bench.termsafe import warn
+    from cppo_bench.util.termsafe import warn
 
     log = logging.getLogger("cppo_bench.test")
     with caplog.at_level(logging.WARNING):

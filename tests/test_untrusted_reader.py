@@ -1,6 +1,6 @@
 """Door 2 of docs/untrusted-inputs.md, files read from strangers: `cppo_bench/userfiles.py`
 is the one reader of user-named paths (the run store's own files go through
-`cppo_bench/storefs.py`, which applies the same checks plus O_NOFOLLOW). The walk fails on
+`cppo_bench/store/fs.py`, which applies the same checks plus O_NOFOLLOW). The walk fails on
 any other way to read a file (exceptions listed with the reason); the behaviour tests feed
 FIFOs, devices, links to /dev/zero and oversized files to the reader and to the commands
 that take a path, and bound the memory each one costs (ru_maxrss of a fresh process)."""
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from cppo_bench import userfiles
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
-DOORS = {"cppo_bench/userfiles.py", "cppo_bench/storefs.py", "cppo_bench/outdir.py"}  # doors
+DOORS = {"cppo_bench/userfiles.py", "cppo_bench/store/fs.py", "cppo_bench/outdir.py"}  # doors
 READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd.read_parquet",
               "pq.ParquetFile", "pq.read_table", "datasets.load_from_disk", "yaml.load", "yaml.safe_load", "yaml.full_load",
               "yaml.unsafe_load", "pickle.load", "np.load", "numpy.load", "torch.load",
@@ -28,10 +28,10 @@ READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd
 READ_METHODS = {"read_text", "read_bytes", "open"}
 # Deliberate exceptions: (file, call) -> why it is not a stranger's file
 ALLOWED: dict[tuple[str, str], str] = {
-    ("cppo_bench/runlock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
-    ("cppo_bench/runlock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
-    ("cppo_bench/runlock.py", "os.fdopen"): "its own lock file, opened above",
-    ("cppo_bench/doctor.py", ".read_text"): "/proc and /sys knobs of this machine",
+    ("cppo_bench/store/lock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
+    ("cppo_bench/store/lock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
+    ("cppo_bench/store/lock.py", "os.fdopen"): "its own lock file, opened above",
+    ("cppo_bench/cli/doctor_checks.py", ".read_text"): "/proc and /sys knobs of this machine",
     ("cppo_bench/verifier/mounts.py", "open"): "/proc/self/mountinfo",
     ("cppo_bench/verifier/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
     ("cppo_bench/verifier/cpus.py", "open"): "/proc/self/status",
@@ -55,7 +55,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/backends/default_model.py", ".open"): "its own downloaded model file",
     ("cppo_bench/prompts/__init__.py", "yaml.safe_load"): "prompts shipped in the package",
     ("cppo_bench/report/specs.py", "yaml.safe_load"): "specs shipped in the package",
-    ("cppo_bench/frames.py", "pd.read_csv"): "parses the stream userfiles.open_bytes opened",
+    ("cppo_bench/store/frames.py", "pd.read_csv"): "parses the stream userfiles.open_bytes opened",
     ("cppo_bench/benchmarks/_io.py", "pq.ParquetFile"): "after userfiles.check(path) said it is "
     "a regular file; pyarrow reads it in batches",
     ("cppo_bench/benchmarks/_io.py", "datasets.load_from_disk"): "a save_to_disk folder, "

@@ -1,6 +1,6 @@
 """Door 3 of docs/untrusted-inputs.md, files written under an output folder: every write
 under `--out` goes through `cppo_bench/outdir.py` (report, verify, decontam, augment) or,
-for the run store, `cppo_bench/storefs.py`. The walk fails on another way to write; the
+for the run store, `cppo_bench/store/fs.py`. The walk fails on another way to write; the
 behaviour tests plant links in `--out` and name outputs that would leave it."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from cppo_bench.cli import main
 from cppo_bench.outdir import OutDir, OutDirError
 
 ROOT = Path(__file__).resolve().parents[1]
-DOORS = {"cppo_bench/outdir.py", "cppo_bench/storefs.py"}
+DOORS = {"cppo_bench/outdir.py", "cppo_bench/store/fs.py"}
 WRITE_CALLS = {"shutil.rmtree", "os.replace", "os.rename", "json.dump", "shutil.copy",
                "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs"}  # fmt: skip
 WRITE_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "savefig", "touch",
                  "rename", "replace", "symlink_to"}  # fmt: skip
 # Deliberate exceptions: (file, call) -> why it is not a write under a user's output folder
 ALLOWED: dict[tuple[str, str], str] = {
-    ("cppo_bench/runlock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
-    ("cppo_bench/runlock.py", ".unlink"): "its own lock file",
+    ("cppo_bench/store/lock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
+    ("cppo_bench/store/lock.py", ".unlink"): "its own lock file",
     ("cppo_bench/verifier/cache.py", ".mkdir"): "its own hash-named verdict cache",
     ("cppo_bench/verifier/cache.py", "json.dump"): "its own verdict cache (O_EXCL temp)",
     ("cppo_bench/verifier/cache.py", "os.replace"): "its own verdict cache",
@@ -37,7 +37,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/diversity/semantic.py", ".mkdir"): "the encoder download cache",
     ("cppo_bench/diversity/semantic.py", ".unlink"): "the encoder download cache",
     ("cppo_bench/diversity/semantic.py", ".rename"): "the encoder download cache",
-    ("cppo_bench/runopen.py", ".rename"): "renames a run folder inside the store, both ends "
+    ("cppo_bench/store/opener.py", ".rename"): "renames a run folder inside the store, both ends "
     "checked by storefs (adopt_legacy)",
     ("cppo_bench/verifier/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
     ("cppo_bench/verifier/nsutil.py", "open"): "/proc/self uid/gid maps",
@@ -167,7 +167,7 @@ def test_out_that_is_not_a_folder_is_one_line(tmp_path: Path, kind: str) -> None
     with pytest.raises(OutDirError) as err:
         OutDir(out)
     assert str(err.value).startswith(f"{out}: ") and "\n" not in str(err.value)
-    from cppo_bench.storefs import StoreLinkError, make_dirs
+    from cppo_bench.store.fs import StoreLinkError, make_dirs
 
     with pytest.raises(StoreLinkError):  # the run store's root: the same refusal
         make_dirs(out, out / "demo")

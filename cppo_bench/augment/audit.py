@@ -21,9 +21,9 @@ import numpy as np
 from cppo_bench import userfiles
 from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
-from cppo_bench.runstore import ProblemRecord, RunManifest
-from cppo_bench.storefs import make_dirs, write_atomic
-from cppo_bench.termsafe import warn
+from cppo_bench.store.runs import ProblemRecord, RunManifest
+from cppo_bench.store.fs import make_dirs, write_atomic
+from cppo_bench.util.termsafe import warn
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import os
 
 import click
 
-from cppo_bench.termsafe import echo, safe
+from cppo_bench.util.termsafe import echo, safe
 
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
 # set before torch is imported (commands import it lazily, after this).

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.lm_eval_tasks.docs import problem_for
-from cppo_bench.problem import DataError
-from cppo_bench.termsafe import warn
+from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import warn
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cppo_bench import jsonio, userfiles
+from cppo_bench import userfiles
+from cppo_bench.util import jsonio
 from cppo_bench.metrics import mean_std
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import Selector, TableSpec

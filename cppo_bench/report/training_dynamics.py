@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 TRAIN_DIR = "train"
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -60,11 +60,11 @@ class TrainingRun:
 
 def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> list[TrainingRun]:
     """Every training run under ``<runs_root>/train/`` with a manifest and a metrics log, read
-    through the bounded, schema-checked readers of cppo_bench.training_schema. A malformed
+    through the bounded, schema-checked readers of cppo_bench.store.training_schema. A malformed
     run is one DataError line naming its file; with `skipped` given it is listed there and the
     other runs are still read (one bad log does not hide the good ones)."""
     from cppo_bench import userfiles
-    from cppo_bench.training_schema import read_metrics
+    from cppo_bench.store.training_schema import read_metrics
 
     folder = Path(runs_root) / TRAIN_DIR
     runs = []

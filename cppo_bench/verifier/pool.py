@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from cppo_bench.problem import DataError, Problem
-from cppo_bench.registry import UnknownNameError
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
@@ -253,7 +254,7 @@ class _Bar:
         if enabled and total:
             from rich.progress import Progress
 
-            from cppo_bench.termsafe import console as Console
+            from cppo_bench.util.termsafe import console as Console
 
             # stderr: standard output may be carrying the results (cppo-bench verify)
             self._progress = Progress(console=Console(stderr=True))

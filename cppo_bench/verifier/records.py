@@ -31,10 +31,10 @@ class Limits:
 
     def __post_init__(self) -> None:
         # the one door for limits (CLI flags, the API's **limits, a problem's own): each in
-        # the range cppo_bench.schema gives, so `time_s=nan` or 1e300 is refused, never a
+        # the range cppo_bench.store.schema gives, so `time_s=nan` or 1e300 is refused, never a
         # correct program judged TLE / RE under a limit no kernel can apply
-        from cppo_bench.problem import DataError
-        from cppo_bench.schema import LIMIT_RANGES
+        from cppo_bench.errors import DataError
+        from cppo_bench.store.schema import LIMIT_RANGES
 
         for name, check in LIMIT_RANGES.items():
             why = check(getattr(self, name))

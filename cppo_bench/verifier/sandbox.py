@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from cppo_bench.termsafe import warn
+from cppo_bench.util.termsafe import warn
 from cppo_bench.verifier import cpus, wire
 from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
