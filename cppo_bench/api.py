@@ -127,6 +127,33 @@ def _given(backend: Backend) -> Iterator[Backend]:
     yield backend  # a backend object the caller made: the caller closes it
 
 
+def _check_run_door(method: str, bench: str, model: str | None, backend: Any, k: int,
+                    seeds: Sequence[int], out: str | Path, tags: Mapping[str, Any] | None,
+                    **sampling: Any) -> None:  # fmt: skip
+    """What `run` accepts is what every reader of the store accepts back: the options are
+    checked with the run manifest's schema and ranges (cppo_bench.store.schema) before any data
+    or model loads, and `out` must be a folder (or absent), so a run is never started that
+    every reader would then call unreadable."""
+    from cppo_bench.store import fs as storefs
+    from cppo_bench.store import schema
+
+    options = {"method": method, "bench": bench, "model": model, "k": k, **sampling}
+    if isinstance(backend, str):
+        options["backend"] = backend
+    try:
+        schema.check_options(options, schema.RUN_OPTIONS)
+        for seed in seeds:
+            why = schema.integer()(seed)
+            if why:
+                raise ValueError(f"seed {seed!r}: {why}")
+        why = schema.SCHEMAS.get("run_manifest").fields["extra"](dict(tags or {}))
+        if why:
+            raise ValueError(why)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    storefs.check_root(Path(out))
+
+
 def run(
     method: str,
     bench: str,
@@ -173,6 +200,8 @@ def run(
 
     METHODS.get(method)  # an unknown method before anything loads
     seed_list = _seeds(seeds)
+    _check_run_door(method, bench, model, backend, k, seed_list, out, tags,
+                    temperature=temperature, top_p=top_p, max_tokens=max_tokens)  # fmt: skip
     test_set = read_test_set(Path(tests)) if isinstance(tests, str | Path) else tests
     if test_set is not None and test_set.bench != bench:
         raise DataError(f"test set {test_set.path}: made for {test_set.bench}, not {bench}")

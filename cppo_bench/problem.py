@@ -200,14 +200,12 @@ def _parse_record(record: Any) -> Problem:
 def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
     """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
     their line number and problem id) unless `strict`, which raises DataError on the first."""
-    from cppo_bench.util import jsonio
+    from cppo_bench.util import jsonio, userfiles
 
     path = Path(path)
-    try:
-        with path.open("rb") as fh:  # split on \n only: U+2028 in a statement is no line end
-            lines = list(jsonio.split_lines(fh))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    # streamed, split on \n only (U+2028 in a statement is no line end); a FIFO, device or
+    # over-long line is one error naming the file
+    lines = userfiles.lines(path)
     problems: list[Problem] = []
     errors: list[RecordError] = []
     seen: set[str] = set()

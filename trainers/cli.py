@@ -15,6 +15,7 @@ import click
 
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.util.termsafe import echo
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
 # cppo's own options: parameter name -> the flag a user typed
@@ -159,11 +160,12 @@ def train(algo: str, **opts: object) -> None:
                 model=opts["model"],  # type: ignore[arg-type]
                 overrides=overrides,
             )
-            click.echo(
+            echo(
                 json.dumps(
                     {"algo": algo, "preset": resolved.preset, "config": resolved.as_dict()},
                     indent=2,
-                )
+                ),
+                lines=True,
             )
             return
         outcome = api_train(
@@ -183,22 +185,22 @@ def train(algo: str, **opts: object) -> None:
             quiet=quiet,
             options={k: opts[k] for k in ("base_url", "rm_model") if opts[k]}
             | ({"judge": opts["judge_spec"]} if opts["judge_spec"] else {}),
-            echo=lambda line: click.echo(line, err=True),
+            echo=lambda line: echo(line, err=True),
             manifest={"argv": sys.argv[1:]},
             **overrides,
         )
     except PipelineStop as stop:
-        click.echo(f"cppo-bench train cppo: {stop}", err=True)
+        echo(f"cppo-bench train cppo: {stop}", err=True)
         if stop.revisit:
-            click.echo(f"revisit stage: {stop.revisit}", err=True)
+            echo(f"revisit stage: {stop.revisit}", err=True)
         sys.exit(3)
     except (DataError, UnknownNameError, ValueError) as exc:
         raise click.ClickException(
             str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         ) from None
     if outcome.checkpoint is not None:
-        click.echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
-        click.echo(
+        echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
+        echo(
             f"evaluate: cppo-bench run --method {outcome.eval_method} --bench demo "
             f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
             f"--base-model {shlex.quote(outcome.base_model)} --train-seed {opts['seed']}"

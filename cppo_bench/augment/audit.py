@@ -20,8 +20,10 @@ import numpy as np
 
 from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
-from cppo_bench.store.fs import write_atomic
+from cppo_bench.store.fs import make_dirs, write_atomic
 from cppo_bench.store.runs import ProblemRecord, RunManifest
+from cppo_bench.util import userfiles
+from cppo_bench.util.termsafe import warn
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
 log = logging.getLogger(__name__)
@@ -104,7 +106,7 @@ def audit_run(
 
 def store_audit(run_dir: Path, doc: dict[str, Any]) -> Path:
     path = audit_path(run_dir, doc["test_set"]["hash"], doc["strict"])
-    path.parent.mkdir(exist_ok=True)
+    make_dirs(run_dir, path.parent)  # a run store's folder: never through a link
     write_atomic(path, json.dumps(doc, sort_keys=True) + "\n")
     return path
 
@@ -114,13 +116,13 @@ def read_audits(root: Path) -> list[dict[str, Any]]:
     out = []
     for path in sorted(Path(root).rglob(f"{AUDIT_DIR}/*.json")):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = userfiles.read_json(path, userfiles.MAX_SMALL)
+        except ValueError:  # UserFileError too: a FIFO, device or oversized file
             doc = None
         if _is_audit(doc):
             out.append(doc)
         else:
-            log.warning("%s: not an audit written by cppo-bench audit; skipped", path)
+            warn(log, "%s: not an audit written by cppo-bench audit; skipped", str(path))
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,13 +82,12 @@ def read_test_set(path: str | Path) -> TestSet:
     """The test set in folder `path`; DataError naming the file (and line) when it is not
     one. A torn last line (a killed augment) is skipped, as a resume redoes that problem."""
     path = Path(path)
-    try:
-        config = jsonio.loads((path / CONFIG).read_bytes())
-    except FileNotFoundError:
+    from cppo_bench.util import userfiles
+
+    if not os.path.lexists(path / CONFIG):
         raise DataError(f"{path}: not a test set ({CONFIG} missing; make one with "
-                        "`cppo-bench augment`)") from None  # fmt: skip
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path / CONFIG}: cannot read: {exc}") from None
+                        "`cppo-bench augment`)")  # fmt: skip
+    config = userfiles.read_json(path / CONFIG, userfiles.MAX_SMALL)  # a FIFO: one line
     if not isinstance(config, dict) or not isinstance(config.get("bench"), str):
         raise DataError(f"{path / CONFIG}: expected an object with a 'bench' name")
     ts = TestSet(path, config)
@@ -98,34 +98,36 @@ def read_test_set(path: str | Path) -> TestSet:
     except OSError as exc:
         raise DataError(f"{path / TESTS}: cannot read: {exc}") from None
     with fh:
-        lines = list(jsonio.split_lines(fh, MAX_LINE))
-    for n, line in enumerate(lines):
-        where = f"{path / TESTS}:{line.lineno}"
-        try:
-            rec = jsonio.loads(line.text) if line.text is not None else None
-        except ValueError:
-            rec = None
-        if rec is None and n == len(lines) - 1:
-            continue  # torn last line
-        why = "" if isinstance(rec, dict) else "not a JSON object"
-        if not why and not isinstance(rec.get("problem_id"), str):
-            why = "no problem_id"
-        if not why:
-            tests = rec.get("tests", [])
-            why = (
-                "tests is not a list"
-                if not isinstance(tests, list)
-                else next((w for w in map(_check_test, tests) if w), "")
-            )
-        if why:
-            raise DataError(f"{where}: {why}")
-        ts.records[rec["problem_id"]] = rec
+        lines = jsonio.split_lines(fh, MAX_LINE)  # streamed: counted as read
+        for line in lines:
+            where = f"{path / TESTS}:{line.lineno}"
+            try:
+                rec = jsonio.loads(line.text) if line.text is not None else None
+            except ValueError:
+                rec = None
+            if rec is None and line.torn:
+                continue  # torn last line
+            why = "" if isinstance(rec, dict) else "not a JSON object"
+            if not why and not isinstance(rec.get("problem_id"), str):
+                why = "no problem_id"
+            if not why:
+                tests = rec.get("tests", [])
+                why = (
+                    "tests is not a list"
+                    if not isinstance(tests, list)
+                    else next((w for w in map(_check_test, tests) if w), "")
+                )
+            if why:
+                raise DataError(f"{where}: {why}")
+            ts.records[rec["problem_id"]] = rec
     return ts
 
 
 def open_test_set(path: Path, config: dict[str, Any]) -> TestSet:
     """Start, or resume, the set in `path`: a resume must be the same configuration."""
-    path.mkdir(parents=True, exist_ok=True)
+    from cppo_bench.store.outdir import make_root  # a dangling link or a file: one line
+
+    make_root(path)
     if (path / CONFIG).exists():
         ts = read_test_set(path)
         old = {k: v for k, v in ts.config.items() if k != "created_at"}

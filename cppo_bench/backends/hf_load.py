@@ -129,4 +129,18 @@ def load_model(
         raise ModelLoadError(
             f"model {model or path!r}: cannot load from the {where}: {first}"
         ) from None
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        # a stranger's folder: a safetensors header that lies (SafetensorError), a config
+        # asking for remote code (ValueError), a malformed config.json... Nothing of it ran;
+        # say which folder and what, in one line
+        raise ModelLoadError(f"model {model or path!r}: {load_error_line(exc)}") from None
     return m, tokenizer, model_id
+
+
+def load_error_line(exc: BaseException) -> str:
+    """The first line of a loader's exception, with its type: one line for the terminal."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"not loadable ({type(exc).__name__}{': ' + first[:300] if first else ''})"

@@ -19,7 +19,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the loaders
@@ -32,7 +32,7 @@ from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the l
 )
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem, RecordError
-from cppo_bench.util import jsonio
+from cppo_bench.util import jsonio, userfiles
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 LOCAL_FORMATS = "JSONL/JSON/parquet/save_to_disk folder"
@@ -41,7 +41,7 @@ SPLIT_NAMES = ("train", "test", "valid", "validation")
 # keys under which a JSON object may hold its list of records
 ROW_KEYS = ("rows", "data", "records", "problems", "examples")
 PROBE_TIMEOUT_S = 3.0
-MAX_LINE_BYTES = 1 << 30  # one JSONL record (LiveCodeBench lines with hidden tests: ~100 MB)
+MAX_LINE_BYTES = jsonio.MAX_LINE  # one JSONL record (LiveCodeBench lines: ~100 MB)
 MAX_JSON_BYTES = 1 << 30  # one whole-file JSON document
 
 
@@ -59,39 +59,28 @@ class RawRow:
 # --- local files -----------------------------------------------------------------------------
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    try:
-        return path.open("rb")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
 def _jsonl_rows(path: Path) -> Iterator[RawRow]:
     """Lines split on \\n only (U+2028 inside a string is not a line end), each decoded and
     parsed on its own: a bad line is that line's error, with its number."""
-    with _open_binary(path) as fh:
-        for line in jsonio.split_lines(fh, MAX_LINE_BYTES):
-            pos = f"line {line.lineno}"
-            if line.text is None:
-                yield RawRow(str(path), pos, error=line.error)
-                continue
-            if not line.text.strip():
-                continue
-            try:
-                yield RawRow(str(path), pos, jsonio.loads(line.text))
-            except json.JSONDecodeError as exc:
-                yield RawRow(
-                    str(path), pos, error=f"invalid JSON ({exc.msg} at column {exc.colno})"
-                )
-            except ValueError as exc:
-                yield RawRow(str(path), pos, error=str(exc))
+    for line in userfiles.lines(path, MAX_LINE_BYTES):
+        pos = f"line {line.lineno}"
+        if line.text is None:
+            yield RawRow(str(path), pos, error=line.error)
+            continue
+        if not line.text.strip():
+            continue
+        try:
+            yield RawRow(str(path), pos, jsonio.loads(line.text))
+        except json.JSONDecodeError as exc:
+            yield RawRow(
+                str(path), pos, error=f"invalid JSON ({exc.msg} at column {exc.colno})"
+            )
+        except ValueError as exc:
+            yield RawRow(str(path), pos, error=str(exc))
 
 
 def _json_rows(path: Path) -> Iterator[RawRow]:
-    with _open_binary(path) as fh:
-        raw = jsonio.read_capped(fh, MAX_JSON_BYTES)
-    if raw is None:
-        raise DataError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB (use JSONL)")
+    raw = userfiles.read_bytes(path, MAX_JSON_BYTES)
     try:
         doc = jsonio.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -113,6 +102,7 @@ def _json_rows(path: Path) -> Iterator[RawRow]:
 def _parquet_rows(path: Path) -> Iterator[RawRow]:
     import pyarrow.parquet as pq
 
+    userfiles.check(path, 1 << 40)  # a regular file (pyarrow opens it, reading in batches)
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own error types for bad files
@@ -190,7 +180,7 @@ def file_rows(path: Path) -> Iterator[RawRow]:
 def local_rows(path: str | Path, split: str | None = None) -> Iterator[RawRow]:
     """Every record of a local copy, in file order."""
     path = Path(path)
-    if path.is_file():
+    if userfiles.is_file(path):  # a FIFO or device too: the reader names and refuses it
         yield from file_rows(path)
     elif path.is_dir():
         if _is_saved_dataset(path):

@@ -35,7 +35,7 @@ from cppo_bench.benchmarks._io import (
 )
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem, RecordError, SourceIds, Test
-from cppo_bench.util import jsonio
+from cppo_bench.util import jsonio, userfiles
 
 HUB_ID = "codeparrot/apps"
 DIFFICULTIES = ("introductory", "interview", "competition")
@@ -62,8 +62,9 @@ def release_root(path: Path, split: str) -> Path | None:
     return None
 
 
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+def _read(path: Path, cap: int = userfiles.MAX_SMALL) -> str:
+    """A problem file's text ('' if absent); a FIFO, device or oversized file is named."""
+    return userfiles.read_text(path, cap) if userfiles.is_file(path) else ""
 
 
 def folder_rows(root: Path) -> Iterator[RawRow]:
@@ -77,13 +78,13 @@ def folder_rows(root: Path) -> Iterator[RawRow]:
             record = {
                 "problem_id": int(d.name) if d.name.isdigit() else d.name,
                 "question": _read(d / "question.txt"),
-                "solutions": _read(d / "solutions.json"),
-                "input_output": _read(d / "input_output.json"),
+                "solutions": _read(d / "solutions.json", userfiles.MAX_FILE),
+                "input_output": _read(d / "input_output.json", userfiles.MAX_FILE),
                 "difficulty": meta.get("difficulty"),
                 "url": meta.get("url", ""),
                 "starter_code": _read(d / "starter_code.py"),
             }
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, DataError) as exc:
             yield RawRow(str(d), "problem folder", error=f"unreadable: {exc}")
             continue
         yield RawRow(str(d), "problem folder", record)

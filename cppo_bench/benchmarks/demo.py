@@ -18,6 +18,7 @@ from typing import Any
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, load_problem_jsonl
+from cppo_bench.util import userfiles
 
 PACKAGED_FILE = "demo_problems.jsonl"
 
@@ -40,7 +41,7 @@ def load_demo(
     if options:
         raise DataError(f"demo benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
-    if data is not None and not path.is_file():
+    if data is not None and not userfiles.is_file(path):
         raise DataError(f"{path}: no such file (the demo benchmark reads a JSONL of Problem dicts)")
     result = load_problem_jsonl(path, strict=strict)
     if difficulty not in (None, "", "all"):

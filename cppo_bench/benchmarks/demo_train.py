@@ -17,6 +17,7 @@ from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks.demo import load_problem_jsonl
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult
+from cppo_bench.util import userfiles
 
 PACKAGED_FILE = "demo_train_problems.jsonl"
 
@@ -33,7 +34,7 @@ def load_demo_train(
     if options:
         raise DataError(f"demo_train benchmark: unknown option(s): {', '.join(sorted(options))}")
     path = packaged_path() if data is None else Path(data)
-    if not path.is_file():
+    if not userfiles.is_file(path):
         raise DataError(f"{path}: no such file (demo_train reads a JSONL of Problem dicts)")
     return load_problem_jsonl(path, strict=strict)
 

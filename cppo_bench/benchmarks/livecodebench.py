@@ -59,6 +59,9 @@ FORMATS = "JSONL/JSON/parquet/save_to_disk folder, or a clone of the dataset rep
 # refuse zlib and pickle bombs before they grow: the inflated pickle is held once, its string
 # once more, and the parsed tests once more, so this bounds a blob's peak to a few times it
 MAX_DECOMPRESSED = 128 << 20
+# objects and numbers in one problem's hidden tests (a test is one object): counted while the
+# JSON is decoded, so an inflated blob of millions of tiny tests stops at this count
+MAX_JSON_VALUES = 8 * MAX_TESTS
 _TAG = re.compile(r"^(?:release_v(\d+)|release_latest|v(\d+)(?:_v(\d+))?)$")
 
 
@@ -101,7 +104,7 @@ def decode_private_tests(blob: Any) -> list[Any]:
     if not isinstance(blob, str):
         raise ValueError(f"private_test_cases is a {type(blob).__name__}")
     try:
-        return _as_test_list(jsonio.loads(blob))
+        return _as_test_list(jsonio.loads_counted(blob, MAX_JSON_VALUES))
     except json.JSONDecodeError:
         pass
     try:
@@ -125,7 +128,7 @@ def decode_private_tests(blob: Any) -> list[Any]:
             ) from None
     if isinstance(value, str):
         try:
-            value = jsonio.loads(value)
+            value = jsonio.loads_counted(value, MAX_JSON_VALUES)  # counted while decoded
         except ValueError as exc:
             raise ValueError(f"private_test_cases: unpickled text is not JSON ({exc})") from None
     return _as_test_list(value)

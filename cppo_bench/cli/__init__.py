@@ -8,6 +8,8 @@ import os
 
 import click
 
+from cppo_bench.util.termsafe import echo, safe
+
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
 # set before torch is imported (commands import it lazily, after this).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -60,13 +62,20 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
-            from cppo_bench.util.termsafe import safe
-
             exc.message = safe(exc.message)
             raise
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):  # `| head` closed the pipe: not an error here
+                raise
+            # the file system refused (read-only, full, no permission) somewhere no reader
+            # or writer turned it into its own line: still one line, naming the file
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(
+                safe(f"{where}{exc.strerror or exc}; stopped here (what was stored is kept)")
+            ) from None
         except KeyboardInterrupt:
             # the shell convention for SIGINT (128 + 2), so scripts can tell it from a failure
-            click.echo("interrupted", err=True)
+            echo("interrupted", err=True)
             ctx.exit(130)
 
 

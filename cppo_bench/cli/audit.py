@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.cli.options import parse_kv
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import echo, safe
 
 
 @click.command("audit")
@@ -62,16 +62,16 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
         except (DataError, UnknownNameError, SandboxError) as exc:
             raise click.ClickException(f"{run_dir}: {exc}") from None
         path = store_audit(run_dir, doc)
-        click.echo(f"{safe(run_dir)}: {doc['programs_rejudged']} accepted programs re-judged, "
+        echo(f"{safe(run_dir)}: {doc['programs_rejudged']} accepted programs re-judged, "
                    f"{doc['programs_failed']} fail the stronger tests -> {safe(path)}")  # fmt: skip
         docs.append(doc)
     console = Console()
     console.print(plus_table(plus_rows(docs, resamples=resamples)))
     weak = weakest(docs)
     if weak:
-        click.echo("weakest original tests (accepted programs the augmented tests reject):")
+        echo("weakest original tests (accepted programs the augmented tests reject):")
         for bench, pid, n, f in weak:
-            click.echo(f"  {safe(bench)}/{safe(pid)}: {f} of {n}")
+            echo(f"  {safe(bench)}/{safe(pid)}: {f} of {n}")
 
 
 def plus_table(rows: list):

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, open_backend, parse_kv
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import echo, safe
 
 
 def model_references(problems: list, backend_name: str, model: str | None, n: int, seed: int):
@@ -125,7 +125,7 @@ def print_summary(ts: Any, seconds: float, new: int) -> None:
     added = [len(r.get("tests", [])) for r in recs if r.get("status") == "augmented"]
     mean = sum(added) / len(added) if added else 0.0
     marked = " (model-written references)" if ts.config.get("oracle") == "model" else ""
-    click.echo(f"test set {safe(ts.path)}{marked}: {len(recs)} problems, "
+    echo(f"test set {safe(ts.path)}{marked}: {len(recs)} problems, "
                f"{status.get('augmented', 0)} augmented with {sum(added)} tests "
                f"(mean {mean:.1f}, min {min(added, default=0)}, max {max(added, default=0)} "
                f"per augmented problem), {status.get('skipped', 0)} skipped, "
@@ -133,7 +133,7 @@ def print_summary(ts: Any, seconds: float, new: int) -> None:
                f"{new} done now in {seconds:.1f} s; hash {ts.hash()[:12]}")  # fmt: skip
     reasons = Counter(r.get("reason") for r in recs if r.get("status") == "skipped")
     for reason, n in reasons.most_common(5):
-        click.echo(f"  skipped {n}: {safe(reason)}")
+        echo(f"  skipped {n}: {safe(reason)}")
     if recs and not added and ts.config.get("oracle") == "references":
-        click.echo("  no problem had two references to agree: a benchmark that ships none "
+        echo("  no problem had two references to agree: a benchmark that ships none "
                    "(LiveCodeBench) needs --oracle model --generator-model MODEL")  # fmt: skip

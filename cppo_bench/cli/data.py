@@ -11,7 +11,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
-from cppo_bench.util.termsafe import json_line, safe
+from cppo_bench.util.termsafe import echo, json_line, safe
 
 MAX_ERRORS_SHOWN = 20
 
@@ -71,13 +71,13 @@ def show(
         raise click.ClickException(str(exc)) from None
     if as_json:
         for problem in result.problems:
-            click.echo(json_line(problem.to_dict()))
+            echo(json_line(problem.to_dict()))
         for error in result.errors:
-            click.echo(f"skipped: {safe(error)}", err=True)
+            echo(f"skipped: {safe(error)}", err=True)
         for note in result.notes:
-            click.echo(f"note: {safe(note)}", err=True)
+            echo(f"note: {safe(note)}", err=True)
         if result.dropped or result.errors:  # a pipe stays quiet unless something was left out
-            click.echo(safe(load_line(bench, result)), err=True)
+            echo(safe(load_line(bench, result)), err=True)
         return
     Console().print(*summary_renderables(bench, result))
 

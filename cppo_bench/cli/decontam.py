@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.util.termsafe import markup
+from cppo_bench.util.termsafe import echo, markup
 
 SPEC_HELP = "BENCH, BENCH=PATH, or a JSONL file of Problem dicts."
 
@@ -118,7 +118,7 @@ def decontam(
                 errors = result.errors
                 # read / kept / dropped and why, for every source (to stderr: stdout is
                 # the overlap table)
-                click.echo(f"{role} {load_line(spec, result)}", err=True)
+                echo(f"{role} {load_line(spec, result)}", err=True)
                 for e in errors[:5]:
                     err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
                 if len(errors) > 5:

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from cppo_bench.util.termsafe import echo
+
 MARKS = {"ok": "ok", "weak": "WEAK", "missing": "MISSING", "info": "-"}
 
 
@@ -18,15 +20,15 @@ def doctor(as_json: bool) -> None:
 
     checks = run_checks()
     if as_json:
-        click.echo(json.dumps(summary(checks), indent=1))
+        echo(json.dumps(summary(checks), indent=1), lines=True)
         return
     width = max(len(c.name) for c in checks)
     for c in checks:
-        click.echo(f"{MARKS.get(c.status, c.status):<7} {c.name:<{width}}  {c.detail}")
+        echo(f"{MARKS.get(c.status, c.status):<7} {c.name:<{width}}  {c.detail}")
         if c.fix:
-            click.echo(f"{'':<7} {'':<{width}}  fix: {c.fix}")
+            echo(f"{'':<7} {'':<{width}}  fix: {c.fix}")
     counts = summary(checks)["counts"]
-    click.echo(
+    echo(
         f"{counts['ok']} ok, {counts['weak']} weak, {counts['missing']} missing"
         + (f", {counts['info']} for information" if counts["info"] else "")
     )

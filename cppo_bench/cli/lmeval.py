@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import click
 
 from cppo_bench.lm_eval_tasks import include_path
+from cppo_bench.util.termsafe import echo
 
 INCLUDE_FLAG = "--include_path"
 
@@ -96,10 +97,10 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
     if show_path:
         if args:
             raise click.UsageError("--path takes no other arguments")
-        click.echo(include_path())
+        echo(include_path())
         return
     if not args:
-        click.echo(click.get_current_context().get_help())
+        echo(click.get_current_context().get_help(), lines=True)
         return
     if importlib.util.find_spec("lm_eval") is None:
         raise click.ClickException("lm-eval is not installed: pip install 'cppo-bench[lmeval]'")
@@ -111,7 +112,7 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
             model_dir = str(ensure_default_model())
         except DataError as exc:
             raise click.ClickException(str(exc)) from None
-        click.echo(f"lm-eval: no model named; evaluating the embedded model {model_dir}", err=True)
+        echo(f"lm-eval: no model named; evaluating the embedded model {model_dir}", err=True)
         args = tuple(with_default_model(args, model_dir))
     try:
         code = subprocess.call(lm_eval_argv(args))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from cppo_bench.util.termsafe import echo
+
 
 @click.group("model")
 def model() -> None:
@@ -22,4 +24,4 @@ def path() -> None:
             folder = ensure_default_model()
     except DataError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(str(folder))
+    echo(str(folder))

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.util.termsafe import markup, safe
+from cppo_bench.util.termsafe import echo, markup, safe
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -22,6 +22,14 @@ def _formats(text: str) -> tuple[str, ...]:
     if bad or not formats:
         raise click.BadParameter(f"choose from {', '.join(known)} (comma-separated), got {text!r}")
     return formats
+
+
+def _skipped(index: Any) -> str:
+    """'; 1 unreadable run and 2 bad record lines left out' beside the numbers, or ''."""
+    runs, lines = getattr(index, "skipped_runs", 0), getattr(index, "skipped_lines", 0)
+    if not runs and not lines:
+        return ""
+    return f"; {runs} unreadable run(s) and {lines} bad record line(s) left out, named above"
 
 
 def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any]:
@@ -173,16 +181,17 @@ def report(
     for warning in computed.index.warnings:
         console.print(f"[yellow]warning:[/] {markup(warning)}")
     if check:
-        click.echo(check_text(computed), nl=False)
+        echo(check_text(computed), nl=False, lines=True)
         if computed.missing:
             raise SystemExit(1)
         return
     shown = computed.shown()
-    click.echo(
+    echo(
         f"{len(computed.tables)} tables ({shown['numbers']} of {computed.n_cells} cells show a "
         f"number: {shown['partial']} partial, {shown['degraded']} from a degraded method; "
-        f"from {len(computed.index.runs)} runs), {len(result.figures)} figures -> {out}"
+        f"from {len(computed.index.runs)} runs{_skipped(computed.index)}), "
+        f"{len(result.figures)} figures -> {out}"
     )
     for skipped in result.skipped_figures:
-        click.echo(f"  figure skipped: {safe(skipped)}")
-    click.echo(f"  open {out / 'index.html'}; `cppo-bench report --check` lists missing runs")
+        echo(f"  figure skipped: {safe(skipped)}")
+    echo(f"  open {out / 'index.html'}; `cppo-bench report --check` lists missing runs")

@@ -11,6 +11,7 @@ from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.util.termsafe import echo
 
 # flag -> method option it sets (only the methods that have the option accept it)
 METHOD_FLAGS = ("inference", "select", "strategies", "fill")
@@ -30,10 +31,10 @@ def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
     """Read / kept / dropped-and-why (stderr), and how many of the kept ones --limit uses."""
     from cppo_bench.benchmarks.loadreport import load_line
 
-    click.echo(load_line(bench, loaded), err=True)
+    echo(load_line(bench, loaded), err=True)
     n = len(loaded.problems)
     if limit is not None and limit < n:
-        click.echo(
+        echo(
             f"--limit {limit}: the first {limit} of these {n} problems (a partial run)", err=True
         )
 
@@ -80,7 +81,7 @@ def backend_as_model(opts: dict[str, Any]) -> None:
             f"--model {model!r} is a backend name, not a model, and --backend is "
             f"{opts['backend']!r}: give the model id or path in --model"
         )
-    click.echo(
+    echo(
         f"note: --model {model} is a backend name; using --backend {model} with its default model",
         err=True,
     )
@@ -245,7 +246,10 @@ def run(**opts: Any) -> None:
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
-    backend_factory(opts["backend"])  # an unimportable factory: one line, before loading
+    try:  # an unknown or unimportable factory: one line, before loading
+        backend_factory(opts["backend"])
+    except UnknownNameError as exc:
+        raise click.ClickException(str(exc)) from None
     skipped: list[int] = [0]
 
     def loaded(result: Any) -> None:

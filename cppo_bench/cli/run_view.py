@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.util.termsafe import markup
+from cppo_bench.util.termsafe import echo, markup
 
 
 def _fmt(x: float | None) -> str:
@@ -42,7 +42,7 @@ class RichReporter:
             console=Console(stderr=True),
             disable=quiet,
         )
-        self.task = self.progress.add_task(title, total=None, k=k, passk="-", tps="-", gens=0)
+        self.task = self.progress.add_task(markup(title), total=None, k=k, passk="-", tps="-", gens=0)
 
     def __enter__(self) -> RichReporter:
         self.progress.start()
@@ -130,13 +130,12 @@ def print_summary(result: Any, skipped: int = 0) -> None:
 
 def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
     """What an interrupted run kept, and the command that resumes it (to stderr)."""
-    import click
 
     from cppo_bench.store.gencache import GEN_CACHE
     from cppo_bench.store.runs import read_records
 
     if run_dir is None:
-        click.echo("interrupted before any generation: nothing stored", err=True)
+        echo("interrupted before any generation: nothing stored", err=True)
     else:
         try:
             records = len(read_records(run_dir))
@@ -145,14 +144,20 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
         cache = run_dir / GEN_CACHE
         gens = 0
         if cache.exists():
-            with open(cache, "rb") as fh:
-                gens = sum(1 for line in fh if line.endswith(b"\n"))
-        click.echo(
+            from cppo_bench.store import fs as storefs
+            from cppo_bench.util.jsonio import split_lines
+
+            try:  # the store's reader: no link followed, a line at a time
+                with storefs.open_file(cache, "rb") as fh:
+                    gens = sum(1 for line in split_lines(fh) if not line.torn)
+            except (OSError, DataError):
+                gens = 0
+        echo(
             f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
             f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",
             err=True,
         )
-    click.echo(f"resume with: {resume}", err=True)
+    echo(f"resume with: {resume}", err=True)
 
 
 def validity_text(records: list[Any]) -> str:
@@ -202,6 +207,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
+        if run.skipped:  # beside the numbers: they leave these lines out (named as warnings)
+            status += f", {len(run.skipped)} bad line(s) skipped"
         row = {
             "path": str(run.path),
             "bench": m.bench,
@@ -217,6 +224,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "created_at": m.created_at,
             "validity": tally.to_dict(),
             "validity_text": tally.text(),
+            "skipped": list(run.skipped),
         }
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.errors import DataError
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import echo, safe
 
 
 def registered_names(what: str) -> list[str]:
@@ -71,7 +71,7 @@ def runs(
         unmatched_filter(out, bench, method)
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row, sort_keys=True))
+            echo(json.dumps(row, sort_keys=True))
     else:
         print_runs(rows, out)
 
@@ -110,7 +110,7 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
     if not todo and (bench or method):
         unmatched_filter(out, bench, method)
     if not todo:
-        click.echo(f"no sharded runs under {out}")
+        echo(f"no sharded runs under {out}")
         return
     failed = []
     with progress_bar("merging runs", len(todo), quiet) as advance:
@@ -120,11 +120,11 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
             except DataError as exc:
                 failed.append(str(exc))
             else:
-                click.echo(
+                echo(
                     f"merged {len(run.shards)} shards into {safe(run.path)} ({added} records added)"
                 )
             advance(1)
     for line in failed:
-        click.echo(f"Error: {safe(line)}", err=True)
+        echo(f"Error: {safe(line)}", err=True)
     if failed:
         raise SystemExit(1)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
+from cppo_bench.util.termsafe import echo
 
 
 def _source(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,10 +87,10 @@ def passk(
     for c in table["cell"] if len(table) else []:
         cells.setdefault((c.benchmark, c.method), {})[c.k] = c
     for w in warnings:
-        click.echo(f"warning: {w}", err=True)
+        echo(f"warning: {w}", err=True)
     if as_json:
         out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
-        click.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1), lines=True)
         return
     body, notes = [], []
     for (b, m), per_k in sorted(cells.items()):
@@ -106,7 +107,7 @@ def passk(
         body,
     )
     for note in notes:
-        click.echo(f"missing: {note}")
+        echo(f"missing: {note}")
 
 
 def _pm(u: Any) -> str:
@@ -140,12 +141,12 @@ def bootstrap(
                               resamples=resamples, alpha=alpha, estimator=estimator,
                               select=select, seed=seed)  # fmt: skip
     for line in table.attrs["skipped"]:
-        click.echo(line, err=True)
+        echo(line, err=True)
     out = table.to_dict("records")
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")
     if as_json:
-        click.echo(json.dumps(out, indent=1))
+        echo(json.dumps(out, indent=1), lines=True)
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",

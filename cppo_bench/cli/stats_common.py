@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.util.termsafe import markup, safe
+from cppo_bench.util.termsafe import echo, markup, safe
 
 PATH = click.Path(exists=True, path_type=Path)
 
@@ -38,8 +38,13 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
 
         with progress_bar("reading runs") as advance:
             frame = load_runs(
-                runs, warn=lambda w: click.echo(f"warning: {safe(w)}", err=True), progress=advance
+                runs, warn=lambda w: echo(f"warning: {safe(w)}", err=True), progress=advance
             )
+        skipped = frame.attrs.get("skipped", {})
+        if skipped.get("runs") or skipped.get("records"):
+            echo(f"skipped {skipped.get('runs', 0)} unreadable run(s) and "
+                 f"{skipped.get('records', 0)} bad record line(s), named above; the numbers "
+                 "below leave them out", err=True)  # fmt: skip
     else:
         frame = read_outcomes(csv_path)
     if bench is not None:

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from cppo_bench.util.termsafe import echo
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -53,7 +55,7 @@ def apply_tests(problems: list, ts: Any) -> list:
     covered = [p for p, q in zip(problems, out, strict=True) if p is not q]
     added = sum(len(q.tests) - len(p.tests) for p, q in zip(problems, out, strict=True))
     marked = ", model-written oracle" if ts.config.get("oracle") == "model" else ""
-    click.echo(f"test set {safe(ts.path)} ({ts.hash()[:12]}{marked}): {added} tests added to "
+    echo(f"test set {safe(ts.path)} ({ts.hash()[:12]}{marked}): {added} tests added to "
                f"{len(covered)} of {len(problems)} problems", err=True)  # fmt: skip
     if problems and not covered:
         raise click.ClickException(f"{ts.path}: none of its problems is in the data loaded")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.util.termsafe import markup, safe
+from cppo_bench.util.termsafe import echo, markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
@@ -26,13 +25,28 @@ MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
 def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     """(line number, text or None, error) per line: split on \\n only, each line decoded on
     its own, so one bad line is named and the others are still read."""
-    from cppo_bench.util.jsonio import split_lines
+    from cppo_bench.util import userfiles
 
     try:
-        with path.open("rb") as fh:
-            return [(ln.lineno, ln.text, ln.error) for ln in split_lines(fh, MAX_PROGRAM_LINE)]
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
+    except userfiles.UserFileError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) -> dict:
+    """The limit flags given, checked by cppo_bench.verifier.Limits (the schema's ranges)."""
+    from cppo_bench.errors import DataError
+    from cppo_bench.verifier import Limits
+
+    given = {"time_s": time_s, "memory_mb": memory_mb, "output_mb": output_mb}
+    limits = {k: v for k, v in given.items() if v is not None}
+    try:
+        Limits(**limits)
+    except DataError as exc:
+        raise click.ClickException(str(exc).replace("limit time_s", "--time-limit")
+                                   .replace("limit memory_mb", "--memory-mb")
+                                   .replace("limit output_mb", "--output-mb")) from None  # fmt: skip
+    return limits
 
 
 def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:
@@ -232,6 +246,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
     from cppo_bench.verifier import SandboxError
 
+    limits = _limits(time_limit, memory_mb, output_mb)  # before any data loads
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
         os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
     if reference == (programs is not None):
@@ -246,20 +261,18 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
     for e in loaded.errors[:10]:
-        click.echo(f"skipped record: {safe(e)}", err=True)
+        echo(f"skipped record: {safe(e)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
     if reference:
         records, errors = reference_records(problems), []
     else:
         records, errors = read_programs(programs, problems, ambiguous)
     for e in errors:
-        click.echo(f"error: {safe(e)}", err=True)
+        echo(f"error: {safe(e)}", err=True)
     if not records:
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    overrides = {"time_s": time_limit, "memory_mb": memory_mb, "output_mb": output_mb}
-    limits = {k: v for k, v in overrides.items() if v is not None}
     try:
         results = api.verify([problems[r["problem_id"]] for r in records],
                              [r["code"] for r in records], workers=workers, all_tests=all_tests,
@@ -272,11 +285,15 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         rows.append(dict(record, **{k: d[k] for k in RESULT_FIELDS}))
     lines = "".join(json.dumps(row) + "\n" for row in rows)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(lines, encoding="utf-8")
+        from cppo_bench.store.outdir import (
+            OutDir,  # a link planted at --out is replaced, not followed
+        )
+
+        outdir = OutDir(out.parent)
+        outdir.write_text(out.name, lines)
         console = Console()
     else:
-        sys.stdout.write(lines)
+        echo(lines, nl=False, lines=True)  # JSON lines (ensure_ascii): data escaped
         console = err
     console.print(summary_table(rows, reference))
     if reference and any(not r["passed"] for r in rows):

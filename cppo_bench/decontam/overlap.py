@@ -110,21 +110,15 @@ class DecontamResult:
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write out_dir/filtered_train.jsonl and out_dir/overlap.json; return their paths.
         Each file is written to a temporary name first, so a crash never leaves half a file."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        train_path, report_path = out / "filtered_train.jsonl", out / "overlap.json"
+        from cppo_bench.store.outdir import OutDir  # no link in --out followed
+
+        out = OutDir(out_dir)
         lines = "".join(
             json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in self.filtered_train
         )
-        _atomic_write(train_path, lines)
-        _atomic_write(report_path, json.dumps(self.report(), indent=2, ensure_ascii=False) + "\n")
-        return train_path, report_path
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+        train_path = out.write_text("filtered_train.jsonl", lines)
+        report = json.dumps(self.report(), indent=2, ensure_ascii=False) + "\n"
+        return train_path, out.write_text("overlap.json", report)
 
 
 def overlap_matrix(

@@ -27,6 +27,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.lm_eval_tasks import DATA_ENV
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import info, warn
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def load_problems(benchmark: str, source: str | None, options: Mapping[str, Any]
     except DataError as exc:
         raise DataError(f"{exc} ({hint})") from None
     for error in result.errors:
-        log.warning("cppo-bench: skipped %s", error)
+        warn(log, "cppo-bench: skipped %s", str(error))
     if not result.problems:
         raise DataError(f"{result.source or benchmark}: no usable problems ({hint})")
     for problem in result.problems:
@@ -149,7 +150,7 @@ def load_dataset(
     ks = parse_pass_at(pass_at)
     problems = load_problems(benchmark, source, opts)
     docs = [_to_doc(benchmark, p, source, opts, ks) for p in problems]
-    log.info("cppo-bench: %s: %d problems from %s", benchmark, len(docs), source or "the hub")
+    info(log, "cppo-bench: %s: %d problems from %s", benchmark, len(docs), str(source or "the hub"))
     return {SPLIT: datasets.Dataset.from_list(docs)}
 
 

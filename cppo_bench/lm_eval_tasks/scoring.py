@@ -23,6 +23,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.lm_eval_tasks.docs import problem_for
+from cppo_bench.util.termsafe import warn
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,8 @@ def _warn_if_repeats_identical(resps: Sequence[Sequence[str]]) -> None:
     request K times, so a per-request seed repeats the same sample)."""
     multi = [r for r in resps if len(r) > 1]
     if multi and all(len(set(r)) == 1 for r in multi):
-        log.warning(
+        warn(
+            log,
             "cppo-bench: all %d repeats of every problem are identical; pass@K equals pass@1. "
             "Sample (do_sample: true, temperature > 0) without a fixed per-request seed.",
             len(multi[0]),
@@ -121,7 +123,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         if k > n:
             if (k, n) not in _warned_k:
                 _warned_k.add((k, n))
-                log.warning("cppo-bench: pass@%d needs >= %d samples, got %d: skipped", k, k, n)
+                warn(log, "cppo-bench: pass@%d needs >= %d samples, got %d: skipped", k, k, n)
             continue
         scores[f"pass@{k}"] = float(pass_at_k(n, c, k))
     return scores

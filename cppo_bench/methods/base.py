@@ -80,11 +80,13 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         if isinstance(value, str):
             # ";" separates items (strategy hints contain commas); "@file" reads one per line
             if value.startswith("@"):
+                from cppo_bench.util import userfiles
+
                 try:
-                    with open(value[1:], encoding="utf-8") as fh:
-                        value = [line.strip() for line in fh if line.strip()]
-                except OSError as exc:
-                    raise OptionError(f"option {name}: cannot read {value[1:]}: {exc}") from None
+                    text = userfiles.read_text(value[1:], userfiles.MAX_SMALL)
+                except userfiles.UserFileError as exc:
+                    raise OptionError(f"option {name}: {exc}") from None
+                value = [line.strip() for line in text.split("\n") if line.strip()]
             else:
                 value = [v.strip() for v in value.split(";") if v.strip()]
         return tuple(str(v) for v in value)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from cppo_bench.report.model import Table
 from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.tables import build_table
+from cppo_bench.store.outdir import OutDir
 
 FORMATS = ("md", "tex", "csv")
 Progress = Callable[[str], None]
@@ -120,15 +120,15 @@ def check_text(computed: Computed) -> str:
     return format_catalogue(computed) + format_check(computed.missing, computed.n_cells)
 
 
-def _clean(out: Path) -> None:
+def _clean(out: OutDir) -> None:
     for sub, patterns in (("tables", ("*.md", "*.tex", "*.csv")), ("figures", ("*.png", "*.pdf"))):
         for pattern in patterns:
-            for p in (out / sub).glob(pattern):
-                p.unlink()
-    shutil.rmtree(out / "manifests", ignore_errors=True)
+            for p in out.files(sub, pattern):
+                out.remove(f"{sub}/{p.name}")
+    out.clear("manifests")
 
 
-def _copy_manifests(computed: Computed, out: Path) -> dict[Path, str]:
+def _copy_manifests(computed: Computed, out: OutDir) -> dict[Path, str]:
     links = {}
     for run in computed.index.runs:
         try:
@@ -136,11 +136,11 @@ def _copy_manifests(computed: Computed, out: Path) -> dict[Path, str]:
         except ValueError:
             rel = Path(run.path.name)
         # not named manifest.json: an --out inside --runs must not look like more runs
-        target = out / "manifests" / rel.parent / f"{rel.name}.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = (Path("manifests") / rel.parent / f"{rel.name}.json").as_posix()
         # a sharded run read merged has no directory of its own yet: write its merged manifest
-        target.write_text(json.dumps(dataclasses.asdict(run.manifest), indent=2, sort_keys=True))
-        links[run.path] = target.relative_to(out).as_posix()
+        out.write_text(target, json.dumps(dataclasses.asdict(run.manifest), indent=2,
+                                          sort_keys=True))  # fmt: skip
+        links[run.path] = target
     return links
 
 
@@ -182,9 +182,10 @@ def build_report(
             f"{runs}: no runs found (make them with `cppo-bench run`; "
             f"`cppo-bench report --runs {runs} --check` lists the ones the tables need)"
         )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _clean(out)
+    outdir = OutDir(out)  # every file below goes through it: no link followed, none left
+    out = outdir.root
+    _clean(outdir)
+    outdir.folder("figures")  # a link planted as figures/ is refused before anything is drawn
     result = ReportResult(computed, out)
     pipelines = cppo.find_pipelines(runs)
     # generated from the stage manifests, never hand-written (after the spec'd tables)
@@ -195,9 +196,7 @@ def build_report(
     table_files: dict[str, list[str]] = {}
     for table in [*computed.tables, *extra_tables]:
         for fmt in formats:
-            path = out / "tables" / f"{table.name}.{fmt}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(RENDERERS[fmt](table), encoding="utf-8")
+            path = outdir.write_text(f"tables/{table.name}.{fmt}", RENDERERS[fmt](table))
             result.written.append(path)
             table_files.setdefault(table.name, []).append(path.relative_to(out).as_posix())
     for spec, table in zip(computed.specs, computed.tables, strict=True):
@@ -225,8 +224,8 @@ def build_report(
             result.skipped_figures.append(str(why))
     report_md = out / "report.md"
     all_tables = [*computed.tables, *extra_tables]
-    report_md.write_text("\n\n".join(to_markdown(t) for t in all_tables), encoding="utf-8")
-    (out / "missing.md").write_text(md_fenced(check_text(computed)), encoding="utf-8")
+    outdir.write_text("report.md", "\n\n".join(to_markdown(t) for t in all_tables))
+    outdir.write_text("missing.md", md_fenced(check_text(computed)))
     script = [
         "#!/usr/bin/env bash",
         "# Runs that table cells lack (from `cppo-bench report`).",
@@ -238,7 +237,7 @@ def build_report(
             m.command if m.trained is None else f"# (needs the checkpoint) {m.command}",
             "",
         ]
-    (out / "fill_missing.sh").write_text("\n".join(script), encoding="utf-8")
+    outdir.write_text("fill_missing.sh", "\n".join(script))
     result.warnings = list(computed.index.warnings)
     page = PageInput(
         out=out,
@@ -249,12 +248,12 @@ def build_report(
         missing=computed.missing,
         n_cells=computed.n_cells,
         runs=computed.index.runs,
-        manifest_links=_copy_manifests(computed, out),
+        manifest_links=_copy_manifests(computed, outdir),
         table_files=table_files,
         warnings=result.warnings,
         settings={"bootstrap resamples": str(resamples), "seed": str(seed)},
     )
-    (out / "index.html").write_text(render_page(page), encoding="utf-8")
+    outdir.write_text("index.html", render_page(page))
     result.written += [report_md, out / "missing.md", out / "fill_missing.sh", out / "index.html"]
     result.written += [p for f in result.figures for p in (f.png, f.pdf)]
     return result

@@ -12,7 +12,6 @@ A pipeline folder holds one sub-folder per stage whose ``train_manifest.json`` n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from cppo_bench.store.training_schema import (
     read_manifest,
     read_metrics,
 )
+from cppo_bench.util import userfiles
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def exposure_components(p: Pipeline) -> list[tuple[str, str, str, list[Problem]]
     for stage in STAGES:
         path = p.path / stage / "exposure.json"
         if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = userfiles.read_json(path, userfiles.MAX_FILE)
             for c in data.get("components", []):
                 out.append(
                     (

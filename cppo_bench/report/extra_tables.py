@@ -4,7 +4,6 @@ side on problems the spec names before any run)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
 from cppo_bench.report.labels import TABLE_KINDS, bench_label, model_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import Selector, TableSpec
+from cppo_bench.util import jsonio, userfiles
 
 RELIABILITY_DIR = "judge_reliability"
 AVG_NOTE = "Avg. needs a value in every benchmark column of the row"
@@ -98,11 +98,14 @@ def read_reliability(root: Path) -> dict[str, list[dict[str, str]]]:
     out: dict[str, list[dict[str, str]]] = {}
     for path in sorted((root / RELIABILITY_DIR).glob("*.jsonl")):
         items = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for ln in userfiles.lines(path, userfiles.MAX_SMALL):
+            n, line = ln.lineno, ln.text
+            if line is None:
+                raise DataError(f"{path}:{n}: {ln.error}")
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = jsonio.loads(line)
                 items.append({k: str(item[k]) for k in ("judge", "annotator_a", "annotator_b")})
             except (ValueError, KeyError, TypeError) as exc:
                 raise DataError(

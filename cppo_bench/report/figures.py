@@ -48,17 +48,24 @@ def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display, no GUI toolkit import
+    # labels come from data (model names, methods): drawn as plain text, never parsed as
+    # mathtext ('$...$' would be typeset, 450 nested braces a RecursionError) or TeX
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
     import matplotlib.pyplot as plt
 
     return plt
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png, pdf = out_dir / f"{name}.png", out_dir / f"{name}.pdf"
-    fig.savefig(png, dpi=130, bbox_inches="tight")
-    fig.savefig(pdf, bbox_inches="tight")
-    _plt().close(fig)
+    from cppo_bench.store.outdir import OutDir
+
+    out = OutDir(out_dir)  # the name is checked; a link planted at the file is not followed
+    try:
+        png = out.save_figure(fig, f"{name}.png", dpi=130, bbox_inches="tight")
+        pdf = out.save_figure(fig, f"{name}.pdf", bbox_inches="tight")
+    finally:
+        _plt().close(fig)
     return png, pdf
 
 

@@ -86,6 +86,8 @@ class RunIndex:
         store = scan(self.root)  # the reader `runs` and `stats` use too: shards merged
         self.runs: list[RunRef] = [RunRef(r.path, r.manifest, r) for r in store.runs]
         self.warnings: list[str] = store.warnings
+        self.skipped_runs = len(store.unreadable)  # counted beside the numbers
+        self.skipped_lines = 0
         self._records: dict[Path, dict[str, ProblemRecord]] = {}
 
     def records(self, run: RunRef) -> dict[str, ProblemRecord]:
@@ -97,6 +99,7 @@ class RunIndex:
                 self._records[run.path] = {}
             if run.stored is not None:  # records that failed the schema: named, not counted
                 self.warnings += run.stored.skipped
+                self.skipped_lines += len(run.stored.skipped)
         return self._records[run.path]
 
     def models(self, benches: Iterable[str] | None = None) -> list[str]:

@@ -251,6 +251,18 @@ def _columns(path: str, data: Any) -> ColumnsSpec:
     )
 
 
+def _file_name(path: str, name: str) -> str:
+    """A table's name names its files (tables/NAME.md, figures/NAME-*.png): a plain name,
+    refused at the door if it could leave the output folder or hide in a listing."""
+    from cppo_bench.store.outdir import safe_part
+
+    why = safe_part(name) or (None if name.isprintable() and not name.startswith(".") else
+                              "holds a character that is not printable, or starts with '.'")  # fmt: skip
+    if why:
+        raise DataError(f"{path}: name {name!r}: {why}")
+    return name
+
+
 def parse_spec(path: str, data: Any) -> TableSpec:
     """A TableSpec from one file's parsed YAML; DataError naming the file and key if bad."""
     r = _Reader(
@@ -325,7 +337,7 @@ def parse_spec(path: str, data: Any) -> TableSpec:
         if not isinstance(fig, dict) or not isinstance(fig.get("kind"), str):
             raise DataError(f"{path}: figures[{i}]: expected a mapping with a 'kind'")
     return TableSpec(
-        name=r.get("name", str, _REQUIRED),
+        name=_file_name(path, r.get("name", str, _REQUIRED)),
         title=r.get("title", str, _REQUIRED),
         kind=r.get("kind", str, "grid"),
         path=path,
@@ -350,7 +362,11 @@ def parse_spec(path: str, data: Any) -> TableSpec:
 
 
 def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:
-    try:
+    if isinstance(path, Path):  # a user's spec: the bounded reader, aliases refused
+        from cppo_bench.util import userfiles
+
+        return userfiles.read_yaml(path), label
+    try:  # a spec shipped in the package (importlib.resources)
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise DataError(f"{label}: not valid YAML ({str(exc).splitlines()[0]})") from None

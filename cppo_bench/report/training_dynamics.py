@@ -15,7 +15,7 @@ averaged step by step), shaded light to dark by model order:
 
 from __future__ import annotations
 
-import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,37 +58,64 @@ class TrainingRun:
     records: list[dict[str, Any]]
 
 
-def read_training_runs(runs_root: Path) -> list[TrainingRun]:
-    """Every training run under ``<runs_root>/train/`` with a manifest and a metrics log."""
+def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> list[TrainingRun]:
+    """Every training run under ``<runs_root>/train/`` with a manifest and a metrics log, read
+    through the bounded, schema-checked readers of cppo_bench.store.training_schema. A malformed
+    run is one DataError line naming its file; with `skipped` given it is listed there and the
+    other runs are still read (one bad log does not hide the good ones)."""
+    from cppo_bench.store.training_schema import read_metrics
+    from cppo_bench.util import userfiles
+
     folder = Path(runs_root) / TRAIN_DIR
     runs = []
     for manifest in sorted(folder.glob("*/train_manifest.json")) if folder.is_dir() else []:
-        metrics = manifest.parent / "metrics.jsonl"
-        if not metrics.is_file():
+        if not (manifest.parent / "metrics.jsonl").is_file():
             continue
         try:
-            meta = json.loads(manifest.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{manifest}: not JSON ({exc.msg})") from None
-        records = []
-        for lineno, line in enumerate(metrics.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{metrics}:{lineno}: not JSON ({exc.msg})") from None
+            meta = _meta(manifest, userfiles.read_json(manifest, userfiles.MAX_SMALL))
+            records = read_metrics(manifest.parent)
+        except (DataError, RecursionError, OverflowError) as exc:
+            if skipped is None:
+                raise DataError(str(exc)) from None
+            skipped.append(f"training run skipped: {exc}")
+            continue
         if records and meta.get("algorithm"):
             runs.append(
                 TrainingRun(
                     manifest.parent.name,
                     manifest.parent,
                     meta["algorithm"],
-                    str(meta.get("base_model", "?")),
-                    int(meta.get("seed", 0)),
+                    meta["base_model"],
+                    meta["seed"],
                     records,
                 )
             )
     return runs
+
+
+def _meta(path: Path, data: Any) -> dict[str, Any]:
+    """The fields this module uses, checked: one DataError naming the file otherwise."""
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: not a JSON object")
+    algorithm, base = data.get("algorithm"), data.get("base_model", "?")
+    seed = data.get("seed", 0)
+    for field, value in (("algorithm", algorithm), ("base_model", base)):
+        if value is not None and (not isinstance(value, str) or not value.isprintable()):
+            raise DataError(f"{path}: field {field!r} must be a printable string")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise DataError(f"{path}: field 'seed' must be an integer")
+    return {"algorithm": algorithm, "base_model": base, "seed": seed}
+
+
+def _number(value: Any) -> float | None:
+    """A finite float of a logged number; None for anything else (bool, huge, NaN, text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def curves(runs: list[TrainingRun], metric: str) -> dict[str, tuple[list[float], list[float]]]:
@@ -98,11 +125,9 @@ def curves(runs: list[TrainingRun], metric: str) -> dict[str, tuple[list[float],
     )
     for run in runs:
         for rec in run.records:
-            value = rec.get(metric)
-            if isinstance(value, int | float) and "step" in rec:
-                by_model[run.base_model][int(rec["step"])].append(
-                    (float(rec.get("epoch", rec["step"])), float(value))
-                )
+            value, epoch = _number(rec.get(metric)), _number(rec.get("epoch", rec["step"]))
+            if value is not None and epoch is not None:
+                by_model[run.base_model][rec["step"]].append((epoch, value))
     out = {}
     for model, steps in by_model.items():
         order = sorted(steps)
@@ -159,8 +184,9 @@ def training_figures(runs_root: Path, out_dir: Path) -> tuple[list[Any], list[st
     """Every algorithm's dynamics figure that the runs under ``runs_root`` support."""
     from cppo_bench.report.figures import Skipped
 
-    runs = read_training_runs(runs_root)
-    made, skipped = [], []
+    skipped: list[str] = []
+    runs = read_training_runs(runs_root, skipped)
+    made = []
     for algorithm in sorted({r.algorithm for r in runs}):
         try:
             made.append(dynamics_figure(runs, algorithm, out_dir))

@@ -45,7 +45,7 @@ from cppo_bench.store.runs import (
     write_manifest,
 )
 from cppo_bench.store.summary import summarize
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import warn
 from cppo_bench.util.version import __version__
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ def _execute_locked(
     skipped: list[str] = []  # bad stored records: recomputed, never counted
     done = read_records(planned_dir, warnings=skipped)  # a torn last line is skipped
     for line in skipped:
-        log.warning(safe(line))
+        warn(log, line)
     todo = [p for p in wanted if p.problem_id not in done]
     timings, loaded_before = Timings(), getattr(backend, "load_s", 0.0)
     if todo and hasattr(backend, "get") and not exists(planned_dir / GEN_CACHE):

@@ -54,9 +54,12 @@ def load_runs(
     progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Every run under `path` (a run store, or one run directory) as one DataFrame row per
-    problem record (columns in this module's docstring). A manifest that fails its schema
-    is a DataError; records that fail theirs, duplicate runs of one configuration and seed,
-    and missing shards are named through `warn` and left out, never averaged in."""
+    problem record (columns in this module's docstring). A run whose manifest fails its
+    schema, records that fail theirs (FILE:LINE), duplicate runs of one configuration and
+    seed, and missing shards are named through `warn` and left out, never averaged in; the
+    good runs are still read (a DataError only when no run is readable). How many were left
+    out is in ``frame.attrs["skipped"]`` ({"runs": n, "records": m}), for printing beside
+    the numbers."""
     import pandas as pd
 
     from cppo_bench.plan.validity import record_tally
@@ -64,9 +67,9 @@ def load_runs(
     from cppo_bench.store.runs import slug
 
     store = scan(Path(path))
-    if store.unreadable:  # a bad manifest is bad input, not something to average around
-        raise DataError(store.unreadable[0][1])
     if not store.runs:
+        if store.unreadable:  # nothing readable: the first reason is the error
+            raise DataError(store.unreadable[0][1])
         raise DataError(f"{path}: no run directories (none holds a manifest.json)")
     runs, dropped = one_per_slot(store.runs)
     for line in [*store.warnings, *dropped]:
@@ -107,7 +110,12 @@ def load_runs(
                 "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
                 "dataset_size": man.dataset_size,
             })  # fmt: skip
-    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    frame.attrs["skipped"] = {
+        "runs": len(store.unreadable),
+        "records": sum(len(run.skipped) for run, _, _ in loaded),
+    }
+    return frame
 
 
 def read_outcomes(path: str | Path) -> pd.DataFrame:
@@ -116,9 +124,14 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     token counts ints or None. A bad cell is one DataError naming FILE:LINE and the column."""
     import pandas as pd
 
+    from cppo_bench.util import userfiles
+
     path = Path(path)
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    try:  # the one reader: a FIFO or device is one line, the size checked before reading
+        with userfiles.open_bytes(path) as fh:
+            raw = pd.read_csv(fh, dtype=str, keep_default_na=False, encoding="utf-8")
+    except DataError:  # the reader's own line, naming the file
+        raise
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except pd.errors.EmptyDataError:

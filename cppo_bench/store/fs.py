@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from cppo_bench.errors import StoreLinkError
+from cppo_bench.errors import DataError, StoreLinkError
 
 _MODES = {
     "rb": os.O_RDONLY,
@@ -31,12 +31,33 @@ NOT_LINK = "is a symbolic link; a run store's files are never followed through l
 
 
 
+class StoreWriteError(DataError):
+    """The file system refused a write (read-only, full, no permission): nothing replaced."""
+
+
+def check_root(root: Path) -> None:
+    """`--out` may be a link to a folder (the user's choice), but not a dangling link, a file
+    or anything else: one line instead of FileExistsError / NotADirectoryError."""
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        if os.path.lexists(root):
+            raise StoreLinkError(f"{root}: is a link to a folder that does not exist") from None
+        return
+    except NotADirectoryError:
+        raise StoreLinkError(f"{root}: a part of this path is a file, not a folder") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreLinkError(f"{root}: exists and is not a folder")
+
+
 def check_dir(path: Path) -> None:
     """`path` is a directory and not a symbolic link (lstat: the link itself is looked at)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise StoreLinkError(f"{path}: a part of this path is a file, not a folder") from None
     if stat.S_ISLNK(st.st_mode):
         raise StoreLinkError(f"{path}: {NOT_LINK}")
     if not stat.S_ISDIR(st.st_mode):
@@ -61,15 +82,21 @@ def check_under(root: Path, path: Path) -> None:
 def make_dirs(root: Path, path: Path) -> None:
     """mkdir -p of `path` below `root`, refusing any link on the way."""
     root, path = Path(root), Path(path)
+    check_root(root)
     check_under(root, path)
     current = root
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreWriteError(f"{root}: cannot create this folder ({exc.strerror})") from None
     for part in path.relative_to(root).parts:
         current = current / part
         try:
             os.mkdir(current)
         except FileExistsError:
             check_dir(current)
+        except OSError as exc:
+            raise StoreWriteError(f"{current}: cannot create ({exc.strerror})") from None
 
 
 def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
@@ -119,7 +146,14 @@ def write_atomic(path: Path, data: str) -> None:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(data)
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+    except OSError as exc:  # read-only folder, disk full: the old file is left as it was
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StoreWriteError(f"{path}: cannot write ({exc.strerror}); the old file is kept") from None

@@ -18,8 +18,10 @@ from pathlib import Path
 
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.streaming import LazyBackend, generate_streaming  # noqa: F401
-from cppo_bench.store.fs import exists, open_file
+from cppo_bench.errors import DataError
+from cppo_bench.store.fs import exists, make_dirs, open_file
 from cppo_bench.store.runs import repair_tail
+from cppo_bench.store.schema import token_count
 from cppo_bench.util import jsonio
 
 GEN_CACHE = "gen_cache.jsonl"
@@ -75,6 +77,9 @@ class GenCache:
         for key, req, res in items:
             if res.finish_reason == "error":
                 continue
+            why = token_count(res.num_tokens) or token_count(res.prompt_tokens)
+            if why:  # what the readers would refuse is never stored (the run could not end)
+                raise DataError(f"backend result for {req.tag!r}: token count {why}")
             self.entries[key] = res
             lines.append(
                 json.dumps(
@@ -93,7 +98,7 @@ class GenCache:
             )
         if not lines:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent.parent, self.path.parent)  # the run folder, not a link
         with open_file(self.path, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
@@ -111,7 +116,7 @@ def _entry(text: str) -> tuple[str, GenResult] | None:
     n, prompt, extra = d.get("num_tokens"), d.get("prompt_tokens", 0), d.get("extra") or {}
     if not (isinstance(key, str) and isinstance(out, str) and isinstance(reason, str)):
         return None
-    if type(n) is not int or type(prompt) is not int or n < 0 or prompt < 0:
+    if token_count(n) or token_count(prompt):  # the run store's own range (cppo_bench.store.schema)
         return None
     if not isinstance(extra, dict):
         return None

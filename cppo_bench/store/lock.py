@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import RunLockedError
+from cppo_bench.errors import DataError, RunLockedError
 
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
@@ -51,7 +51,12 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[-1].split()[19]
 
 
+MAX_PID = 1 << 22  # Linux's pid_max ceiling: a larger pid names no process
+
+
 def _alive(pid: int, started: str | None) -> bool:
+    if not 0 < pid <= MAX_PID:  # 0, negative (a process group) or 2**64: no such process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -143,10 +148,17 @@ class RunLock:
                     ) from None
                 time.sleep(POLL_S)
                 continue
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            except OSError as exc:  # read-only folder, no permission, disk full
+                raise DataError(f"{self.path}: cannot take the run's lock ({exc.strerror})") from None
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:  # disk full: no half-written lock is left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+                raise DataError(f"{self.path}: cannot write the run's lock ({exc.strerror})") from None
             break
         self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run-lock")
         self._beat.start()

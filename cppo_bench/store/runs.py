@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, open_file, write_atomic
+from cppo_bench.store.fs import exists, make_dirs, open_file, write_atomic
 from cppo_bench.store.schema import SCHEMAS, check_record
 from cppo_bench.util import jsonio
 
@@ -186,7 +186,7 @@ def run_dir_for(out: Path, manifest: RunManifest) -> Path:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(run_dir.parent, run_dir)  # its parents were made by the caller, link-checked
     write_atomic(run_dir / MANIFEST, json.dumps(asdict(manifest), indent=2, sort_keys=True))
 
 
@@ -251,7 +251,13 @@ def append_records(run_dir: Path, records: list[ProblemRecord]) -> None:
     """Append whole lines in one write and flush (a kill loses at most this batch)."""
     if not records:
         return
-    text = "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in records)
+    docs = [r.to_dict() for r in records]
+    for doc in docs:  # what every reader would refuse is never stored (the run could not end)
+        why = check_record(doc, None, None)
+        if why:
+            raise DataError(f"{Path(run_dir) / RECORDS}: refusing to store the record of "
+                            f"problem {doc.get('problem_id')!r}: {why}")  # fmt: skip
+    text = "".join(json.dumps(doc, sort_keys=True) + "\n" for doc in docs)
     with open_file(Path(run_dir) / RECORDS, "a", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()

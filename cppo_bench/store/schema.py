@@ -21,94 +21,35 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's vocabulary)
+    MAX_INT,
+    MAX_NAME,
+    MAX_PROBLEMS,
+    Check,
+    boolean,
+    has_control,
+    integer,
+    list_of,
+    mapping,
+    matches,
+    name,
+    number,
+    one_of,
+    optional,
+    text,
+)
 from cppo_bench.util.registry import Registry
 
-# a checker returns None when the value is acceptable, else why not (a short phrase)
-Check = Callable[[Any], str | None]
-
-MAX_NAME = 1024  # characters in a name (model ids and paths are well below this)
 MAX_K = 1 << 16
-MAX_PROBLEMS = 10_000_000
-MAX_INT = 1 << 63
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# token counts (a record's, a branch's, a generation cache line's): far above any real run,
+# and low enough that the sum of 2**20 of them still fits an int64 (`stats tokens`)
+MAX_TOKENS = 1 << 40
+# what a command and the API accept for sampling and limits: the same ranges are what the
+# readers accept back from the store (run_manifest's `sampling`) and the verifier applies
+TEMPERATURE = (0.0, 100.0)
+TOP_P = (0.0, 1.0)
+MAX_NEW_TOKENS = 1 << 24
 VERDICT = re.compile(r"^[A-Za-z0-9_@.:+-]{1,64}$")  # AC, WA, ..., or a maj@K answer check
-
-
-def has_control(text: str) -> bool:
-    """Control, line-separator or bidi-override characters: never part of a name."""
-    return _CONTROL.search(text) is not None
-
-
-# --- value checkers ----------------------------------------------------------------------------
-
-
-def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
-    def check(v: Any) -> str | None:
-        # bool is an int subclass: `true` is not a count
-        if type(v) is not int:
-            return f"expected an integer, got {type(v).__name__}"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
-
-    return check
-
-
-def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
-    def check(v: Any) -> str | None:
-        if type(v) not in (int, float):
-            return f"expected a number, got {type(v).__name__}"
-        if not math.isfinite(v):
-            return f"{v} is not finite"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
-
-    return check
-
-
-def boolean(v: Any) -> str | None:
-    return None if type(v) is bool else f"expected true/false, got {type(v).__name__}"
-
-
-def text(v: Any) -> str | None:
-    return None if isinstance(v, str) else f"expected a string, got {type(v).__name__}"
-
-
-def name(v: Any) -> str | None:
-    """A printable, non-empty, bounded string (it may reach a shell command or a terminal)."""
-    if not isinstance(v, str):
-        return f"expected a string, got {type(v).__name__}"
-    if not v or len(v) > MAX_NAME:
-        return f"expected 1..{MAX_NAME} characters, got {len(v)}"
-    return "holds a control character" if has_control(v) else None
-
-
-def optional(check: Check) -> Check:
-    return lambda v: None if v is None else check(v)
-
-
-def one_of(*values: str) -> Check:
-    return lambda v: None if v in values else f"expected one of {', '.join(values)}"
-
-
-def mapping(v: Any) -> str | None:
-    return None if isinstance(v, dict) else f"expected an object, got {type(v).__name__}"
-
-
-def list_of(check: Check, max_len: int = MAX_PROBLEMS) -> Check:
-    def checked(v: Any) -> str | None:
-        if not isinstance(v, list):
-            return f"expected a list, got {type(v).__name__}"
-        if len(v) > max_len:
-            return f"more than {max_len} items"
-        for i, item in enumerate(v):
-            why = check(item)
-            if why:
-                return f"item {i}: {why}"
-        return None
-
-    return checked
-
-
-def matches(pattern: re.Pattern[str], what: str) -> Check:
-    return lambda v: None if isinstance(v, str) and pattern.match(v) else f"expected {what}"
 
 
 # --- schemas -------------------------------------------------------------------------------------
@@ -164,10 +105,18 @@ def _shard(v: Any) -> str | None:
     )
 
 
+SAMPLING_RANGES: dict[str, Check] = {"temperature": number(*TEMPERATURE),
+                                      "top_p": number(*TOP_P),
+                                      "max_tokens": integer(1, MAX_NEW_TOKENS)}  # fmt: skip
+
+
 def _sampling(v: Any) -> str | None:
     why = mapping(v)
     if why:
         return why
+    for key, check in SAMPLING_RANGES.items():
+        if v.get(key) is not None and check(v[key]):
+            return f"{key}: {check(v[key])}"
     for key, value in v.items():
         if value is not None and type(value) not in (int, float, str, bool):
             return f"{key}: expected a number or string, got {type(value).__name__}"
@@ -214,10 +163,11 @@ def _tags(v: Any) -> str | None:
 
 
 def _ids_consistent(d: dict[str, Any]) -> str | None:
-    ids = d["problem_ids"]
-    if len(set(ids)) != len(ids):
-        dup = next(i for n, i in enumerate(ids) if i in ids[:n])
-        return f"problem id {dup!r} is listed twice"
+    ids, seen = d["problem_ids"], set()
+    for i in ids:  # one pass: a million repeated ids cost a million set lookups, not n**2
+        if i in seen:
+            return f"problem id {i!r} is listed twice"
+        seen.add(i)
     shard = d.get("shard")
     if shard is not None:
         if not shard["index"] < shard["count"]:
@@ -278,7 +228,7 @@ BRANCH = SCHEMAS.register("run_branch")(
             "tests_passed": integer(0),
             "tests_total": integer(0),
             "time_s": number(),
-            "solver_tokens": integer(0),
+            "solver_tokens": integer(0, MAX_TOKENS),
             "plan": optional(text),
             "tuple_index": integer(0, MAX_K),
             "answer": optional(text),
@@ -325,8 +275,8 @@ SCHEMAS.register("run_record")(
         {
             "problem_id": name,
             "branches": _branches,
-            "planner_tokens": integer(0),
-            "solver_tokens": integer(0),
+            "planner_tokens": integer(0, MAX_TOKENS),
+            "solver_tokens": integer(0, MAX_TOKENS),
             "plans": list_of(list_of(text, MAX_K), MAX_K),
             "plan_validity": list_of(mapping, MAX_K),
             "label": optional(text),
@@ -350,3 +300,21 @@ def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | No
     if k is not None and len(doc["branches"]) != k:
         return f"{len(doc['branches'])} branches, the run has k={k}"
     return None
+
+
+# --- the door: options checked with the readers' ranges before any work starts -----------------
+
+RUN_OPTIONS: dict[str, Check] = {"method": name, "bench": name, "model": optional(name),
+                                  "backend": name, "k": integer(1, MAX_K), **SAMPLING_RANGES}
+
+
+def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> None:
+    """Raise ValueError ("option 'temperature': nan is not finite") for the first option
+    whose value the stored-document schema would refuse; options not listed pass."""
+    for key, check in checks.items():
+        if key in options:
+            why = check(options[key])
+            if why:
+                raise ValueError(f"option {key!r}: {why}")
+
+token_count = integer(0, MAX_TOKENS)  # as the run store accepts it (the gen cache too)

@@ -136,10 +136,9 @@ def gate_record(obj: object, where: str) -> GateRecord:
 
 
 def _open(path: Path) -> Any:
-    try:
-        return Path(path).open("rb")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    from cppo_bench.util import userfiles  # regular files only, size checked before reading
+
+    return userfiles.open_bytes(path, 1 << 40)
 
 
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:

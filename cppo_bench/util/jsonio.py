@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 MAX_DEPTH = 100  # benchmark records nest 3 or 4 levels; run records 4
-MAX_LINE = 1 << 30  # default cap on one line's bytes (LiveCodeBench lines reach ~100 MB)
+MAX_LINE = 256 << 20  # default cap on one line's bytes (LiveCodeBench lines reach ~100 MB)
 _SKIP_CHUNK = 1 << 20
 
 
@@ -31,18 +31,30 @@ class Line:
 
 
 def split_lines(fh: IO[bytes], max_line: int = MAX_LINE) -> Iterator[Line]:
-    """The lines of a binary stream, split on b"\\n" only, each decoded as UTF-8."""
+    """The lines of a binary stream, split on b"\\n" only, each decoded as UTF-8. A line is
+    read a chunk at a time, so one longer than `max_line` is dropped once the cap is passed
+    (never held whole: `readline(max_line)` would buffer all of it first)."""
     lineno = 0
     while True:
-        raw = fh.readline(max_line + 1)
-        if not raw:
+        pieces, size, over = [], 0, False
+        while True:
+            piece = fh.readline(_SKIP_CHUNK)
+            if not piece:
+                break
+            size += len(piece)
+            if size > max_line:
+                over, pieces = True, []
+            elif not over:
+                pieces.append(piece)
+            if piece.endswith(b"\n"):
+                break
+        if size == 0:
             return
         lineno += 1
-        if len(raw) > max_line and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):  # skip the rest, a chunk at a time
-                raw = fh.readline(_SKIP_CHUNK)
+        if over:
             yield Line(lineno, None, f"longer than {max_line} bytes")
             continue
+        raw = b"".join(pieces)
         torn = not raw.endswith(b"\n")
         try:
             yield Line(lineno, raw.decode("utf-8"), torn=torn)
@@ -82,6 +94,33 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     refuses values nested deeper than `max_depth`."""
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"invalid JSON (nested more than {max_depth} levels deep)") from None
+    why = depth_error(value, max_depth)
+    if why:
+        raise ValueError(f"invalid JSON ({why})")
+    return value
+
+
+class TooMany(ValueError):
+    """A JSON document with more objects or numbers than its reader allows."""
+
+
+def loads_counted(text: str | bytes, max_values: int, max_depth: int = MAX_DEPTH) -> Any:
+    """`loads` that counts objects and numbers *while* decoding and stops past `max_values`:
+    a few KB of zlib can inflate to millions of tiny records, and a count checked after
+    decoding has already paid for building them all."""
+    count = [0]
+
+    def tick(value: Any) -> Any:
+        count[0] += 1
+        if count[0] > max_values:
+            raise TooMany(f"more than {max_values} JSON values")
+        return value
+
+    try:
+        value = json.loads(text, object_hook=tick, parse_int=lambda s: tick(int(s)),
+                           parse_float=lambda s: tick(float(s)))  # fmt: skip
     except RecursionError:
         raise ValueError(f"invalid JSON (nested more than {max_depth} levels deep)") from None
     why = depth_error(value, max_depth)

@@ -28,7 +28,9 @@ class Bar:
         self._progress.advance(self._task, n)
 
     def note(self, text: str) -> None:
-        self._progress.update(self._task, description=f"{self._label} {text}")
+        from cppo_bench.util.termsafe import markup  # a bar's text is rich markup: data escaped
+
+        self._progress.update(self._task, description=markup(f"{self._label} {text}"))
 
 
 @contextmanager
@@ -40,7 +42,9 @@ def progress_bar(
     from rich.progress import Progress
 
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import markup
 
+    # task descriptions are parsed as markup by the bar's columns, not by the console
     with Progress(console=Console(stderr=True), transient=True, disable=quiet) as bar:
-        task = bar.add_task(label, total=total, completed=completed)
+        task = bar.add_task(markup(label), total=total, completed=completed)
         yield Bar(bar, task, label)

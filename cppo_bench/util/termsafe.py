@@ -6,12 +6,15 @@ can rewrite the screen or the window title, a CR or a bidi override can hide wha
 it, a newline can forge a line of output, and rich markup in it (`[/]`) raises MarkupError
 or restyles the output. Everything printed that holds such text goes through here:
 
-- `safe(text)`: control characters (C0 but tab, DEL, C1), line/paragraph separators and
-  bidi controls become visible escapes (`\\x1b`, `\\u202e`); newlines too unless kept.
+- `safe(text)`: every character of Unicode category Cc, Cf, Zl, Zp (and Cs, Cn), and every
+  bidi control, becomes a visible escape (`\\x1b`, `\\u061c`, `\\u202e`); judged by
+  category, not a hand list, so a format character nobody listed is escaped too.
 - `markup(text)`: the same, then rich markup escaped, for text placed in rich output.
 - `console(...)`: a rich Console that applies `safe` (keeping newlines) to every string
   it renders, and renders a string whose markup is broken as plain text, never raising.
-- `echo(...)`: click.echo of `safe` text.
+- `echo(...)`: THE writer of a line to the terminal: click.echo of `safe` text. `warn` /
+  `info` do the same for logging. `tests/util/test_untrusted_printer.py` walks the code and fails
+  on any other print / click.echo / sys.stderr.write / logging call (exceptions listed there).
 """
 
 from __future__ import annotations
@@ -19,26 +22,51 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_UNSAFE = re.compile(
-    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
-_UNSAFE_KEEP_NL = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# Candidates only (everything but printable ASCII); each is then judged by its Unicode
+# category, so a new format character (U+061C, U+2066..., U+FEFF) is escaped without a list.
+_NON_ASCII = re.compile(r"[^\x20-\x7e]")
+# Cc control, Cf format (bidi marks and isolates, zero-width, BOM), Zl / Zp separators, Cs
+# lone surrogates, Cn unassigned (a newer terminal may give it a meaning this Python lacks)
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
+# bidi classes of the embedding / override / isolate controls (all Cf today; checked too so
+# a future reclassification cannot let one through)
+_BIDI_CONTROLS = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 
 
-_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+def unsafe_char(ch: str) -> bool:
+    """`ch` is a control, format, separator or bidi character a terminal could act on."""
+    import unicodedata
+
+    return (
+        unicodedata.category(ch) in UNSAFE_CATEGORIES
+        or unicodedata.bidirectional(ch) in _BIDI_CONTROLS
+    )
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _substitute(text: str, keep: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        ch = match.group()
+        return ch if ch in keep or not unsafe_char(ch) else _escape_char(ch)
+
+    return _NON_ASCII.sub(one, text)
 
 
 def safe(text: Any, keep_newlines: bool = False) -> str:
-    """`text` with every control character shown as an escape (never interpreted)."""
-    pattern = _UNSAFE_KEEP_NL if keep_newlines else _UNSAFE
-    return pattern.sub(_escape, str(text))
+    """`text` with every control / format / separator character (by Unicode category, see
+    `UNSAFE_CATEGORIES`) shown as an escape, never interpreted; with `keep_newlines` (a
+    message's own layout) newline and tab are kept. Never raises."""
+    try:
+        text = str(text)
+    except Exception as exc:  # a hostile __str__: say so instead of raising
+        text = f"<unprintable {type(text).__name__}: {type(exc).__name__}>"
+    return _substitute(text, "\t\n" if keep_newlines else "")
 
 
 def markup(text: Any) -> str:
@@ -50,20 +78,44 @@ def markup(text: Any) -> str:
 
 def json_line(value: Any) -> str:
     """JSON of `value` on one line, non-ASCII text kept readable but every character a
-    terminal could act on (C1, DEL, separators, bidi) written as a \\u escape (valid JSON:
-    such characters only occur inside strings, where the escape means the same)."""
+    terminal could act on (see `unsafe_char`) written as a \\u escape (valid JSON: such
+    characters only occur inside strings, where the escape means the same)."""
     import json
 
     text = json.dumps(value, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+    def one(match: re.Match[str]) -> str:
+        ch = match.group()
+        if not unsafe_char(ch):
+            return ch
+        return "".join(f"\\u{u:04x}" for u in _utf16(ch))
+
+    return _NON_ASCII.sub(one, text)
 
 
-def echo(message: Any = "", err: bool = False, nl: bool = True) -> None:
-    """click.echo of text that may hold data (newlines of the message itself are kept:
-    escape the data pieces with `safe` where a newline in them must not start a line)."""
+def _utf16(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def echo(message: Any = "", err: bool = False, nl: bool = True, lines: bool = False) -> None:
+    """THE way a line reaches the terminal (stdout, or stderr with `err`): `message` passed
+    through `safe`, so one call writes one line; `lines=True` keeps the message's own
+    newlines (help, JSON with indent, a multi-line check list built from escaped pieces)."""
     import click
 
-    click.echo(safe(message, keep_newlines=True), err=err, nl=nl)
+    click.echo(safe(message, keep_newlines=lines), err=err, nl=nl)
+
+
+def warn(logger: Any, message: Any, *args: Any) -> None:
+    """`logger.warning` of outside text (a logger's handler writes it to the terminal): the
+    message and each %-argument escaped, one line. `logger` is a logging.Logger."""
+    logger.warning(safe(message), *(safe(a) if isinstance(a, str) else a for a in args))
+
+
+def info(logger: Any, message: Any, *args: Any) -> None:
+    """`logger.info` of outside text, escaped as in `warn`."""
+    logger.info(safe(message), *(safe(a) if isinstance(a, str) else a for a in args))
 
 
 def console(**kwargs: Any) -> Any:

@@ -252,8 +252,9 @@ class _Bar:
     def __init__(self, enabled: bool, total: int, done: int) -> None:
         self._progress = None
         if enabled and total:
-            from rich.console import Console
             from rich.progress import Progress
+
+            from cppo_bench.util.termsafe import console as Console
 
             # stderr: standard output may be carrying the results (cppo-bench verify)
             self._progress = Progress(console=Console(stderr=True))

@@ -6,9 +6,19 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from cppo_bench.problem import Problem
+from cppo_bench.util.checks import Check, integer, number
 
 # Every verdict but AC scores 0.
 VERDICTS = ("AC", "WA", "TLE", "MLE", "RE", "CE", "EMPTY")
+
+
+# the verifier's limits (Limits checks itself with these): the caps of a
+# benchmark record's own limits (cppo_bench.problem) and what the sandbox's rlimits can apply
+LIMIT_RANGES: dict[str, Check] = {
+    "time_s": number(1e-3, 60.0), "memory_mb": integer(16, 16_384), "output_mb": integer(1, 4096),
+    "nproc": integer(1, 4096), "file_mb": integer(1, 16_384),
+    "wall_factor": number(1.0, 100.0), "wall_slack_s": number(0.0, 600.0),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,17 @@ class Limits:
     file_mb: int = 64  # RLIMIT_FSIZE, and the size of the scratch tmpfs
     wall_factor: float = 2.0
     wall_slack_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        # the one door for limits (CLI flags, the API's **limits, a problem's own): each in
+        # the range LIMIT_RANGES gives, so `time_s=nan` or 1e300 is refused, never a
+        # correct program judged TLE / RE under a limit no kernel can apply
+        from cppo_bench.errors import DataError
+
+        for name, check in LIMIT_RANGES.items():
+            why = check(getattr(self, name))
+            if why:
+                raise DataError(f"limit {name}: {why}")
 
     def for_problem(self, problem: Problem) -> Limits:
         """The record's own limits override the defaults."""

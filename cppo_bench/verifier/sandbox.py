@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cppo_bench.util.termsafe import warn
 from cppo_bench.verifier import cpus, wire
 from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
@@ -84,7 +85,7 @@ def warn_once(message: str) -> None:
         if message in _WARNED:
             return
         _WARNED.add(message)
-    log.warning(message)
+    warn(log, message)
 
 
 def sandbox_mode() -> str:

@@ -244,7 +244,7 @@ def save_hf(
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(dest.name)
-    if keep:
+    if keep > 0:  # a negative count never reaches the slice below (it would keep none)
         for old in sorted(root.glob("step-*"))[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
     return dest

@@ -9,6 +9,7 @@ the engine takes the same keys from the pipeline's ``engine`` section.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -101,8 +102,14 @@ class TrainConfig:
             "save_every",
             "state_every",
         )
-        if self.logits_chunk_tokens < 0:
-            raise ConfigError("config logits_chunk_tokens: must be >= 0 (0 = off)")
+        for name in ("keep_folders", "verify_workers", "logits_chunk_tokens"):
+            # keep_folders=-100 would make the pruning slice delete the newest checkpoints
+            if getattr(self, name) < 0:
+                raise ConfigError(f"config {name}: must be >= 0, got {getattr(self, name)}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"config {f.name}: must be a finite number, got {value}")
         if self.vllm_max_model_len < 0:
             raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = vLLM's default)")
         for name in positive:

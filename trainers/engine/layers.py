@@ -21,7 +21,6 @@ from typing import Any, Literal
 import yaml
 
 from cppo_bench.errors import DataError
-from cppo_bench.util.jsonio import read_capped
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is never a real one
@@ -44,14 +43,13 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 def read_preset(path: Path) -> dict[str, Any]:
     """A YAML mapping of config keys (nested for sections); one ConfigError line otherwise."""
+    from cppo_bench.util import userfiles  # the one reader: a FIFO or device is one line
+
     path = Path(path)
     try:
-        with path.open("rb") as fh:
-            raw = read_capped(fh, MAX_CONFIG_BYTES)
-    except OSError as exc:
-        raise ConfigError(f"config file {path}: cannot read: {exc.strerror or exc}") from None
-    if raw is None:
-        raise ConfigError(f"config file {path}: larger than {MAX_CONFIG_BYTES} bytes")
+        raw = userfiles.read_bytes(path, MAX_CONFIG_BYTES)
+    except userfiles.UserFileError as exc:
+        raise ConfigError(f"config file {exc}") from None
     try:
         data = yaml.load(raw.decode("utf-8"), Loader=_NoAliasLoader) or {}  # noqa: S506
     except UnicodeDecodeError:

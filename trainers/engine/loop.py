@@ -10,7 +10,6 @@ optimizer step is taken on the global batch (``update.policy_update``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.methods.direct import render_messages, stop_strings
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION
+from cppo_bench.util.termsafe import echo
 from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, deepspeed_support, manifest, sharding
 from trainers.engine.algorithm import Algorithm, Messages
@@ -362,11 +362,11 @@ def _train(spec: RunSpec) -> TrainResult:
             overlong = metrics.get("overlong_prompts") or 0
             if overlong and not warned_overlong and accelerator.is_main_process:
                 warned_overlong = True  # once a run: metrics.jsonl has every step's count
-                print(
+                echo(
                     f"warning: step {done}: {overlong} rollouts were not decoded, their prompts "
                     "fill the model's context (reward 0, nothing trained; metric "
                     "overlong_prompts)",
-                    file=sys.stderr,
+                    err=True,
                 )
             bar.note(
                 f"reward {metrics.get('reward_mean') or 0:.3f} kl {metrics.get('kl') or 0:.2e}"

@@ -1,0 +1,171 @@
+"""Door 3 of docs/untrusted-inputs.md: the one writer under an output folder (`report
+--out`, `verify --out`, `decontam --out`, `run --out`'s root).
+
+Names of files written under an output folder come partly from data (a table spec's name,
+a run's path), and the folder itself may hold links planted by whoever shared it. So:
+
+- `OutDir(root)` takes the folder the user named. The folder itself may be a link to a
+  folder (the user's choice: a scratch mount); a dangling link, a file or a FIFO there is
+  one `OutDirError` line, never FileExistsError / NotADirectoryError.
+- `name(rel)` accepts only a relative path of plain parts (no `..`, no absolute path, no
+  empty part, no control character): a spec named `../../x` is refused by name.
+- every directory from the root down is checked with lstat and created one level at a
+  time (`storefs.make_dirs`), never through a link;
+- files are written to a fresh temporary file (O_EXCL|O_NOFOLLOW) and renamed over the
+  target: a link planted at `index.html` is replaced, its target never written;
+- `remove(rel)` unlinks a file (or a link, not its target); `clear(rel)` removes a tree
+  without following links in it.
+
+`tests/util/test_untrusted_writer.py` walks the code and fails on a write under an output
+folder that goes another way (exceptions listed there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cppo_bench.errors import DataError
+from cppo_bench.store import fs as storefs
+
+
+class OutDirError(DataError):
+    """An output folder that cannot be one, or a name that would leave it."""
+
+
+def check_root(root: str | Path) -> Path:
+    """`root` as an output folder: absent (created later), a folder, or a link to a folder."""
+    root = Path(root)
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        return root
+    except OSError as exc:
+        raise OutDirError(f"{root}: cannot use as an output folder ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(root)
+        except OSError:
+            raise OutDirError(
+                f"{root}: is a link to {os.readlink(root)!r}, which does not exist; "
+                "name a folder (or remove the link)"
+            ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutDirError(f"{root}: exists and is not a folder; name a folder for the output")
+    return root
+
+
+def make_root(root: str | Path) -> Path:
+    """`check_root`, then create it (and its parents) if absent, as one line on failure."""
+    root = check_root(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutDirError(f"{root}: cannot create the output folder ({exc.strerror})") from None
+    return root
+
+
+def safe_part(part: str) -> str | None:
+    """Why `part` cannot be one component of a file name written from data, or None."""
+    if part in ("", ".", ".."):
+        return f"{part!r} is not a plain name"
+    if "/" in part or "\\" in part or "\0" in part:
+        return "holds a path separator"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in part):
+        return "holds a control character"
+    return None
+
+
+class OutDir:
+    """The files under one output folder, written only through here."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = make_root(root)
+
+    def name(self, rel: str | Path) -> Path:
+        """The path of `rel` under the root, or OutDirError if it would leave it."""
+        pure = PurePosixPath(str(rel))
+        if pure.is_absolute() or not pure.parts:
+            raise OutDirError(f"{rel}: not a relative name under {self.root}")
+        for part in pure.parts:
+            why = safe_part(part)
+            if why:
+                raise OutDirError(f"{rel}: {why}; refusing to write it under {self.root}")
+        return self.root.joinpath(*pure.parts)
+
+    def _dir_for(self, path: Path) -> None:
+        try:
+            storefs.make_dirs(self.root, path.parent)
+        except storefs.StoreLinkError as exc:
+            raise OutDirError(str(exc).replace("run store", "output folder")) from None
+
+    def folder(self, rel: str | Path) -> Path:
+        """The folder `rel` under the root, created level by level, never through a link."""
+        path = self.name(rel)
+        self._dir_for(path / "x")
+        return path
+
+    def write_bytes(self, rel: str | Path, data: bytes) -> Path:
+        path = self.name(rel)
+        self._dir_for(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            os.unlink(tmp)  # an old one, or a link planted under its name: never written
+        except FileNotFoundError:
+            pass
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)  # replaces a link at `path` itself, never its target
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return path
+
+    def write_text(self, rel: str | Path, text: str) -> Path:
+        return self.write_bytes(rel, text.encode("utf-8"))
+
+    def save_figure(self, fig: Any, rel: str | Path, **kwargs: Any) -> Path:
+        """A matplotlib figure rendered in memory, then written like any file (savefig to a
+        path would follow a link planted there)."""
+        import io
+
+        fmt = PurePosixPath(str(rel)).suffix.lstrip(".")
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, **kwargs)
+        return self.write_bytes(rel, buf.getvalue())
+
+    def remove(self, rel: str | Path) -> None:
+        """Unlink a file written earlier (a link there is removed, not followed)."""
+        path = self.name(rel)
+        self._dir_for(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except IsADirectoryError:
+            raise OutDirError(f"{path}: is a folder where a file was expected") from None
+
+    def clear(self, rel: str | Path) -> None:
+        """Remove the tree `rel` (shutil.rmtree never follows links inside it; a link at
+        `rel` itself is unlinked, its target left alone)."""
+        path = self.name(rel)
+        self._dir_for(path)
+        if os.path.islink(path):
+            os.unlink(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
+
+    def files(self, rel: str | Path, pattern: str) -> list[Path]:
+        """The files matching `pattern` in the folder `rel` (absent: none; a link: refused)."""
+        path = self.name(rel)
+        self._dir_for(path / "x")
+        return sorted(path.glob(pattern)) if path.is_dir() else []

@@ -1,0 +1,188 @@
+"""Door 2 of docs/untrusted-inputs.md: the one reader of files a user names or a stranger
+sent (benchmark files and folders, `verify --programs` / `--tests`, test sets, audits,
+report specs, training logs and manifests, prompt files, `@file` options).
+
+Every read goes through `open_bytes`, which:
+
+- opens with O_NONBLOCK, so a FIFO cannot block the open, then refuses anything that is
+  not a regular file (`fstat` of the opened file, so a link to `/dev/zero`, a device or a
+  FIFO is one line, never a hang or a read without end);
+- checks the size against a cap *before* reading a byte;
+- hands back a stream whose reads stop at the cap even if the file grows meanwhile.
+
+On top: `read_bytes` / `read_text` / `read_json` / `read_yaml` (whole documents, capped),
+`lines` (split on `\\n` only, a cap per line, streamed: nothing is held before it is
+counted). Every failure is a `UserFileError` (a DataError): one line naming the file.
+`tests/util/test_untrusted_reader.py` walks the code and fails on an `open()`, `read_text`,
+`json.load`, `yaml.load` ... of a path anywhere else (exceptions listed there).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import io
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from cppo_bench.errors import DataError
+from cppo_bench.util import jsonio
+
+MAX_FILE = 1 << 30  # a whole document (benchmark JSON, input_output.json): 1 GiB
+MAX_SMALL = 16 << 20  # a config-like file (report spec, prompt, manifest, audit): 16 MiB
+MAX_LINE = jsonio.MAX_LINE
+
+
+class UserFileError(DataError):
+    """A user-named file that is missing, not a regular file, too large or unreadable."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class _Capped(io.RawIOBase):
+    """A raw stream over `fd` that ends after `cap` bytes (a file that grows while read)."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self._fd, self._left = fd, cap
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[: self._left]
+        n = os.readv(self._fd, [view])
+        self._left -= n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+def open_bytes(path: str | Path, max_bytes: int = MAX_FILE) -> IO[bytes]:
+    """`path` opened for reading if it is a regular file of at most `max_bytes` bytes."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        why = "no such file" if exc.errno == errno.ENOENT else (exc.strerror or str(exc))
+        raise UserFileError(f"{path}: cannot read: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserFileError(f"{path}: is {_kind(st.st_mode)}; only regular files are read")
+        if st.st_size > max_bytes:
+            raise UserFileError(
+                f"{path}: {st.st_size} bytes, larger than the {_size(max_bytes)} this file may hold"
+            )
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return io.BufferedReader(_Capped(fd, max_bytes + 1))
+
+
+def check(path: str | Path, max_bytes: int = MAX_FILE) -> None:
+    """`path` is a regular file of at most `max_bytes` (for a library that opens the path
+    itself: parquet, safetensors; it can no longer be handed a FIFO or a device)."""
+    open_bytes(path, max_bytes).close()
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def read_bytes(path: str | Path, max_bytes: int = MAX_FILE) -> bytes:
+    with open_bytes(path, max_bytes) as fh:
+        try:
+            data = jsonio.read_capped(fh, max_bytes)
+        except OSError as exc:
+            raise UserFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if data is None:  # grew past the cap after the size check
+        raise UserFileError(f"{path}: larger than the {_size(max_bytes)} this file may hold")
+    return data
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_FILE) -> str:
+    data = read_bytes(path, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UserFileError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def read_json(path: str | Path, max_bytes: int = MAX_FILE) -> Any:
+    """One JSON document, nested at most jsonio.MAX_DEPTH levels."""
+    text = read_text(path, max_bytes)
+    try:
+        return jsonio.loads(text)
+    except ValueError as exc:
+        raise UserFileError(f"{path}: {getattr(exc, 'msg', None) or exc}") from None
+
+
+def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
+    """One YAML document of plain data. Aliases are refused: a few hundred bytes of nested
+    aliases expand to billions of nodes (the 'billion laughs'), and a spec never needs them."""
+    import yaml
+
+    class _NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not accepted", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    text = read_text(path, max_bytes)
+    try:
+        value = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserFileError(f"{path}{where}: not valid YAML ({problem})") from None
+    except RecursionError:
+        raise UserFileError(f"{path}: YAML nested too deeply") from None
+    why = jsonio.depth_error(value)
+    if why:
+        raise UserFileError(f"{path}: {why}")
+    return value
+
+
+def lines(
+    path: str | Path, max_line: int = MAX_LINE, max_bytes: int | None = None
+) -> Iterator[jsonio.Line]:
+    """The lines of `path` (split on \\n only, each decoded on its own, a line longer than
+    `max_line` skipped unread), streamed. `max_bytes` caps the whole file (default: none,
+    a JSONL file is read a line at a time)."""
+    cap = max_bytes if max_bytes is not None else 1 << 62
+    with open_bytes(path, cap) as fh:
+        try:
+            yield from jsonio.split_lines(fh, max_line)
+        except OSError as exc:
+            raise UserFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def is_file(path: str | Path) -> bool:
+    """`path` is there as something to read (a FIFO or device counts: `open_bytes` then
+    refuses it by name instead of it being silently ignored)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode)

@@ -1,0 +1,192 @@
+"""Door 2 of docs/untrusted-inputs.md, files read from strangers: `cppo_bench/util/userfiles.py`
+is the one reader of user-named paths (the run store's own files go through
+`cppo_bench/store/fs.py`, which applies the same checks plus O_NOFOLLOW). The walk fails on
+any other way to read a file (exceptions listed with the reason); the behaviour tests feed
+FIFOs, devices, links to /dev/zero and oversized files to the reader and to the commands
+that take a path, and bound the memory each one costs (ru_maxrss of a fresh process)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cppo_bench.errors import DataError
+from cppo_bench.util import userfiles
+
+ROOT = Path(__file__).resolve().parents[2]
+DOORS = {"cppo_bench/util/userfiles.py", "cppo_bench/store/fs.py", "cppo_bench/store/outdir.py"}  # doors
+READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd.read_parquet",
+              "pq.ParquetFile", "pq.read_table", "datasets.load_from_disk", "yaml.load", "yaml.safe_load", "yaml.full_load",
+              "yaml.unsafe_load", "pickle.load", "np.load", "numpy.load", "torch.load",
+              "os.fdopen", "os.open"}  # fmt: skip
+READ_METHODS = {"read_text", "read_bytes", "open"}
+# Deliberate exceptions: (file, call) -> why it is not a stranger's file
+ALLOWED: dict[tuple[str, str], str] = {
+    ("cppo_bench/store/lock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
+    ("cppo_bench/store/lock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
+    ("cppo_bench/store/lock.py", "os.fdopen"): "its own lock file, opened above",
+    ("cppo_bench/cli/doctor_checks.py", ".read_text"): "/proc and /sys knobs of this machine",
+    ("cppo_bench/verifier/mounts.py", "open"): "/proc/self/mountinfo",
+    ("cppo_bench/verifier/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
+    ("cppo_bench/verifier/cpus.py", "open"): "/proc/self/status",
+    ("cppo_bench/verifier/cpus.py", "os.open"): "its own CPU-slot lock files",
+    ("cppo_bench/verifier/cpus.py", "os.fdopen"): "its own CPU-slot lock files",
+    ("cppo_bench/verifier/nsutil.py", "open"): "/proc/self uid/gid maps it writes",
+    ("cppo_bench/verifier/child.py", "open"): "the sandboxed child's stdio fds 0/1/2",
+    ("cppo_bench/verifier/launch.py", ".read_text"): "the package's own launcher source",
+    ("cppo_bench/verifier/cache.py", ".read_text"): "its own result cache (hash-named)",
+    ("cppo_bench/verifier/cache.py", "os.fdopen"): "its own result cache, written O_EXCL",
+    ("cppo_bench/verifier/zygote.py", "os.open"): "/proc fds of its own children",
+    ("cppo_bench/diversity/algorithmic.py", ".read_text"): "prompts shipped in the package",
+    ("cppo_bench/prompts/__init__.py", ".read_text"): "prompts shipped in the package",
+    ("cppo_bench/report/specs.py", ".read_text"): "specs shipped in the package (a user's "
+                                                  "--specs file goes through read_yaml)",
+    ("cppo_bench/report/html.py", ".read_bytes"): "a figure PNG the report just drew",
+    ("cppo_bench/diversity/semantic.py", ".open"): "joins its own downloaded model parts",
+    ("cppo_bench/diversity/semantic.py", "open"): "its own downloaded model parts",
+    ("cppo_bench/backends/default_model.py", ".read_text"): "its own download marker",
+    ("cppo_bench/backends/default_model.py", "open"): "its own downloaded model file",
+    ("cppo_bench/backends/default_model.py", ".open"): "its own downloaded model file",
+    ("cppo_bench/prompts/__init__.py", "yaml.safe_load"): "prompts shipped in the package",
+    ("cppo_bench/report/specs.py", "yaml.safe_load"): "specs shipped in the package",
+    ("cppo_bench/store/frames.py", "pd.read_csv"): "parses the stream userfiles.open_bytes opened",
+    ("cppo_bench/benchmarks/_io.py", "pq.ParquetFile"): "after userfiles.check(path) said it is "
+    "a regular file; pyarrow reads it in batches",
+    ("cppo_bench/benchmarks/_io.py", "datasets.load_from_disk"): "a save_to_disk folder, "
+    "memory-mapped by datasets (a folder: no FIFO reaches it)",
+}
+# the sandbox's own plumbing: /proc, /dev, cgroup and mount files of the machine it runs on
+for _sandbox in ("child", "harness", "mounts", "nsutil", "procs"):
+    ALLOWED[(f"cppo_bench/verifier/{_sandbox}.py", "os.open")] = "sandbox plumbing (/proc, /dev)"
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return "?"
+
+
+def reading_calls(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        if name in READ_CALLS:
+            found.append((node.lineno, name))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in READ_METHODS:
+            # path.read_text(), path.open("rb"): a method of a path (not os.open / io.open,
+            # matched above, nor urllib / webbrowser opens of URLs)
+            if name.split(".")[0] not in ("os", "io", "urllib", "webbrowser", "userfiles", "storefs"):
+                found.append((node.lineno, "." + node.func.attr))
+    return found
+
+
+def _sources() -> list[Path]:
+    return sorted((ROOT / "cppo_bench").rglob("*.py"))
+
+
+def test_every_read_of_a_path_goes_through_the_reader() -> None:
+    offenders = []
+    for path in _sources():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in DOORS:
+            continue
+        for line, name in reading_calls(ast.parse(path.read_text(encoding="utf-8"))):
+            if (rel, name) not in ALLOWED:
+                offenders.append(f"{rel}:{line}: {name}")
+    assert not offenders, "read through cppo_bench.util.userfiles:\n" + "\n".join(offenders)
+
+
+def test_the_walk_sees_each_way_around() -> None:
+    tree = ast.parse("open(p)\np.read_text()\np.read_bytes()\njson.load(f)\n"
+                     "yaml.safe_load(s)\np.open('rb')\npickle.load(f)\n")  # fmt: skip
+    assert len(reading_calls(tree)) == 7
+    assert reading_calls(ast.parse("userfiles.read_text(p)\nos.path.exists(p)\n")) == []
+
+
+# --- behaviour ------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "problems.jsonl"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("reader", [userfiles.read_bytes, userfiles.read_text,
+                                    userfiles.read_json, userfiles.read_yaml,
+                                    lambda p: list(userfiles.lines(p))])  # fmt: skip
+def test_fifo_device_and_dev_zero_link_are_one_line(reader, fifo: Path, tmp_path: Path) -> None:
+    link = tmp_path / "zero.json"
+    link.symlink_to("/dev/zero")
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/null"), "a character device"),
+                       (link, "a character device"), (tmp_path, "a directory")):  # fmt: skip
+        with pytest.raises(DataError) as err:
+            reader(path)
+        assert str(err.value).startswith(f"{path}: is {kind}"), err.value
+        assert "\n" not in str(err.value)
+
+
+def test_size_is_checked_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "input_output.json"
+    with open(big, "wb") as fh:  # sparse: 2 GiB that cost no disk
+        fh.truncate(2 << 30)
+    with pytest.raises(DataError, match=r"input_output.json: 2147483648 bytes, larger than"):
+        userfiles.read_text(big)
+
+
+def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "bomb.yaml"
+    rows = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    rows += [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}" + f",*{chr(97 + i)}" * 8 + "]"
+             for i in range(8)]  # fmt: skip
+    spec.write_text("\n".join(rows) + "\n")
+    assert spec.stat().st_size < 1024
+    with pytest.raises(DataError, match=r"bomb.yaml:2: not valid YAML \(aliases"):
+        userfiles.read_yaml(spec)
+
+
+def test_long_line_is_skipped_without_being_held(tmp_path: Path) -> None:
+    """A line past the cap is named and skipped; the peak RSS of a fresh process reading a
+    64 MiB line with an 8 MiB cap stays far below the line (it is never held whole)."""
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(b'{"a": 1}\n' + b'"' + b"x" * (64 << 20) + b'"\n' + b'{"b": 2}\n')
+    code = (
+        "import resource, sys\nfrom cppo_bench.util import userfiles\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"out = [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines({str(path)!r}, 8 << 20)]\n"
+        "print(out)\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)  # fmt: skip
+    listing, rss_kb = proc.stdout.splitlines()  # ru_maxrss: KiB on Linux
+    assert "(2, None, 'longer than 8388608 bytes')" in listing and "(3, '{\"b\": 2}\\n', None)" in listing
+    # bound: the 8 MiB cap plus a chunk, never the 64 MiB line
+    assert int(rss_kb) < 24 << 10, f"peak RSS grew {int(rss_kb) >> 10} MiB for a 64 MiB line"
+
+
+def test_benchmark_loader_names_a_fifo(fifo: Path) -> None:
+    from cppo_bench.benchmarks import load_benchmark
+
+    with pytest.raises(DataError, match="is a FIFO"):
+        load_benchmark("demo", data=str(fifo))
+
+
+def test_problem_jsonl_reader_streams(tmp_path: Path) -> None:
+    from cppo_bench.problem import load_problem_jsonl
+
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps({"x": 1}) + "\n")
+    result = load_problem_jsonl(path)
+    assert result.errors and not result.problems

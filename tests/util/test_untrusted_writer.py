@@ -1,0 +1,173 @@
+"""Door 3 of docs/untrusted-inputs.md, files written under an output folder: every write
+under `--out` goes through `cppo_bench/store/outdir.py` (report, verify, decontam, augment) or,
+for the run store, `cppo_bench/store/fs.py`. The walk fails on another way to write; the
+behaviour tests plant links in `--out` and name outputs that would leave it."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from report_plant import N, Plant, _write
+
+from cppo_bench.cli import main
+from cppo_bench.store.outdir import OutDir, OutDirError
+
+ROOT = Path(__file__).resolve().parents[2]
+DOORS = {"cppo_bench/store/outdir.py", "cppo_bench/store/fs.py"}
+WRITE_CALLS = {"shutil.rmtree", "os.replace", "os.rename", "json.dump", "shutil.copy",
+               "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs"}  # fmt: skip
+WRITE_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "savefig", "touch",
+                 "rename", "replace", "symlink_to"}  # fmt: skip
+# Deliberate exceptions: (file, call) -> why it is not a write under a user's output folder
+ALLOWED: dict[tuple[str, str], str] = {
+    ("cppo_bench/store/lock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
+    ("cppo_bench/store/lock.py", ".unlink"): "its own lock file",
+    ("cppo_bench/verifier/cache.py", ".mkdir"): "its own hash-named verdict cache",
+    ("cppo_bench/verifier/cache.py", "json.dump"): "its own verdict cache (O_EXCL temp)",
+    ("cppo_bench/verifier/cache.py", "os.replace"): "its own verdict cache",
+    ("cppo_bench/verifier/cache.py", ".unlink"): "its own verdict cache temp file",
+    ("cppo_bench/backends/default_model.py", ".mkdir"): "the model download cache",
+    ("cppo_bench/backends/default_model.py", ".write_text"): "the model download marker",
+    ("cppo_bench/backends/default_model.py", "shutil.rmtree"): "the model download cache",
+    ("cppo_bench/backends/default_model.py", "os.replace"): "the model download cache",
+    ("cppo_bench/diversity/semantic.py", ".mkdir"): "the encoder download cache",
+    ("cppo_bench/diversity/semantic.py", ".unlink"): "the encoder download cache",
+    ("cppo_bench/diversity/semantic.py", ".rename"): "the encoder download cache",
+    ("cppo_bench/store/opener.py", ".rename"): "renames a run folder inside the store, both ends "
+    "checked by storefs (adopt_legacy)",
+    ("cppo_bench/verifier/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
+    ("cppo_bench/verifier/nsutil.py", "open"): "/proc/self uid/gid maps",
+    ("cppo_bench/benchmarks/build_demo_train.py", ".write_text"): "maintainer script: "
+    "writes the packaged demo file",
+}
+for _name in ("mounts", "procs", "launch", "nsutil", "harness"):  # its own tmpfs / cgroups
+    for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink"):
+        ALLOWED[(f"cppo_bench/verifier/{_name}.py", _call)] = "sandbox plumbing"
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return "?"
+
+
+def writing_calls(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        if name in WRITE_CALLS:
+            found.append((node.lineno, name))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in WRITE_METHODS:
+            head = name.split(".")[0]
+            if head in ("os", "shutil", "out", "outdir", "storefs", "dataclasses"):
+                continue  # os.* matched above; an OutDir's own methods; str.replace below
+            if node.func.attr == "replace" and len(node.args) != 1:
+                continue  # str.replace(a, b), dataclasses.replace(x, **kw)
+            found.append((node.lineno, "." + node.func.attr))
+        elif name == "open" and len(node.args) > 1:
+            mode = node.args[1]
+            if isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax+"):
+                found.append((node.lineno, "open"))
+    return found
+
+
+def test_every_write_under_an_output_folder_goes_through_the_writer() -> None:
+    offenders = []
+    for path in sorted((ROOT / "cppo_bench").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in DOORS:
+            continue
+        for line, name in writing_calls(ast.parse(path.read_text(encoding="utf-8"))):
+            if (rel, name) not in ALLOWED:
+                offenders.append(f"{rel}:{line}: {name}")
+    assert not offenders, "write through cppo_bench.store.outdir.OutDir:\n" + "\n".join(offenders)
+
+
+def test_the_walk_sees_each_way_around() -> None:
+    tree = ast.parse("p.write_text(s)\np.mkdir()\nfig.savefig(p)\nshutil.rmtree(p)\n"
+                     "open(p, 'w')\nos.replace(a, b)\np.unlink()\n")  # fmt: skip
+    assert len(writing_calls(tree)) == 7
+    assert writing_calls(ast.parse("s.replace('a', 'b')\nout.write_text('x', t)\n")) == []
+
+
+# --- behaviour ------------------------------------------------------------------------------
+
+
+def _one_run(runs: Path) -> None:
+    _write(runs, Plant("direct", "m", "demo", 0, [[True] * 4] * N, planner=[0] * N,
+                       solver=[0] * N))  # fmt: skip
+
+
+def test_report_never_writes_through_planted_links(tmp_path: Path) -> None:
+    runs, out, victim = tmp_path / "runs", tmp_path / "out", tmp_path / "victim.txt"
+    _one_run(runs)
+    out.mkdir()
+    victim.write_text("keep me\n")
+    names = ("index.html", "report.md", "missing.md", "fill_missing.sh")
+    for name in names:
+        (out / name).symlink_to(victim)
+    result = CliRunner().invoke(main, ["report", "--runs", str(runs), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "keep me\n"
+    for name in names:  # each link was replaced by the report's own file
+        assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
+
+
+def test_report_refuses_a_linked_subfolder(tmp_path: Path) -> None:
+    runs, out, elsewhere = tmp_path / "runs", tmp_path / "out", tmp_path / "elsewhere"
+    _one_run(runs)
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "tables").symlink_to(elsewhere)
+    result = CliRunner().invoke(main, ["report", "--runs", str(runs), "--out", str(out)])
+    assert result.exit_code == 1
+    assert "symbolic link" in result.output and "Traceback" not in result.output
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_spec_named_to_leave_the_folder_is_refused(tmp_path: Path) -> None:
+    runs, out, specs = tmp_path / "runs", tmp_path / "a" / "b" / "out", tmp_path / "specs"
+    _one_run(runs)
+    specs.mkdir()
+    (specs / "evil.yaml").write_text(
+        "name: ../../x\ntitle: t\nkind: passk\ncolumns: []\nrows: []\n"
+    )
+    result = CliRunner().invoke(
+        main, ["report", "--runs", str(runs), "--out", str(out), "--specs", str(specs)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "evil.yaml: name '../../x'" in result.output
+    assert not (tmp_path / "a" / "x.md").exists() and not list(tmp_path.rglob("x.*"))
+
+
+@pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "a/../../x", "", "a\nb", "a/./b/.."])
+def test_outdir_names_never_leave(tmp_path: Path, rel: str) -> None:
+    with pytest.raises(OutDirError):
+        OutDir(tmp_path / "out").write_text(rel, "x")
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("kind", ["dangling", "file", "fifo"])
+def test_out_that_is_not_a_folder_is_one_line(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "out"
+    if kind == "dangling":
+        out.symlink_to(tmp_path / "missing")
+    elif kind == "file":
+        out.write_text("")
+    else:
+        os.mkfifo(out)
+    with pytest.raises(OutDirError) as err:
+        OutDir(out)
+    assert str(err.value).startswith(f"{out}: ") and "\n" not in str(err.value)
+    from cppo_bench.store.fs import StoreLinkError, make_dirs
+
+    with pytest.raises(StoreLinkError):  # the run store's root: the same refusal
+        make_dirs(out, out / "demo")
