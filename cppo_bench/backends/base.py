@@ -43,6 +43,8 @@ class GenRequest:
     messages: tuple[dict[str, str], ...] | None = None
     prompt: str | None = None
     tag: str = ""  # free-form label for logs (e.g. "planner", "solver")
+    # the prompt it renders (e.g. "plansearch_sketch"): progress lines name the stage running
+    stage: str = ""
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):

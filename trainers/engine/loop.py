@@ -62,18 +62,16 @@ class TrainResult:
 
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
-    import importlib.util
     import os
 
     import torch
     from accelerate import Accelerator
     from accelerate.utils import InitProcessGroupKwargs
 
+    from trainers.engine.trackers import check_tracker
+
     log_with = None if cfg.report_to == "none" else cfg.report_to
-    if log_with == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
-        raise DataError(
-            "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
-        )
+    check_tracker(cfg.report_to)  # a missing package: one line, before any model loads
     kwargs = deepspeed_support.accelerator_kwargs(torch.cuda.is_available())
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if sharding.wants_offload(cfg.sharding) and torch.cuda.is_available() and world > 1:
@@ -217,7 +215,13 @@ def _train(spec: RunSpec) -> TrainResult:
             out, spec, cfg, base_label, model_path, accelerator, total, start, model=model
         )
     if cfg.report_to != "none":
-        accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
+        from trainers.engine.trackers import check_tracker
+
+        accelerator.init_trackers(
+            "cppo-bench-train",
+            config=manifest.flat_config(spec),
+            init_kwargs=check_tracker(cfg.report_to, out),
+        )
 
     engine_opts = {
         "batch_size": cfg.rollout_batch,
@@ -258,6 +262,7 @@ def _train(spec: RunSpec) -> TrainResult:
     stopped: str | None = None
     warned_overlong = False
     from cppo_bench.progress import progress_bar
+    from trainers.engine.metrics import step_line
 
     quiet = not (spec.progress and accelerator.is_main_process)
     bar_cm = progress_bar("train", total, quiet=quiet, completed=start)
@@ -358,6 +363,7 @@ def _train(spec: RunSpec) -> TrainResult:
             if spec.on_step is not None:
                 stopped = spec.on_step(done, metrics) or None
             bar(1)
+            bar.log(step_line(metrics, total))  # per step, as TRL logs (a log has no bar)
             overlong = metrics.get("overlong_prompts") or 0
             if overlong and not warned_overlong and accelerator.is_main_process:
                 warned_overlong = True  # once a run: metrics.jsonl has every step's count
