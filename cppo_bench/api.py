@@ -193,7 +193,13 @@ def run(
     from cppo_bench.methods import METHODS
     from cppo_bench.pipeline import RunSpec, execute
 
+    from cppo_bench.benchmarks import BENCHMARKS
+
     METHODS.get(method)  # an unknown method before anything loads
+    # an alias (plan-and-solve, livecodebench) is stored under its one name: same run
+    method, bench = METHODS.canonical(method), BENCHMARKS.canonical(bench)
+    # bad settings (a negative temperature) before anything loads
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
     seed_list = _seeds(seeds)
     test_set = read_test_set(Path(tests)) if isinstance(tests, str | Path) else tests
     if test_set is not None and test_set.bench != bench:
@@ -212,7 +218,6 @@ def run(
         name = str(getattr(backend, "name", type(backend).__name__))
         label = model or str(getattr(backend, "model_id", f"{name}-default"))
         opened = _given(backend)
-    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
     results = []
     with opened as live:
         for seed in seed_list:

@@ -20,6 +20,10 @@ class ModelLoadError(BackendError):
     """A model (the embedded default or --model) that cannot be loaded."""
 
 
+class SamplingError(ValueError):
+    """Sampling settings no backend can honour (a negative temperature, top_p outside (0, 1])."""
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = 0.7
@@ -27,6 +31,16 @@ class SamplingParams:
     max_tokens: int = 2048
     seed: int = 0
     stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # every generation's settings pass here: a negative temperature was taken as greedy
+        # by hf while the manifest recorded -1.0 (a run that is not what it says)
+        if not (isinstance(self.temperature, int | float) and self.temperature >= 0):
+            raise SamplingError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
+            raise SamplingError(f"top_p must be in (0, 1], got {self.top_p}")
+        if not (isinstance(self.max_tokens, int) and self.max_tokens >= 1):
+            raise SamplingError(f"max_tokens must be >= 1, got {self.max_tokens}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -60,9 +60,14 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
+            from cppo_bench.cli.run_help import foreign_hint
             from cppo_bench.termsafe import safe
 
             exc.message = safe(exc.message)
+            hint = foreign_hint(getattr(exc, "option_name", None))
+            if isinstance(exc, click.NoSuchOption) and hint:  # our text: a line of its own
+                exc.message += f"\nhint: {hint}"
+                exc.possibilities = None
             raise
         except KeyboardInterrupt:
             # the shell convention for SIGINT (128 + 2), so scripts can tell it from a failure

@@ -223,6 +223,7 @@ def print_seed_table(results: list[Any]) -> None:
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
     """One row per stored run (shards merged); an unreadable run is listed with the reason,
     not skipped, and so is what keeps a sharded run from merging."""
+    from cppo_bench.metrics.uncertainty import is_partial
     from cppo_bench.runindex import scan
     from cppo_bench.scoring import summarize
     from cppo_bench.validity import run_tally
@@ -245,6 +246,10 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
+        if status == "complete" and is_partial(done, m.dataset_size):
+            # the run finished what it was asked (--limit/--shard), not the benchmark: stats
+            # and report call this partial, and so does the listing
+            status = f"partial: {done}/{m.dataset_size} of the benchmark"
         row = {
             "path": str(run.path),
             "bench": m.bench,
