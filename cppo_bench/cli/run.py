@@ -235,7 +235,8 @@ def _method_help() -> str:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_LOCK_WAIT
 @click.option(
-    "--trained", default=None, help="Tag of the trained checkpoint in --model (cppo, pkpo, ...)."
+    "--trained", default=None, help="Tag of the trained checkpoint in --model: the training algorithm (cppo, pkpo, "
+    "passk_rl, upskill).",
 )
 @click.option("--base-model", default=None, help="Model the checkpoint was trained from.")
 @click.option("--train-seed", type=int, default=None, help="Training seed of the checkpoint.")
