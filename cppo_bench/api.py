@@ -190,10 +190,9 @@ def run(
     from cppo_bench.augment.store import identity, read_test_set, with_tests
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
+    from cppo_bench.benchmarks import BENCHMARKS
     from cppo_bench.methods import METHODS
     from cppo_bench.pipeline import RunSpec, execute
-
-    from cppo_bench.benchmarks import BENCHMARKS
 
     METHODS.get(method)  # an unknown method before anything loads
     # an alias (plan-and-solve, livecodebench) is stored under its one name: same run
@@ -250,3 +249,21 @@ def run(
                 on_result(result)
             results.append(result)
     return Run(tuple(results), Path(out))
+
+
+def rejudge(run_dir: str | Path, **options: Any) -> Any:
+    """Judge a stored run's completions again (today's verifier; ``tests``: an augmented test
+    set) into a new run beside it, never changing the stored one; see cppo_bench.rejudging."""
+    from cppo_bench.rejudging import rejudge as rejudge_run
+
+    return rejudge_run(run_dir, **options)
+
+
+def samples(
+    run: str | Path, problem: str | None = None, *, data: str | Path | None = None, **options: Any
+) -> list[dict[str, Any]]:
+    """A run's samples per problem (statement, plans, programs, verdicts, first failing
+    test), as `cppo-bench samples` shows them; see cppo_bench.run_samples."""
+    from cppo_bench.run_samples import sample_rows
+
+    return sample_rows(run, problem, data=data, loader_options=options or None)

@@ -89,6 +89,8 @@ def load_runs(
         if len(models[(man.bench, man.method)]) > 1:
             label = f"{man.method}[{slug(man.model)}]"
         extra = man.extra
+        if isinstance(extra.get("rejudged"), dict):  # `verify --run`: never pooled with its source
+            label += "[rejudged]"
         for rec in records.values():
             outcomes = _bits(rec.outcomes)
             answers = tuple(b.answer for b in rec.branches)

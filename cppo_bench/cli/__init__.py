@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "stats": "cppo_bench.cli.stats:stats",
     "run": "cppo_bench.cli.run:run",
     "runs": "cppo_bench.cli.runs:runs",
+    "samples": "cppo_bench.cli.samples:samples",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",

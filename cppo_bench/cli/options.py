@@ -29,11 +29,14 @@ def parse_kv(
 LOADER_FLAGS = {"release": "release_version", "start_date": "start_date", "end_date": "end_date"}
 
 
-def bench_options(func: F) -> F:
+def bench_options(func: F | None = None, *, required: bool = True) -> Any:
     """--bench NAME, --data PATH and repeatable -o KEY=VALUE loader options, as the
     parameters `bench`, `data_path` and `option_pairs`; --release / --start-date /
     --end-date are added to `option_pairs` (so every command taking -o takes them)."""
     import functools
+
+    if func is None:  # @bench_options(required=False)
+        return lambda f: bench_options(f, required=required)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -49,7 +52,7 @@ def bench_options(func: F) -> F:
     from cppo_bench.cli.run_help import names
 
     options = [
-        click.option("--bench", required=True, help=f"Benchmark: {names(BENCHMARKS)}."),
+        click.option("--bench", required=required, help=f"Benchmark: {names(BENCHMARKS)}."),
         click.option(
             "--data",
             "data_path",

@@ -266,6 +266,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "validity": tally.to_dict(),
             "validity_text": tally.text(),
         }
+        if isinstance(m.extra.get("rejudged"), dict):
+            row["rejudged_from"] = str(m.extra["rejudged"].get("from"))
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]
             row["problems"] = list(run.problems)
@@ -297,6 +299,8 @@ def print_runs(rows: list[dict], out: Path) -> None:
             name += f" ({len(r['shards'])} shards)"
             if r["problems"]:
                 name += ": " + "; ".join(r["problems"])
+        if r.get("rejudged_from"):
+            name += f" (re-judged from {Path(r['rejudged_from']).name})"
         score = _fmt(r["pass_at_k"])
         if r["maj_at_k"] is not None:
             score += f" (maj {_fmt(r['maj_at_k'])})"
