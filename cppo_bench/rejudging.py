@@ -103,6 +103,7 @@ def rejudge(
     """Judge the completions of the run in `run_dir` again into a new run under `out`
     (default: the source's run store). `tests`: an augmented test set (folder or TestSet)."""
     from cppo_bench.augment.store import read_test_set, with_tests
+    from cppo_bench.scoring import problem_meta
     from cppo_bench.verifier import VerifyJob, verify_batch
 
     source_dir = Path(run_dir)
@@ -154,7 +155,8 @@ def rejudge(
                     detail=(r.detail or "")[:300],
                 )
             )  # fmt: skip
-        new_records.append(dataclasses.replace(old, branches=branches, extra=dict(old.extra)))
+        extra = {**dict(old.extra), **problem_meta(by_id[pid])}  # older runs lacked it
+        new_records.append(dataclasses.replace(old, branches=branches, extra=extra))
     write_manifest(target, manifest)
     append_records(target, new_records)
     from cppo_bench.scoring import summarize
