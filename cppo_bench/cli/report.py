@@ -106,6 +106,18 @@ def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any
     "seeds, inference-only rows bootstrap SE over problems (as `stats passk`); seed-std or "
     "bootstrap-se: that one for every row.",
 )
+@click.option(
+    "--show-empty",
+    is_flag=True,
+    help="Keep the rows, columns and tables no run fills (default: left out, the empty "
+    "tables named in one line; --check lists the runs they need).",
+)
+@click.option(
+    "--study-numbers",
+    is_flag=True,
+    help="Also show the study's published cells the specs name (e.g. its external Gemma "
+    "LCB-v6 numbers), footnoted as such; by default a report shows only your runs.",
+)
 def report(
     runs: Path,
     out: Path,
@@ -118,6 +130,8 @@ def report(
     judge_backend: str | None,
     judge_model: str | None,
     spread: str,
+    show_empty: bool = False,
+    study_numbers: bool = False,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
     from cppo_bench.problem import DataError
@@ -153,6 +167,7 @@ def report(
                     judge=judge,
                     progress=progress,
                     spread=spread,
+                    study_numbers=study_numbers,
                 )
             else:
                 result = build_report(
@@ -166,6 +181,8 @@ def report(
                     judge=judge,
                     progress=progress,
                     spread=spread,
+                    show_empty=show_empty,
+                    study_numbers=study_numbers,
                 )
                 computed = result.computed
     except (DataError, ValueError) as exc:
