@@ -233,9 +233,8 @@ def example_problems(spec: TableSpec, engine: CellEngine) -> tuple[list[Any], st
     def held(bench: str, pid: str) -> bool:
         return any(r.manifest.bench == bench and pid in engine.index.records(r) for r in runs)
 
-    present = [p for p in spec.problems if held(p.bench, p.problem_id)]
-    if present or not runs:
-        return (present or list(spec.problems)), None
+    if not runs or any(held(p.bench, p.problem_id) for p in spec.problems):
+        return list(spec.problems), None  # an absent one's rows are empty: left out shown
     picked = []
     for bench in sorted({r.manifest.bench for r in runs}):
         mine = [r for r in runs if r.manifest.bench == bench]
