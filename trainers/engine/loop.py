@@ -27,6 +27,7 @@ from trainers.engine.context import step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_metrics
 from trainers.engine.rewards import RewardFn, reward_from_config
 from trainers.engine.rollout import ROLLOUT_ENGINES
+from trainers.engine.trackers import check_tracker
 
 
 @dataclass
@@ -67,8 +68,6 @@ def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     import torch
     from accelerate import Accelerator
     from accelerate.utils import InitProcessGroupKwargs
-
-    from trainers.engine.trackers import check_tracker
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
     check_tracker(cfg.report_to)  # a missing package: one line, before any model loads
@@ -215,8 +214,6 @@ def _train(spec: RunSpec) -> TrainResult:
             out, spec, cfg, base_label, model_path, accelerator, total, start, model=model
         )
     if cfg.report_to != "none":
-        from trainers.engine.trackers import check_tracker
-
         accelerator.init_trackers(
             "cppo-bench-train",
             config=manifest.flat_config(spec),
