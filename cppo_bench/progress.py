@@ -159,9 +159,12 @@ class PlainBar:
     def describe(self, elapsed: float) -> str:
         count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
-        rate = (self.done - self.first) / elapsed if elapsed > 0 else 0.0
+        done = self.done - self.first
+        rate = done / elapsed if elapsed > 0 else 0.0
+        # as tqdm: units per second, or seconds per unit when a unit takes longer (a step)
+        speed = f"{rate:.2f}/s" if rate >= 1 or not done else f"{1 / rate:.1f} s each"
         note = f" {self.text}" if self.text else ""
-        return f"{self.label}: {count}{pct} elapsed {clock_text(elapsed)}, {rate:.2f}/s{note}"
+        return f"{self.label}: {count}{pct} elapsed {clock_text(elapsed)}, {speed}{note}"
 
     def __call__(self, n: int) -> None:
         self.done += n

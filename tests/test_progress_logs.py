@@ -54,7 +54,7 @@ def test_progress_bar_without_a_terminal_is_plain_lines_escaped():
         bar(1)
         bar.log("step 1/4: loss 0.1")
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("train: 1/4 (25%) elapsed 0:00:")
+    assert lines[0].startswith("train: 1/4 (25%) elapsed 0:00:31, 31.0 s each")
     assert "reward 0.5 \\x1b[2J" in lines[0]  # outside text never reaches the terminal raw
     assert "step 1/4: loss 0.1" in lines
     assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
