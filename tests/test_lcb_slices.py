@@ -109,3 +109,16 @@ def test_loader_flags_follow_livecodebench(tmp_path):
     assert f"kept {expected}" in shown.output
     late = invoke(["data", "show", "--bench", "lcb", "--data", str(LCB), "--release", "v2"])
     assert late.exit_code == 1  # v2's window holds none of release_v1's problems
+
+
+def test_report_tables_by_difficulty_match_the_raw_file(store):
+    from cppo_bench.report.slice_tables import slice_tables
+
+    out, solved = store
+    tables = {t.name: t for t in slice_tables(out, k=1, resamples=50)}
+    by_difficulty = tables["lcb_by_difficulty"]
+    groups = [c.header[0] for c in by_difficulty.columns]
+    (row,) = by_difficulty.rows
+    got = {g: c.value for g, c in zip(groups, row.cells, strict=True)}
+    assert got == pytest.approx(oracle(solved, lambda r: True))
+    assert "lcb_by_window" in tables

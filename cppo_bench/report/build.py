@@ -200,6 +200,9 @@ def build_report(
     from cppo_bench.report.plus_tables import plus_tables  # audits of `cppo-bench audit`
 
     extra_tables += plus_tables(runs, resamples=resamples, seed=seed)
+    from cppo_bench.report.slice_tables import slice_tables  # LiveCodeBench's own view
+
+    extra_tables += slice_tables(runs, resamples=resamples, seed=seed, spread=spread)
     from cppo_bench.report.compact import prune
 
     full = [*computed.tables, *extra_tables]
