@@ -223,11 +223,16 @@ def print_seed_table(results: list[Any]) -> None:
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
     """One row per stored run (shards merged); an unreadable run is listed with the reason,
     not skipped, and so is what keeps a sharded run from merging."""
+    from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.methods import METHODS
     from cppo_bench.metrics.uncertainty import is_partial
     from cppo_bench.runindex import scan
     from cppo_bench.scoring import summarize
     from cppo_bench.validity import run_tally
 
+    # an alias (livecodebench, plan-and-solve) finds the runs stored under the one name
+    bench = BENCHMARKS.canonical(bench) if bench else bench
+    method = METHODS.canonical(method) if method else method
     store = scan(out)
     rows: list[dict] = [
         {"path": str(p), "status": f"unreadable: {why}"} for p, why in store.unreadable
