@@ -35,6 +35,24 @@ def _benchmark(manifest: Any, data: str | Path | None, options: dict[str, Any]) 
     return load_result(manifest.bench, data, unique=False, **options)
 
 
+def _prompt(manifest: Any, problem: Problem | None) -> tuple[Any, str]:
+    """The prompt as the model read it where one prompt serves every attempt (direct: its
+    chat messages, re-rendered from the run's prompt version), else the statement."""
+    if problem is None:
+        return None, "none"
+    if manifest.method == "direct":
+        from cppo_bench.methods.direct import render_messages
+        from cppo_bench.prompts import DEFAULT_VERSION
+
+        version = str(manifest.method_options.get("prompt_version") or DEFAULT_VERSION)
+        try:
+            messages = render_messages(problem, version)
+        except Exception:  # noqa: BLE001 - a version this install lacks: show the statement
+            return problem.statement, "statement"
+        return [dict(m) for m in messages], "messages"
+    return problem.statement, "statement"
+
+
 def _test(problem: Problem | None, index: int | None) -> dict[str, Any] | None:
     if problem is None or index is None or not 0 <= index < len(problem.tests):
         return None
@@ -50,7 +68,9 @@ def sample_rows(
     loader_options: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One dict per problem of the run in `run` (or only `problem`), in the run's order:
-    ``problem_id``, ``passed``, ``prompt`` (the statement, None when the data is not at hand),
+    ``problem_id``, ``passed``, ``prompt`` (direct: the chat messages as sent; other methods,
+    whose prompts differ per stage and attempt: the statement; None when the data is not at
+    hand) and ``prompt_kind``,
     ``plans``, and ``attempts`` (index, plan, code, completion, verdict, passed,
     tests_passed, tests_total, first_failed, ``first_failing_test`` {input, expected} or
     None, detail, finish_reason, tokens, seed)."""
@@ -70,6 +90,7 @@ def sample_rows(
     rows = []
     for pid in order:
         rec, p = records[pid], by_id.get(pid)
+        prompt, kind = _prompt(manifest, p)
         attempts = [
             {
                 "index": b.index,
@@ -98,7 +119,8 @@ def sample_rows(
                 "seed": manifest.seed,
                 "problem_id": pid,
                 "passed": rec.passed,
-                "prompt": p.statement if p is not None else None,
+                "prompt": prompt,
+                "prompt_kind": kind,  # messages (as sent) | statement | none
                 "plans": rec.plans,
                 "attempts": attempts,
                 "tests_at_hand": p is not None,

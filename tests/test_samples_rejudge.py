@@ -12,6 +12,7 @@ import cppo_bench as cb
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.runstore import RECORDS, iter_runs, read_manifest, read_records
 
+SENT: dict[str, list[dict]] = {}
 HOSTILE = "```python\nprint('\x1b[2J\x1b]0;pwned\x07')\n```"
 
 
@@ -33,6 +34,9 @@ def stored(tmp_path, demo):
 
     backend.respond = reply
     cb.run("direct", "demo", backend=backend, k=4, limit=3, out=tmp_path)
+    SENT.clear()  # what the model was really sent, per problem statement
+    for req in (r for call in backend.calls for r in call):
+        SENT.setdefault(backend.user(req), [dict(m) for m in req.messages])
     (run_dir,) = iter_runs(tmp_path)
     return run_dir
 
@@ -44,7 +48,10 @@ def test_samples_show_each_attempt_and_its_first_failing_test(stored, demo):
     records = read_records(stored)
     for row in rows:
         p, rec = by_id[row["problem_id"]], records[row["problem_id"]]
-        assert row["prompt"] == p.statement
+        # direct: the chat messages exactly as the model received them
+        assert row["prompt_kind"] == "messages"
+        assert row["prompt"] == SENT[row["prompt"][-1]["content"]]
+        assert p.statement.strip() in row["prompt"][-1]["content"]
         assert [a["verdict"] for a in row["attempts"]] == [b.verdict for b in rec.branches]
         for a in row["attempts"]:
             if a["passed"]:

@@ -31,8 +31,12 @@ def _print(rows: list[dict[str, Any]], full: bool) -> None:
             highlight=False,
         )
         if row["prompt"] is not None:
-            text = row["prompt"] if full else row["prompt"][:600]
-            console.print(Panel(lines(text), title="prompt (problem statement)", expand=False))
+            prompt, title = row["prompt"], "prompt (problem statement)"
+            if row["prompt_kind"] == "messages":
+                prompt = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt)
+                title = "prompt (as sent)"
+            text = prompt if full else prompt[:600]
+            console.print(Panel(lines(text), title=title, expand=False))
         for i, plans in enumerate(row["plans"]):
             console.print(f"plans (tuple {i}):", highlight=False)
             for plan in plans:
