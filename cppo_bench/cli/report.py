@@ -149,13 +149,16 @@ def report(
                 enc = load_encoder(encoder)
             except EncoderUnavailable as exc:
                 raise click.ClickException(str(exc)) from None
+        from cppo_bench.progress import progress_bar
+
+        # the one progress module: a live line on a terminal, plain lines in a log
         with (
             _judge(judge_backend, judge_model) as judge,
-            console.status("computing tables") as status,
+            progress_bar("report") as bar,
         ):
 
             def progress(msg: str) -> None:
-                status.update(msg)
+                bar.note(msg)
 
             if check:
                 computed = compute(
