@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError, Problem
-from cppo_bench.runstore import (
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.store.runs import (
     MANIFEST,
     Branch,
     ProblemRecord,
@@ -57,7 +58,7 @@ def _problems(manifest: RunManifest, data: str | Path | None, options: dict[str,
 
 def store_root(run_dir: Path, manifest: RunManifest) -> Path:
     """The run store a run directory lies in (OUT/bench/method/model/run), else its parent."""
-    from cppo_bench.runstore import slug
+    from cppo_bench.store.runs import slug
 
     parts = run_dir.resolve().parts
     if len(parts) > 4 and parts[-4:-1] == (manifest.bench, manifest.method, slug(manifest.model)):
@@ -70,7 +71,7 @@ def new_manifest(source: RunManifest, source_dir: Path, test_set: Any) -> RunMan
     identity, so its directory differs from the source's) and as a fresh run."""
     import cppo_bench
     from cppo_bench.augment.store import identity
-    from cppo_bench.runopen import git_commit
+    from cppo_bench.store.opener import git_commit
 
     m = copy.deepcopy(source)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -103,7 +104,7 @@ def rejudge(
     """Judge the completions of the run in `run_dir` again into a new run under `out`
     (default: the source's run store). `tests`: an augmented test set (folder or TestSet)."""
     from cppo_bench.augment.store import read_test_set, with_tests
-    from cppo_bench.scoring import problem_meta
+    from cppo_bench.runner.scoring import problem_meta
     from cppo_bench.verifier import VerifyJob, verify_batch
 
     source_dir = Path(run_dir)
@@ -159,7 +160,7 @@ def rejudge(
         new_records.append(dataclasses.replace(old, branches=branches, extra=extra))
     write_manifest(target, manifest)
     append_records(target, new_records)
-    from cppo_bench.scoring import summarize
+    from cppo_bench.runner.scoring import summarize
 
     manifest.extra["summary"] = summarize(new_records, manifest.k)
     finished = all(pid in records for pid in source.problem_ids)

@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError, Problem
-from cppo_bench.runstore import ProblemRecord, read_manifest, read_records
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.store.runs import ProblemRecord, read_manifest, read_records
 
 TEST_CHARS = 2000  # of a failing test's input / expected output shown
 

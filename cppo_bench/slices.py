@@ -5,7 +5,7 @@ release window) and over a contest-date window, LiveCodeBench's answer to contam
 Names follow LiveCodeBench's released scorer (lcb_runner/evaluation/compute_scores.py):
 ``start_date`` / ``end_date`` are inclusive YYYY-MM-DD bounds on ``contest_date``,
 ``platform`` keeps one platform, and difficulty is the dataset's easy / medium / hard.
-A record keeps its problem's difficulty, platform and contest date (cppo_bench.scoring);
+A record keeps its problem's difficulty, platform and contest date (cppo_bench.runner.scoring);
 rows without the field a window needs are left out and counted, never guessed.
 
     frame = cb.load_runs("runs/")
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.problem import DataError
-from cppo_bench.registry import Registry
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from conftest import SHARED_DATA
 from run_scripted import ScriptedBackend, invoke
 
 import cppo_bench as cb
-from cppo_bench.runstore import RECORDS, iter_runs
+from cppo_bench.store.runs import RECORDS, iter_runs
 
 LCB = SHARED_DATA / "livecodebench" / "code_generation_release_v1_public.jsonl"
 N = 12

@@ -12,7 +12,7 @@ from run_scripted import ScriptedBackend
 
 from cppo_bench import api
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.progress import Ticker, progress_bar
+from cppo_bench.util.progress import Ticker, progress_bar
 
 
 class FakeClock:
@@ -115,7 +115,7 @@ def test_step_line_names_what_trl_logs():
 def test_report_to_names_a_missing_tracker_in_one_line(monkeypatch):
     import importlib.util
 
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from trainers.engine.config import ConfigError, TrainConfig
     from trainers.engine.trackers import check_tracker
 

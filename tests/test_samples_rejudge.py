@@ -10,7 +10,7 @@ from run_scripted import WRONG, ScriptedBackend, invoke
 
 import cppo_bench as cb
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.runstore import RECORDS, iter_runs, read_manifest, read_records
+from cppo_bench.store.runs import RECORDS, iter_runs, read_manifest, read_records
 
 SENT: dict[str, list[dict]] = {}
 HOSTILE = "```python\nprint('\x1b[2J\x1b]0;pwned\x07')\n```"

@@ -20,7 +20,7 @@ from cppo_bench import api
 from cppo_bench.backends.base import SamplingError, SamplingParams
 from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
 from cppo_bench.methods import METHODS
-from cppo_bench.runstore import iter_runs, read_manifest
+from cppo_bench.store.runs import iter_runs, read_manifest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -90,7 +90,7 @@ def test_run_help_lists_every_method_in_full():
 
 
 def test_doctor_checks_for_chromium(monkeypatch):
-    import cppo_bench.doctor as doc
+    import cppo_bench.cli.doctor_checks as doc
 
     monkeypatch.setattr(doc.shutil, "which", lambda name: None)
     check = doc.check_chromium()

@@ -62,7 +62,7 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
             from cppo_bench.cli.run_help import foreign_hint
-            from cppo_bench.termsafe import safe
+            from cppo_bench.util.termsafe import safe
 
             exc.message = safe(exc.message)
             hint = foreign_hint(getattr(exc, "option_name", None))

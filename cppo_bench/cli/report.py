@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.util.termsafe import markup, safe
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -134,9 +134,9 @@ def report(
     study_numbers: bool = False,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from cppo_bench.report import build_report, check_text, compute
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     fmts = _formats(formats)
     console = Console(stderr=True)
@@ -149,7 +149,7 @@ def report(
                 enc = load_encoder(encoder)
             except EncoderUnavailable as exc:
                 raise click.ClickException(str(exc)) from None
-        from cppo_bench.progress import progress_bar
+        from cppo_bench.util.progress import progress_bar
 
         # the one progress module: a live line on a terminal, plain lines in a log
         with (

@@ -7,8 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
-from cppo_bench.termsafe import markup
+from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import markup
 
 
 def _fmt(x: float | None) -> str:
@@ -18,10 +18,10 @@ def _fmt(x: float | None) -> str:
 class RichReporter:
     """Progress of a run: problems done, pass@K so far, the generation stage running,
     generations and their throughput. A rich bar on a terminal; without one (nohup, Slurm)
-    the same facts as a plain line at a steady interval (`cppo_bench.progress.Ticker`)."""
+    the same facts as a plain line at a steady interval (`cppo_bench.util.progress.Ticker`)."""
 
     def __init__(self, title: str, k: int, quiet: bool = False, **ticker: Any) -> None:
-        from cppo_bench.progress import Ticker, is_terminal
+        from cppo_bench.util.progress import Ticker, is_terminal
 
         self.title, self.k, self.quiet = title, k, quiet
         self.passed = self.done = self.total = self.gens = 0
@@ -41,7 +41,7 @@ class RichReporter:
             TimeElapsedColumn,
         )
 
-        from cppo_bench.termsafe import console as Console  # escapes data it prints
+        from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -59,7 +59,7 @@ class RichReporter:
 
     def line(self, elapsed: float) -> str:
         """The plain progress line (a log has no bar)."""
-        from cppo_bench.progress import clock_text
+        from cppo_bench.util.progress import clock_text
 
         stage = f", stage {self.stage}" if self.stage else ""
         total = self.total or "?"
@@ -121,7 +121,7 @@ def print_summary(result: Any, skipped: int = 0) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     s, st, t, k = result.summary, result.stats, result.timings, result.manifest.k
     n = max(1, s["problems"])
@@ -175,8 +175,8 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
     """What an interrupted run kept, and the command that resumes it (to stderr)."""
     import click
 
-    from cppo_bench.gencache import GEN_CACHE
-    from cppo_bench.runstore import read_records
+    from cppo_bench.store.gencache import GEN_CACHE
+    from cppo_bench.store.runs import read_records
 
     if run_dir is None:
         click.echo("interrupted before any generation: nothing stored", err=True)
@@ -200,13 +200,13 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
 
 def validity_text(records: list[Any]) -> str:
     """The tuple validity / fallback line of a run ('' for a method with nothing to say)."""
-    from cppo_bench.validity import run_tally
+    from cppo_bench.plan.validity import run_tally
 
     return run_tally(records).text()
 
 
 def print_seed_table(results: list[Any]) -> None:
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     values = [r.summary["pass_at_k"] for r in results if r.summary["pass_at_k"] is not None]
     k = results[0].manifest.k
@@ -226,9 +226,9 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
     from cppo_bench.benchmarks import BENCHMARKS
     from cppo_bench.methods import METHODS
     from cppo_bench.metrics.uncertainty import is_partial
-    from cppo_bench.runindex import scan
-    from cppo_bench.scoring import summarize
-    from cppo_bench.validity import run_tally
+    from cppo_bench.store.index import scan
+    from cppo_bench.runner.scoring import summarize
+    from cppo_bench.plan.validity import run_tally
 
     # an alias (livecodebench, plan-and-solve) finds the runs stored under the one name
     bench = BENCHMARKS.canonical(bench) if bench else bench
@@ -283,7 +283,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
 def print_runs(rows: list[dict], out: Path) -> None:
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     if not console.is_terminal:  # piped or logged: no width to fit, so never fold a cell

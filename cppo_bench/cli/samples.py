@@ -1,5 +1,5 @@
 """`cppo-bench samples`: what a model did per problem in a stored run (cppo_bench.run_samples).
-Every text shown came from a model or a dataset: it is printed through cppo_bench.termsafe."""
+Every text shown came from a model or a dataset: it is printed through cppo_bench.util.termsafe."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ def _print(rows: list[dict[str, Any]], full: bool) -> None:
     from rich.panel import Panel
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
-    from cppo_bench.termsafe import markup, safe
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import markup, safe
 
     def lines(text: str) -> str:  # multi-line outside text: escaped, its newlines kept
         return escape(safe(text, keep_newlines=True))
@@ -93,10 +93,10 @@ def samples(run_dir: Path, problem: str | None, data_path: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Show a run's samples per problem: statement, plans, programs, verdicts and the first
     failing test (lm-eval's --log_samples, read back from the run store)."""
-    from cppo_bench.problem import DataError
-    from cppo_bench.registry import UnknownNameError
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.run_samples import sample_rows
-    from cppo_bench.termsafe import json_line
+    from cppo_bench.util.termsafe import json_line
 
     try:
         rows = sample_rows(run_dir, problem, data=data_path, loader_options=parse_kv(option_pairs))

@@ -16,8 +16,8 @@ def slice_tables(
     runs_root: Path, k: int = 4, resamples: int = 1000, seed: int = 0, spread: str = "study"
 ) -> list[Any]:
     """[] when the store holds no LiveCodeBench run whose records carry the fields."""
-    from cppo_bench.frames import load_runs
-    from cppo_bench.problem import DataError
+    from cppo_bench.store.frames import load_runs
+    from cppo_bench.errors import DataError
     from cppo_bench.report.model import Cell, Column, Row, Table
     from cppo_bench.slices import UNKNOWN, pass_at_k_by
 

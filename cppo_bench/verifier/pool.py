@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from cppo_bench.problem import DataError, Problem
-from cppo_bench.registry import UnknownNameError
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
@@ -246,13 +247,13 @@ def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, 
 
 
 class _Bar:
-    """The one progress bar (`cppo_bench.progress.progress_bar`: plain lines without a
+    """The one progress bar (`cppo_bench.util.progress.progress_bar`: plain lines without a
     terminal) when asked for; a no-op otherwise."""
 
     def __init__(self, enabled: bool, total: int, done: int) -> None:
         self._cm = self._bar = None
         if enabled and total:
-            from cppo_bench.progress import progress_bar
+            from cppo_bench.util.progress import progress_bar
 
             # stderr: standard output may be carrying the results (cppo-bench verify)
             self._cm = progress_bar("verifying", total, completed=done)

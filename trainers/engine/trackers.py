@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cppo_bench.problem import DataError
-from cppo_bench.registry import Registry
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import Registry
 
 
 @dataclass(frozen=True)
