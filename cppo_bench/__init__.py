@@ -7,6 +7,7 @@ The public Python API (the CLI commands call the same functions)::
     verdicts = cb.verify(problems[:1], [problems[0].reference_solutions[0]])
     run = cb.run("direct", "demo", k=4, seeds=[0], limit=1, out="runs")
     frame = cb.load_runs("runs")                 # a pandas DataFrame, one row per problem
+    cb.samples(run.results[0].run_dir)           # per problem: statement, programs, verdicts
     cb.stats.pass_at_k(frame, k=[1, 4])          # mean ± the study's uncertainty, with n
 
 Training is ``from trainers import train`` (the harness never imports the trainers).
@@ -25,6 +26,8 @@ _EXPORTS: dict[str, str] = {
     "load_benchmark": "cppo_bench.api:load_benchmark",
     "verify": "cppo_bench.api:verify",
     "run": "cppo_bench.api:run",
+    "samples": "cppo_bench.api:samples",
+    "rejudge": "cppo_bench.api:rejudge",
     "Run": "cppo_bench.api:Run",
     "load_runs": "cppo_bench.store.frames:load_runs",
     "stats": "cppo_bench.stats:",
@@ -41,14 +44,16 @@ __all__ = [
     "__version__",
     "load_benchmark",
     "load_runs",
+    "rejudge",
     "run",
+    "samples",
     "stats",
     "verify",
 ]
 
 if TYPE_CHECKING:
     from cppo_bench import stats
-    from cppo_bench.api import Run, load_benchmark, run, verify
+    from cppo_bench.api import Run, load_benchmark, rejudge, run, samples, verify
     from cppo_bench.errors import DataError
     from cppo_bench.problem import Problem
     from cppo_bench.store.frames import load_runs

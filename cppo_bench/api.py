@@ -195,10 +195,15 @@ def run(
     from cppo_bench.augment.store import identity, read_test_set, with_tests
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
+    from cppo_bench.benchmarks import BENCHMARKS
     from cppo_bench.methods import METHODS
     from cppo_bench.runner.pipeline import EvalSpec, execute
 
     METHODS.get(method)  # an unknown method before anything loads
+    # an alias (plan-and-solve, livecodebench) is stored under its one name: same run
+    method, bench = METHODS.canonical(method), BENCHMARKS.canonical(bench)
+    # bad settings (a negative temperature) before anything loads
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
     seed_list = _seeds(seeds)
     _check_run_door(method, bench, model, backend, k, seed_list, out, tags,
                     temperature=temperature, top_p=top_p, max_tokens=max_tokens)  # fmt: skip
@@ -219,7 +224,6 @@ def run(
         name = str(getattr(backend, "name", type(backend).__name__))
         label = model or str(getattr(backend, "model_id", f"{name}-default"))
         opened = _given(backend)
-    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
     results = []
     with opened as live:
         for seed in seed_list:
@@ -252,3 +256,21 @@ def run(
                 on_result(result)
             results.append(result)
     return Run(tuple(results), Path(out))
+
+
+def rejudge(run_dir: str | Path, **options: Any) -> Any:
+    """Judge a stored run's completions again (today's verifier; ``tests``: an augmented test
+    set) into a new run beside it, never changing the stored one; see cppo_bench.runner.rejudge."""
+    from cppo_bench.runner.rejudge import rejudge as rejudge_run
+
+    return rejudge_run(run_dir, **options)
+
+
+def samples(
+    run: str | Path, problem: str | None = None, *, data: str | Path | None = None, **options: Any
+) -> list[dict[str, Any]]:
+    """A run's samples per problem (statement, plans, programs, verdicts, first failing
+    test), as `cppo-bench samples` shows them; see cppo_bench.runner.samples."""
+    from cppo_bench.runner.samples import sample_rows
+
+    return sample_rows(run, problem, data=data, loader_options=options or None)

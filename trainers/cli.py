@@ -83,9 +83,10 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 )
 @click.option(
     "--report-to",
-    type=click.Choice(["none", "tensorboard"]),
+    type=click.Choice(["none", "tensorboard", "wandb"]),
     default=None,
-    help="Also log to these accelerate trackers (tensorboard: optional extra).",
+    help="Also log to this accelerate tracker (tensorboard: optional extra; wandb: offline "
+    "when WANDB_MODE=offline or no API key).",
 )
 @click.option(
     "--tests",

@@ -12,6 +12,10 @@ from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F
 from cppo_bench.util.progress import ProgressFn
 
 
+class SamplingError(ValueError):
+    """Sampling settings no backend can honour (a negative temperature, top_p outside (0, 1])."""
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = 0.7
@@ -19,6 +23,16 @@ class SamplingParams:
     max_tokens: int = 2048
     seed: int = 0
     stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # every generation's settings pass here: a negative temperature was taken as greedy
+        # by hf while the manifest recorded -1.0 (a run that is not what it says)
+        if not (isinstance(self.temperature, int | float) and self.temperature >= 0):
+            raise SamplingError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
+            raise SamplingError(f"top_p must be in (0, 1], got {self.top_p}")
+        if not (isinstance(self.max_tokens, int) and self.max_tokens >= 1):
+            raise SamplingError(f"max_tokens must be >= 1, got {self.max_tokens}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -35,6 +49,8 @@ class GenRequest:
     messages: tuple[dict[str, str], ...] | None = None
     prompt: str | None = None
     tag: str = ""  # free-form label for logs (e.g. "planner", "solver")
+    # the prompt it renders (e.g. "plansearch_sketch"): progress lines name the stage running
+    stage: str = ""
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):

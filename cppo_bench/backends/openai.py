@@ -14,12 +14,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import queue
 import random
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -105,17 +106,41 @@ class OpenAIBackend:
         on_result: ResultFn | None = None,
     ) -> list[GenResult]:
         results: list[GenResult | None] = [None] * len(requests)
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(requests))))
+        # daemon threads, never joined: on Ctrl-C (or an error) generate returns at once and
+        # the requests in flight are abandoned (their connections close with the process, so
+        # the server stops them), instead of waiting tens of seconds for every one to finish
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(requests)):
+            todo.put(i)
+        finished: queue.SimpleQueue[tuple[int, GenResult | None, BaseException | None]]
+        finished = queue.SimpleQueue()
+        cancel = threading.Event()
+
+        def work() -> None:
+            while not cancel.is_set():
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    finished.put((i, self._one(requests[i]), None))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                    finished.put((i, None, exc))
+
+        for _ in range(min(self.concurrency, len(requests))):
+            threading.Thread(target=work, daemon=True, name="openai-request").start()
         try:
-            futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
-            for fut in as_completed(futures):
-                results[futures[fut]] = fut.result()  # a BackendError stops the whole call
+            for _ in range(len(requests)):
+                i, result, error = finished.get()
+                if error is not None:
+                    raise error  # a BackendError stops the whole call
+                results[i] = result
                 if on_result:
-                    on_result(futures[fut], results[futures[fut]])  # type: ignore[arg-type]
+                    on_result(i, result)  # type: ignore[arg-type]
                 if progress:
                     progress(1)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            cancel.set()  # queued requests are never sent
         return [r for r in results if r is not None]
 
     def close(self) -> None:

@@ -38,6 +38,8 @@ BENCHMARKS: Registry[BenchmarkSpec] = Registry(
         "demo": "cppo_bench.benchmarks.demo",
         "demo_train": "cppo_bench.benchmarks.demo_train",
     },
+    # LiveCodeBench's and the hub's own spellings
+    aliases={"livecodebench": "lcb", "code_contests": "codecontests"},
 )
 
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "stats": "cppo_bench.cli.stats:stats",
     "run": "cppo_bench.cli.run:run",
     "runs": "cppo_bench.cli.runs:runs",
+    "samples": "cppo_bench.cli.samples:samples",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",
@@ -62,7 +63,12 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
+            from cppo_bench.cli.run_help import foreign_hint
             exc.message = safe(exc.message)
+            hint = foreign_hint(getattr(exc, "option_name", None))
+            if isinstance(exc, click.NoSuchOption) and hint:  # our text: a line of its own
+                exc.message += f"\nhint: {hint}"
+                exc.possibilities = None
             raise
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):  # `| head` closed the pipe: not an error here

@@ -54,7 +54,7 @@ def show(
 ) -> None:
     """Print a benchmark's problems as the loaders normalise them: a summary table, or JSON
     lines of Problem records with --json."""
-    from cppo_bench.api import load_result
+    from cppo_bench.benchmarks.load import load_result
     from cppo_bench.benchmarks.loadreport import load_line
     from cppo_bench.errors import DataError
     from cppo_bench.util.registry import UnknownNameError

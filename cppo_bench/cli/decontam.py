@@ -96,7 +96,6 @@ def decontam(
 ) -> None:
     """Find evaluation problems in training data (exact, n-gram and source-id matches), print
     the overlap matrix of all sources, and write the filtered training set."""
-    from rich.progress import Progress
     from rich.table import Table
 
     from cppo_bench.benchmarks.loadreport import load_line
@@ -132,9 +131,10 @@ def decontam(
 
     config = DecontamConfig(ngram, threshold, metric, max_df or None)  # type: ignore[arg-type]
     total = sum(len(s.problems) for s in sources)
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task("fingerprinting statements", total=total)
-        result = decontaminate(sources, config, on_fingerprint=lambda k: progress.advance(task, k))
+    from cppo_bench.util.progress import progress_bar
+
+    with progress_bar("fingerprinting statements", total) as advance:
+        result = decontaminate(sources, config, on_fingerprint=advance)
     train_path, report_path = result.write(out_dir)
 
     table = Table(

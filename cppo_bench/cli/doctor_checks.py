@@ -211,6 +211,23 @@ def check_lm_eval() -> Check:
     return Check("lm-eval", OK, version)
 
 
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def check_chromium() -> Check:
+    """A headless browser: the report's page is checked at 1,400 px with it (the report
+    itself is written without one)."""
+    found = next((shutil.which(n) for n in CHROMIUM_NAMES if shutil.which(n)), None)
+    if found is None:
+        return Check(
+            "chromium",
+            MISSING,
+            "no headless browser: the report renders, but its 1,400 px page check is skipped",
+            "apt-get install chromium   (or: bash .ci/setup --tests)",
+        )
+    return Check("chromium", OK, found)
+
+
 CHECKS: dict[str, Callable[[], Check]] = {
     "sandbox": check_sandbox,
     "torch": check_torch,
@@ -220,6 +237,7 @@ CHECKS: dict[str, Callable[[], Check]] = {
     "vllm": check_vllm,
     "gpus": check_gpus,
     "lm-eval": check_lm_eval,
+    "chromium": check_chromium,
 }
 
 

@@ -24,11 +24,35 @@ def parse_kv(
         raise click.BadParameter(str(exc), param_hint=what) from None
 
 
-def bench_options(func: F) -> F:
+# flag parameter -> the loader option it sets (LiveCodeBench's own flag names; the loader
+# that has no such option refuses it in one line, as it does for -o)
+LOADER_FLAGS = {"release": "release_version", "start_date": "start_date", "end_date": "end_date"}
+
+
+def bench_options(func: F | None = None, *, required: bool = True) -> Any:
     """--bench NAME, --data PATH and repeatable -o KEY=VALUE loader options, as the
-    parameters `bench`, `data_path` and `option_pairs`."""
+    parameters `bench`, `data_path` and `option_pairs`; --release / --start-date /
+    --end-date are added to `option_pairs` (so every command taking -o takes them)."""
+    import functools
+
+    if func is None:  # @bench_options(required=False)
+        return lambda f: bench_options(f, required=required)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        pairs = list(kwargs.get("option_pairs") or ())
+        for flag, key in LOADER_FLAGS.items():
+            value = kwargs.pop(flag, None)
+            if value is not None:
+                pairs.append(f"{key}={value}")
+        kwargs["option_pairs"] = tuple(pairs)
+        return func(*args, **kwargs)
+
+    from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.cli.run_help import names
+
     options = [
-        click.option("--bench", required=True, help="Benchmark (see `cppo-bench data list`)."),
+        click.option("--bench", required=required, help=f"Benchmark: {names(BENCHMARKS)}."),
         click.option(
             "--data",
             "data_path",
@@ -46,10 +70,31 @@ def bench_options(func: F) -> F:
             help="Loader option, repeatable (e.g. -o difficulty=all -o subset=0, "
             "-o release_version=release_v6 -o start_date=2025-02-01).",
         ),
+        click.option(
+            "--release",
+            "--release_version",  # LiveCodeBench's spelling
+            "release",
+            default=None,
+            help="lcb: release, e.g. release_v6 (increments 1..6), v6 (the 6th alone), v1_v3.",
+        ),
+        click.option(
+            "--start-date",
+            "--start_date",
+            "start_date",
+            default=None,
+            help="lcb: only problems whose contest date is on or after YYYY-MM-DD.",
+        ),
+        click.option(
+            "--end-date",
+            "--end_date",
+            "end_date",
+            default=None,
+            help="lcb: only problems whose contest date is on or before YYYY-MM-DD.",
+        ),
     ]
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 def backend_factory(name: str) -> Callable[..., Any]:

@@ -114,6 +114,18 @@ def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any
     "seeds, inference-only rows bootstrap SE over problems (as `stats passk`); seed-std or "
     "bootstrap-se: that one for every row.",
 )
+@click.option(
+    "--show-empty",
+    is_flag=True,
+    help="Keep the rows, columns and tables no run fills (default: left out, the empty "
+    "tables named in one line; --check lists the runs they need).",
+)
+@click.option(
+    "--study-numbers",
+    is_flag=True,
+    help="Also show the study's published cells the specs name (e.g. its external Gemma "
+    "LCB-v6 numbers), footnoted as such; by default a report shows only your runs.",
+)
 def report(
     runs: Path,
     out: Path,
@@ -126,6 +138,8 @@ def report(
     judge_backend: str | None,
     judge_model: str | None,
     spread: str,
+    show_empty: bool = False,
+    study_numbers: bool = False,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
     from cppo_bench.errors import DataError
@@ -143,13 +157,16 @@ def report(
                 enc = load_encoder(encoder)
             except EncoderUnavailable as exc:
                 raise click.ClickException(str(exc)) from None
+        from cppo_bench.util.progress import progress_bar
+
+        # the one progress module: a live line on a terminal, plain lines in a log
         with (
             _judge(judge_backend, judge_model) as judge,
-            console.status("computing tables") as status,
+            progress_bar("report") as bar,
         ):
 
             def progress(msg: str) -> None:
-                status.update(msg)
+                bar.note(msg)
 
             if check:
                 computed = compute(
@@ -161,6 +178,7 @@ def report(
                     judge=judge,
                     progress=progress,
                     spread=spread,
+                    study_numbers=study_numbers,
                 )
             else:
                 result = build_report(
@@ -174,6 +192,8 @@ def report(
                     judge=judge,
                     progress=progress,
                     spread=spread,
+                    show_empty=show_empty,
+                    study_numbers=study_numbers,
                 )
                 computed = result.computed
     except (DataError, ValueError) as exc:

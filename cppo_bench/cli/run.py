@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,30 @@ def checkpoint_tags(opts: dict[str, Any]) -> dict[str, Any]:
     return tags
 
 
+@contextmanager
+def acknowledged_interrupts() -> Iterator[None]:
+    """Ctrl-C says at once that it was heard (a run waiting on a server looked hung for the
+    ~40 s its requests took): the handler prints one line, then raises KeyboardInterrupt, which
+    abandons the requests in flight and keeps what is stored (print_interrupted says what)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def heard(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: at once
+        echo("interrupt received: stopping (requests in flight are abandoned)", err=True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, heard)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 _LOCK_WAIT = click.option(
     "--lock-wait",
     type=click.FloatRange(min=0),
@@ -111,8 +137,15 @@ _LOCK_WAIT = click.option(
 )
 
 
+def _method_help() -> str:
+    from cppo_bench.cli.run_help import names
+    from cppo_bench.methods import METHODS
+
+    return "One of: " + names(METHODS) + "."
+
+
 @click.command()
-@click.option("--method", required=True, help="direct, plan_and_solve, plansearch, cppo, ...")
+@click.option("--method", required=True, help=_method_help())
 @bench_options
 @tests_option
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
@@ -141,7 +174,9 @@ _LOCK_WAIT = click.option(
     "merge with `cppo-bench runs merge`.",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
-@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option(
+    "--temperature", default=0.7, show_default=True, type=float, help="0 = greedy; >= 0."
+)
 @click.option("--top-p", "--top_p", "top_p", default=0.95, show_default=True, type=float)
 @click.option(
     "--max-tokens",
@@ -201,7 +236,8 @@ _LOCK_WAIT = click.option(
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @_LOCK_WAIT
 @click.option(
-    "--trained", default=None, help="Tag of the trained checkpoint in --model (cppo, pkpo, ...)."
+    "--trained", default=None, help="Tag of the trained checkpoint in --model: the training algorithm (cppo, pkpo, "
+    "passk_rl, upskill).",
 )
 @click.option("--base-model", default=None, help="Model the checkpoint was trained from.")
 @click.option("--train-seed", type=int, default=None, help="Training seed of the checkpoint.")
@@ -211,10 +247,8 @@ def run(**opts: Any) -> None:
     Run the same command again to resume: finished problems are skipped and finished
     generations are served from the run's generation cache.
     """
-    from contextlib import contextmanager
-
     from cppo_bench.api import run as run_api
-    from cppo_bench.backends.base import ModelLoadError
+    from cppo_bench.backends.base import ModelLoadError, SamplingError
     from cppo_bench.cli.run_view import (
         RichReporter,
         print_interrupted,
@@ -269,33 +303,36 @@ def run(**opts: Any) -> None:
                 raise
 
     try:
-        done = run_api(
-            opts["method"],
-            opts["bench"],
-            model=opts["model"],
-            backend=opts["backend"],
-            k=opts["k"],
-            seeds=seeds,
-            out=opts["out"],
-            data=opts["data_path"],
-            limit=opts["limit"],
-            shard=shard,
-            temperature=opts["temperature"],
-            top_p=opts["top_p"],
-            max_tokens=opts["max_tokens"],
-            method_options=method_options,
-            backend_options=backend_options,
-            loader_options=parse_kv(opts["option_pairs"]),
-            chunk_size=opts["chunk_size"],
-            workers=opts["workers"],
-            tags=checkpoint_tags(opts),
-            lock_wait=opts["lock_wait"],
-            tests=test_set,
-            session=session,
-            on_loaded=loaded,
-            on_result=lambda result: print_summary(result, skipped=skipped[0]),
-        )
-    except (DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError) as exc:
+        with acknowledged_interrupts():
+            done = run_api(
+                opts["method"],
+                opts["bench"],
+                model=opts["model"],
+                backend=opts["backend"],
+                k=opts["k"],
+                seeds=seeds,
+                out=opts["out"],
+                data=opts["data_path"],
+                limit=opts["limit"],
+                shard=shard,
+                temperature=opts["temperature"],
+                top_p=opts["top_p"],
+                max_tokens=opts["max_tokens"],
+                method_options=method_options,
+                backend_options=backend_options,
+                loader_options=parse_kv(opts["option_pairs"]),
+                chunk_size=opts["chunk_size"],
+                workers=opts["workers"],
+                tags=checkpoint_tags(opts),
+                lock_wait=opts["lock_wait"],
+                tests=test_set,
+                session=session,
+                on_loaded=loaded,
+                on_result=lambda result: print_summary(result, skipped=skipped[0]),
+            )
+    except (
+        DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError, SamplingError
+    ) as exc:
         raise click.ClickException(str(exc)) from None
     except TypeError as exc:  # a backend factory refusing an option
         if "argument" not in str(exc):

@@ -16,9 +16,23 @@ def _fmt(x: float | None) -> str:
 
 
 class RichReporter:
-    """Progress bar: problems done, pass@K so far, generation throughput."""
+    """Progress of a run: problems done, pass@K so far, the generation stage running,
+    generations and their throughput. A rich bar on a terminal; without one (nohup, Slurm)
+    the same facts as a plain line at a steady interval (`cppo_bench.util.progress.Ticker`)."""
 
-    def __init__(self, title: str, k: int, quiet: bool = False) -> None:
+    def __init__(self, title: str, k: int, quiet: bool = False, **ticker: Any) -> None:
+        from cppo_bench.util.progress import Ticker, is_terminal
+
+        self.title, self.k, self.quiet = title, k, quiet
+        self.passed = self.done = self.total = self.gens = 0
+        self.tps, self.stage = "-", ""
+        self.run_dir: Path | None = None
+        self.progress: Any = None
+        self.ticker: Ticker | None = None
+        if not is_terminal(ticker.get("stream")):
+            if not quiet:
+                self.ticker = Ticker(self.line, **ticker)
+            return
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -29,27 +43,50 @@ class RichReporter:
 
         from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
-        self.k = k
-        self.passed = self.done = self.total = 0
-        self.run_dir: Path | None = None
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("problems  pass@{task.fields[k]} {task.fields[passk]}"),
-            TextColumn("{task.fields[tps]} tok/s  {task.fields[gens]} gens"),
+            TextColumn("{task.fields[stage]}{task.fields[tps]} tok/s  {task.fields[gens]} gens"),
             TimeElapsedColumn(),
             console=Console(stderr=True),
             disable=quiet,
         )
-        self.task = self.progress.add_task(markup(title), total=None, k=k, passk="-", tps="-", gens=0)
+        self.task = self.progress.add_task(
+            markup(title), total=None, k=k, passk="-", tps="-", gens=0, stage=""
+        )
+
+    def line(self, elapsed: float) -> str:
+        """The plain progress line (a log has no bar)."""
+        from cppo_bench.util.progress import clock_text
+
+        stage = f", stage {self.stage}" if self.stage else ""
+        total = self.total or "?"
+        return (
+            f"{self.title}: {self.done}/{total} problems, pass@{self.k} {self._passk()}"
+            f"{stage}, {self.gens} gens, {self.tps} tok/s, elapsed {clock_text(elapsed)}"
+        )
+
+    def _show(self, **change: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, **change)
+        elif self.ticker is not None:
+            self.ticker.tick()
 
     def __enter__(self) -> RichReporter:
-        self.progress.start()
+        if self.progress is not None:
+            self.progress.start()
+        elif self.ticker is not None:
+            self.ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+        if self.progress is not None:
+            self.progress.stop()
+        elif self.ticker is not None:
+            ticker, self.ticker = self.ticker, None  # stopped once, even if called twice
+            ticker.stop()
 
     def _passk(self) -> str:
         return f"{self.passed / self.done:.3f}" if self.done else "-"
@@ -57,20 +94,26 @@ class RichReporter:
     def start(self, run_dir: Path, total: int, done: list[Any]) -> None:
         self.run_dir, self.total = run_dir, total  # what an interrupt reports on
         self.done, self.passed = len(done), sum(r.passed for r in done)
-        self.progress.update(self.task, total=total, completed=self.done, passk=self._passk())
+        self._show(total=total, completed=self.done, passk=self._passk())
+
+    def stage_started(self, stage: str, n: int) -> None:
+        """A batch of `n` generations of prompt `stage` begins (PlanSearch's stages...)."""
+        self.stage = f"{stage} x{n}"
+        self._show(stage=f"{markup(self.stage)}  ")
 
     def generated(self, n: int) -> None:
-        gens = self.progress.tasks[0].fields["gens"] + n
-        self.progress.update(self.task, gens=gens)
+        self.gens += n
+        self._show(gens=self.gens)
 
     def stage_done(self, stats: Any) -> None:
         if stats.generate_s:
-            self.progress.update(self.task, tps=f"{stats.tokens_per_s:.1f}")
+            self.tps = f"{stats.tokens_per_s:.1f}"
+            self._show(tps=self.tps)
 
     def chunk_done(self, records: list[Any], stats: Any) -> None:
         self.done += len(records)
         self.passed += sum(r.passed for r in records)
-        self.progress.update(self.task, advance=len(records), passk=self._passk())
+        self._show(advance=len(records), passk=self._passk())
         self.stage_done(stats)
 
 
@@ -185,10 +228,16 @@ def print_seed_table(results: list[Any]) -> None:
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
     """One row per stored run (shards merged); an unreadable run is listed with the reason,
     not skipped, and so is what keeps a sharded run from merging."""
+    from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.methods import METHODS
+    from cppo_bench.metrics.uncertainty import is_partial
     from cppo_bench.plan.validity import run_tally
     from cppo_bench.store.index import scan
     from cppo_bench.store.summary import summarize
 
+    # an alias (livecodebench, plan-and-solve) finds the runs stored under the one name
+    bench = BENCHMARKS.canonical(bench) if bench else bench
+    method = METHODS.canonical(method) if method else method
     store = scan(out)
     rows: list[dict] = [
         {"path": str(p), "status": f"unreadable: {why}"} for p, why in store.unreadable
@@ -207,6 +256,10 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
         total = max(len(m.problem_ids), m.selected)
         done = len(records)
         status = "complete" if done >= total and not run.problems else "incomplete"
+        if status == "complete" and is_partial(done, m.dataset_size):
+            # the run finished what it was asked (--limit/--shard), not the benchmark: stats
+            # and report call this partial, and so does the listing
+            status = f"partial: {done}/{m.dataset_size} of the benchmark"
         if run.skipped:  # beside the numbers: they leave these lines out (named as warnings)
             status += f", {len(run.skipped)} bad line(s) skipped"
         row = {
@@ -226,6 +279,8 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
             "validity_text": tally.text(),
             "skipped": list(run.skipped),
         }
+        if isinstance(m.extra.get("rejudged"), dict):
+            row["rejudged_from"] = str(m.extra["rejudged"].get("from"))
         if run.shards:
             row["shards"] = [str(p) for p, _ in run.shards]
             row["problems"] = list(run.problems)
@@ -257,6 +312,8 @@ def print_runs(rows: list[dict], out: Path) -> None:
             name += f" ({len(r['shards'])} shards)"
             if r["problems"]:
                 name += ": " + "; ".join(r["problems"])
+        if r.get("rejudged_from"):
+            name += f" (re-judged from {Path(r['rejudged_from']).name})"
         score = _fmt(r["pass_at_k"])
         if r["maj_at_k"] is not None:
             score += f" (maj {_fmt(r['maj_at_k'])})"

@@ -13,12 +13,37 @@ import click
 from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
 from cppo_bench.util.termsafe import echo
 
+WINDOW_FLAGS = ("start_date", "end_date", "platform")
+
 
 def _source(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--csv", "csv_path", type=PATH, help="CSV of per-problem outcomes.")(fn)
-    fn = click.option("--runs", type=PATH, help="Run store (or one run directory).")(fn)
-    fn = click.option("--bench", help="Only this benchmark.")(fn)
-    return fn
+    """--runs / --csv / --bench, and LiveCodeBench's window flags (kept in the context for
+    `_frame`, so every stats command filters alike without each taking them)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        window = {name: kwargs.pop(name, None) for name in WINDOW_FLAGS}
+        click.get_current_context().meta["stats_window"] = window
+        return fn(*args, **kwargs)
+
+    wrapper = click.option(
+        "--platform", default=None, help="Only problems of this platform (atcoder, leetcode...)."
+    )(wrapper)
+    wrapper = click.option(
+        "--end-date", "--end_date", "end_date", default=None, metavar="YYYY-MM-DD",
+        help="Only problems whose contest date is on or before this (LiveCodeBench's flag).",
+    )(wrapper)  # fmt: skip
+    wrapper = click.option(
+        "--start-date", "--start_date", "start_date", default=None, metavar="YYYY-MM-DD",
+        help="Only problems whose contest date is on or after this: released after a model's "
+        "cutoff (LiveCodeBench's contamination window).",
+    )(wrapper)  # fmt: skip
+    wrapper = click.option("--csv", "csv_path", type=PATH, help="CSV of per-problem outcomes.")(
+        wrapper
+    )
+    wrapper = click.option("--runs", type=PATH, help="Run store (or one run directory).")(wrapper)
+    return click.option("--bench", help="Only this benchmark.")(wrapper)
 
 
 def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,9 +95,16 @@ def stats() -> None:
     "--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
     help="Bootstrap resamples of the SE (the report's default).",
 )  # fmt: skip
+@click.option(
+    "--by",
+    type=click.Choice(["difficulty", "platform", "month", "window"]),
+    default=None,
+    help="One row per group of problems: difficulty (LiveCodeBench's easy/medium/hard), "
+    "platform, contest month, or LiveCodeBench release window.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def passk(
-    runs, csv_path, bench, k_text, estimator, select, seed, spread, resamples, as_json
+    runs, csv_path, bench, k_text, estimator, select, seed, spread, resamples, as_json, by=None
 ) -> None:
     """pass@K per benchmark and method: mean ± the study's uncertainty (trained: std over
     training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
@@ -80,8 +112,12 @@ def passk(
 
     with _clean_errors():
         frame, ks = _frame(runs, csv_path, bench), _ks(k_text)
-        table = api.pass_at_k(frame, ks, estimator=estimator, select=select, spread=spread,
-                              resamples=resamples, seed=seed)  # fmt: skip
+        options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
+                       seed=seed)  # fmt: skip
+        if by is not None:
+            _print_grouped(api.pass_at_k_by(frame, by, ks, **options), by, ks, estimator, as_json)
+            return
+        table = api.pass_at_k(frame, ks, **options)
     warnings = table.attrs["warnings"]
     cells: dict[tuple[str, str], dict[int, Any]] = {}
     for c in table["cell"] if len(table) else []:
@@ -108,6 +144,27 @@ def passk(
     )
     for note in notes:
         echo(f"missing: {note}")
+
+
+def _print_grouped(table: Any, by: str, ks: list[int], estimator: str, as_json: bool) -> None:
+    """`passk --by`: one row per benchmark, group and method."""
+    for w in table.attrs.get("warnings", []):
+        echo(f"warning: {w}", err=True)
+    cells: dict[tuple[str, str, str], dict[int, Any]] = {}
+    for _, row in table.iterrows() if len(table) else []:
+        c = row["cell"]
+        cells.setdefault((c.benchmark, row[by], c.method), {})[c.k] = c
+    if as_json:
+        out = [{**c.to_dict(), by: g} for (_, g, _), per_k in cells.items() for c in per_k.values()]
+        echo(json.dumps(out, indent=1), lines=True)
+        return
+    body = []
+    for (b, g, m), per_k in cells.items():  # groups in pass_at_k_by's order
+        first = next(iter(per_k.values()))
+        body.append([b, g, m, str(len(first.seeds))]
+                    + [_pm(per_k[k].value) if k in per_k else "-" for k in ks])  # fmt: skip
+    _table(f"pass@K ({estimator}) by {by}", ["benchmark", by, "method", "seeds"]
+           + [f"pass@{k}" for k in ks], body)  # fmt: skip
 
 
 def _pm(u: Any) -> str:

@@ -48,9 +48,26 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
     else:
         frame = read_outcomes(csv_path)
     if bench is not None:
-        frame = frame[frame["benchmark"] == bench]
+        from cppo_bench.benchmarks import BENCHMARKS
+
+        frame = frame[frame["benchmark"] == BENCHMARKS.canonical(bench)]
         if frame.empty:
             raise click.ClickException(f"no results for benchmark {bench!r}")
+    ctx = click.get_current_context(silent=True)
+    window = (ctx.meta.get("stats_window") if ctx is not None else None) or {}
+    if any(v is not None for v in window.values()):
+        from cppo_bench.stats.slices import window as cut
+
+        frame = cut(frame, **window)
+        left = frame.attrs["left_out"]
+        said = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in window.items() if v)
+        echo(
+            f"window {said}: {left['outside']} problem rows outside it, {left['undated']} "
+            "without a contest date left out",
+            err=True,
+        )
+        if frame.empty:
+            raise click.ClickException(f"no results in the window ({said})")
     return frame
 
 

@@ -30,8 +30,7 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
     wanted = {m.strip() for m in measures.split(",") if m.strip()}
     if not wanted or wanted - {"surf", "sem", "alg"}:
         raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
-    from rich.progress import Progress
-
+    from cppo_bench.util.progress import progress_bar
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     encoder_obj = judge = None
@@ -54,11 +53,10 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
             except ImportError as exc:
                 raise click.ClickException(f"judge backend {judge_backend!r}: {exc}") from None
         try:
-            with Progress(console=console, transient=True) as bar:
-                task = bar.add_task("judging tuple members", total=None)
+            with progress_bar("judging tuple members") as advance:
                 result = summarise_diversity(
                     rows, wanted, encoder=encoder_obj, judge=judge, batch_size=batch_size,
-                    progress=lambda n: bar.advance(task, n),
+                    progress=advance,
                 )  # fmt: skip
         finally:
             if judge is not None:

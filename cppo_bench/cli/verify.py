@@ -191,9 +191,53 @@ def failure_table(rows: list[dict], limit: int = 25):
     return table
 
 
+def rejudge_run(run_dir: Path, into: Path | None, bench: str | None, data_path: str | None,
+                option_pairs: tuple[str, ...], tests_dir: Path | None,
+                workers: int | None) -> None:  # fmt: skip
+    """`verify --run`: cppo_bench.runner.rejudge, then what changed."""
+    from cppo_bench.api import rejudge
+    from cppo_bench.benchmarks.loadreport import load_line
+    from cppo_bench.errors import DataError
+    from cppo_bench.store.runs import read_manifest
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.verifier import SandboxError
+
+    try:
+        source = read_manifest(run_dir)
+        if bench is not None and bench != source.bench:
+            raise click.UsageError(f"--bench {bench}, but {run_dir} is a {source.bench} run")
+        test_set = load_tests(tests_dir, source.bench)
+        done = rejudge(run_dir, out=into, data=data_path, loader_options=parse_kv(option_pairs),
+                       tests=test_set, workers=workers, progress=True,
+                       on_loaded=lambda r: echo(load_line(source.bench, r), err=True))  # fmt: skip
+    except (DataError, UnknownNameError, SandboxError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    echo(f"re-judged {safe(run_dir)} into {safe(done.run_dir)} (the source is unchanged)")
+    echo(
+        f"pass@{done.manifest.k}: {fmt(done.before)} -> {fmt(done.after)} over "
+        f"{len(done.records)} problems; {done.changed} attempts changed pass/fail"
+    )
+
+
 @click.command("verify")
-@bench_options
+@bench_options(required=False)
 @tests_option
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Judge a stored run's completions again (today's verifier, --tests) into a NEW run "
+    "beside it (or under --into); the stored run is never changed.",
+)
+@click.option(
+    "--into",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="--run: the run store the re-judged run goes to (default: the source's store).",
+)
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -238,8 +282,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            programs: Path | None, out: Path | None, workers: int | None, all_tests: bool,
            reference: bool, cache_dir: Path | None, time_limit: float | None,
            memory_mb: int | None, output_mb: int | None,
-           unsafe_no_sandbox: bool = False, tests_dir: Path | None = None) -> None:  # fmt: skip
-    """Verify programs against a benchmark's hidden tests in the sandbox."""
+           unsafe_no_sandbox: bool = False, tests_dir: Path | None = None,
+           run_dir: Path | None = None, into: Path | None = None) -> None:  # fmt: skip
+    """Verify programs against a benchmark's hidden tests in the sandbox, or (--run) judge a
+    stored run again into a new run."""
     from cppo_bench import api
     from cppo_bench.errors import DataError
     from cppo_bench.util.registry import UnknownNameError
@@ -249,6 +295,15 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     limits = _limits(time_limit, memory_mb, output_mb)  # before any data loads
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
         os.environ["CPPO_UNSAFE_NO_SANDBOX"] = "1"
+    if run_dir is not None:
+        if programs is not None or reference:
+            raise click.UsageError("--run judges a stored run: no --programs or --reference")
+        rejudge_run(run_dir, into, bench, data_path, option_pairs, tests_dir, workers)
+        return
+    if into is not None:
+        raise click.UsageError("--into goes with --run")
+    if bench is None:
+        raise click.UsageError("Missing option '--bench' (or give --run DIR)")
     if reference == (programs is not None):
         raise click.UsageError("give exactly one of --programs FILE and --reference")
     err = Console(stderr=True)
@@ -276,7 +331,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     try:
         results = api.verify([problems[r["problem_id"]] for r in records],
                              [r["code"] for r in records], workers=workers, all_tests=all_tests,
-                             cache_dir=cache_dir, progress=err.is_terminal, **limits)  # fmt: skip
+                             cache_dir=cache_dir, progress=True, **limits)  # fmt: skip
     except (DataError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from None
     rows = []

@@ -20,6 +20,7 @@ METHODS: Registry[type[Method]] = Registry(
         "skills": "cppo_bench.methods.skills",
         "output_prediction": "cppo_bench.methods.output_prediction",
     },
+    aliases={"plan-and-solve": "plan_and_solve", "plan_search": "plansearch"},
 )
 
 __all__ = ["METHODS", "Attempt", "Method", "MethodOptions", "MethodOutput", "OptionError"]

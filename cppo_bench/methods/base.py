@@ -166,7 +166,8 @@ def prompt_request(
     messages = render(name, problem, ctx.version, **values)
     if history:  # a follow-up turn: the earlier conversation, then only the new user turn
         messages = (*history, *(m for m in messages if m["role"] != "system"))
-    return request(messages, ctx.sampling, seed, prompt.render_stop(**values), tag, max_tokens)
+    req = request(messages, ctx.sampling, seed, prompt.render_stop(**values), tag, max_tokens)
+    return dataclasses.replace(req, stage=name)
 
 
 def follow_up(request_: GenRequest, reply: str) -> Messages:

@@ -44,7 +44,7 @@ class Uncertainty:
 
     @property
     def partial(self) -> bool:
-        return 0 < self.n_problems < self.n_total
+        return is_partial(self.n_problems, self.n_total)
 
     def label(self) -> str:
         """'bootstrap SE, n=2/32 partial, 1 seed': what the ± is and what it covers."""
@@ -57,11 +57,17 @@ class Uncertainty:
         return f"{self.mean:.3f} ± {spread} ({self.label()})"
 
 
+def is_partial(n_problems: int, n_total: int) -> bool:
+    """Fewer problems than the benchmark's evaluation set (0: the set's size is unknown):
+    the one rule `stats`, `report` and `runs` all say "partial" by."""
+    return 0 < n_problems < n_total
+
+
 def coverage_text(n_problems: int, n_total: int, n_seeds: int) -> str:
     """'n=32, 3 seeds' or 'n=2/32 partial, 1 seed' (partial: fewer problems than the
     benchmark's evaluation set)."""
     n = f"n={n_problems}"
-    if n_total and n_problems < n_total:
+    if is_partial(n_problems, n_total):
         n = f"n={n_problems}/{n_total} partial"
     return f"{n}, {n_seeds} seed{'s' if n_seeds != 1 else ''}"
 

@@ -81,14 +81,17 @@ def compute(
     judge: Any = None,
     progress: Progress | None = None,
     spread: str = "study",
+    study_numbers: bool = False,
 ) -> Computed:
-    """Every table's cells (and the missing runs), without writing anything."""
+    """Every table's cells (and the missing runs), without writing anything.
+    `study_numbers`: also the study's published cells the specs name (footnoted)."""
     specs = load_specs(specs_dir)
     _validate(specs)
     index = RunIndex(runs)
     engine = CellEngine(
-        index, resamples=resamples, seed=seed, encoder=encoder, judge=judge, spread=spread
-    )
+        index, resamples=resamples, seed=seed, encoder=encoder, judge=judge, spread=spread,
+        study_numbers=study_numbers,
+    )  # fmt: skip
     tables = []
     for spec in specs:
         if progress:
@@ -156,8 +159,12 @@ def build_report(
     judge: Any = None,
     progress: Progress | None = None,
     spread: str = "study",
+    show_empty: bool = False,
+    study_numbers: bool = False,
 ) -> ReportResult:
-    """Compute every table and write the report files under `out`."""
+    """Compute every table and write the report files under `out`. Rows and columns with
+    no number are left out unless `show_empty` (report.compact); the study's published
+    cells are shown only with `study_numbers`."""
     from cppo_bench.report import cppo_runs as cppo
     from cppo_bench.report import figures as figs
     from cppo_bench.report.html import PageInput, render_page
@@ -175,6 +182,7 @@ def build_report(
         judge=judge,
         progress=progress,
         spread=spread,
+        study_numbers=study_numbers,
     )
     if not computed.index.runs and not cppo.find_pipelines(runs):
         # an all-empty report looks like a finished one; say what is wrong instead
@@ -193,10 +201,20 @@ def build_report(
     from cppo_bench.report.plus_tables import plus_tables  # audits of `cppo-bench audit`
 
     extra_tables += plus_tables(runs, resamples=resamples, seed=seed)
+    from cppo_bench.report.slice_tables import slice_tables  # LiveCodeBench's own view
+
+    extra_tables += slice_tables(runs, resamples=resamples, seed=seed, spread=spread)
+    from cppo_bench.report.compact import prune
+
+    full = [*computed.tables, *extra_tables]
+    shown = [t if show_empty else prune(t) for t in full]
     table_files: dict[str, list[str]] = {}
-    for table in [*computed.tables, *extra_tables]:
+    for whole, table in zip(full, shown, strict=True):
         for fmt in formats:
-            path = outdir.write_text(f"tables/{table.name}.{fmt}", RENDERERS[fmt](table))
+            # the CSV is the tidy data for tools: every cell, an empty one with its reason
+            path = outdir.write_text(
+                f"tables/{table.name}.{fmt}", RENDERERS[fmt](whole if fmt == "csv" else table)
+            )
             result.written.append(path)
             table_files.setdefault(table.name, []).append(path.relative_to(out).as_posix())
     for spec, table in zip(computed.specs, computed.tables, strict=True):
@@ -223,7 +241,7 @@ def build_report(
         except figs.Skipped as why:
             result.skipped_figures.append(str(why))
     report_md = out / "report.md"
-    all_tables = [*computed.tables, *extra_tables]
+    all_tables = shown
     outdir.write_text("report.md", "\n\n".join(to_markdown(t) for t in all_tables))
     outdir.write_text("missing.md", md_fenced(check_text(computed)))
     script = [
@@ -252,6 +270,7 @@ def build_report(
         table_files=table_files,
         warnings=result.warnings,
         settings={"bootstrap resamples": str(resamples), "seed": str(seed)},
+        show_empty=show_empty,
     )
     outdir.write_text("index.html", render_page(page))
     result.written += [report_md, out / "missing.md", out / "fill_missing.sh", out / "index.html"]

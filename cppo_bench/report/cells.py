@@ -63,8 +63,12 @@ class CellEngine:
         encoder: Any = None,
         judge: Any = None,
         spread: str = "study",
+        study_numbers: bool = False,
     ) -> None:
         self.index, self.resamples, self.seed = index, resamples, seed
+        # the study's published cells (a spec's `external`, e.g. Gemma's LCB-v6 numbers):
+        # only when asked (`report --study-numbers`), never mixed into a study of one's own
+        self.study_numbers = study_numbers
         self.spread = spread  # cppo_bench.metrics.uncertainty.SPREADS
         self.encoder, self.judge = encoder, judge
         self._cache: dict[str, Computed] = {}

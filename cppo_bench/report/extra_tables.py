@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -195,8 +196,9 @@ def build_examples(spec: TableSpec, engine: CellEngine) -> Table:
     fields = ("plan", "program", "verdict", "D_alg category")
     columns = [Column((sel.label, f), 0, meta={"metric": f}) for sel in spec.rows for f in fields]
     rows = []
-    benches = sorted({p.bench for p in spec.problems})
-    for prob in spec.problems:
+    problems, note = example_problems(spec, engine)
+    benches = sorted({p.bench for p in problems})
+    for prob in problems:
         for model in column_models_for(spec, engine, benches):
             per_method = [
                 _attempts(spec, engine, sel, model, prob.bench, prob.problem_id, k)
@@ -217,9 +219,39 @@ def build_examples(spec: TableSpec, engine: CellEngine) -> Table:
         ("Problem", "Model", "Attempt"),
         columns,
         rows,
-        list(spec.notes),
+        list(spec.notes) + ([note] if note else []),
         spec.path,
     )
+
+
+def example_problems(spec: TableSpec, engine: CellEngine) -> tuple[list[Any], str | None]:
+    """The spec's problems that some run at hand holds; when none is, the first problem (in
+    the benchmark's own order, never chosen by outcome) shared by the runs of each benchmark
+    the spec's rows have runs for, with a note saying so. The fixed ids of the study read
+    'not in this run' for every study of one's own."""
+    from cppo_bench.report.spec_extras import ExampleProblem
+
+    runs = [r for r in engine.index.runs if any(r.matches(sel) for sel in spec.rows)]
+
+    def held(bench: str, pid: str) -> bool:
+        return any(r.manifest.bench == bench and pid in engine.index.records(r) for r in runs)
+
+    if not runs or any(held(p.bench, p.problem_id) for p in spec.problems):
+        return list(spec.problems), None  # an absent one's rows are empty: left out shown
+    picked = []
+    for bench in sorted({r.manifest.bench for r in runs}):
+        mine = [r for r in runs if r.manifest.bench == bench]
+        shared = set.intersection(*(set(engine.index.records(r)) for r in mine))
+        order = max(mine, key=lambda r: len(r.manifest.problem_ids)).manifest.problem_ids
+        first = next((pid for pid in order if pid in shared), None)
+        if first is not None:
+            picked.append(ExampleProblem(bench, first))
+    note = (
+        "None of the problems this spec fixes is in these runs: shown instead, per benchmark, "
+        "the first problem in the benchmark's order that every run holds (never chosen by "
+        "outcome)."
+    )
+    return picked, note
 
 
 def column_models_for(spec: TableSpec, engine: CellEngine, benches: list[str]) -> list[str | None]:

@@ -24,14 +24,14 @@ from cppo_bench.report.run_index import RunRef
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;
-margin:0 auto;max-width:1300px;padding:0 24px 48px}
+margin:0 auto;max-width:1340px;padding:0 16px 48px;overflow-wrap:anywhere}
 h1{font-size:26px;margin:24px 0 4px}h2{font-size:19px;margin:36px 0 6px;border-bottom:1px solid
 #ddd;padding-bottom:4px}p.meta{color:#555;margin:0 0 12px}nav{columns:3;font-size:13px;
 background:#f6f7f9;padding:10px 16px;border-radius:6px}nav a{display:block}
 .caption{color:#333;max-width:1000px}.constant{font-style:italic;color:#444;margin:4px 0}
 .table-wrap{overflow-x:auto}table.report{border-collapse:collapse;margin:8px 0;font-size:13px;
-font-variant-numeric:tabular-nums}table.report th,table.report td{padding:3px 9px;
-white-space:nowrap}table.report thead th{border-bottom:1px solid #333;text-align:center}
+font-variant-numeric:tabular-nums}table.report th,table.report td{padding:3px 5px}
+table.report td{white-space:normal;min-width:3.2em}table.report thead th{border-bottom:1px solid #333;text-align:center}
 table.report thead tr:first-child th{border-top:2px solid #333}table.report tbody tr:last-child
 th,table.report tbody tr:last-child td{border-bottom:2px solid #333}th.rowhead{text-align:left;
 font-weight:600}table.report td{text-align:right}td.empty{background:#fafafa}
@@ -39,8 +39,10 @@ font-weight:600}table.report td{text-align:right}td.empty{background:#fafafa}
 font-size:12px;color:#555;margin:4px 0}.downloads{font-size:12px;color:#555}
 figure{margin:16px 0 28px}figure img{max-width:min(100%,900px);border:1px solid #eee}figcaption{
 font-size:13px;color:#333}pre{background:#f6f7f9;padding:10px;overflow-x:auto;font-size:12px}
-table.runs{border-collapse:collapse;font-size:12px}table.runs td,table.runs th{padding:2px 8px;
-border-bottom:1px solid #eee;text-align:left}.warn{color:#8a4b00}
+table.runs{border-collapse:collapse;font-size:12px;table-layout:fixed;width:100%}
+table.runs td,table.runs th{padding:2px 6px;border-bottom:1px solid #eee;text-align:left;
+overflow-wrap:anywhere}.warn{color:#8a4b00}p.empty-tables{color:#555;font-size:13px}
+.rownote{font-weight:400;color:#555;font-size:12px;white-space:nowrap}
 """
 
 
@@ -58,6 +60,7 @@ class PageInput:
     table_files: dict[str, list[str]]  # table name -> relative paths of md/tex/csv
     warnings: list[str]
     settings: dict[str, str]
+    show_empty: bool = False  # tables without a number are shown too (report --show-empty)
 
 
 def _anchor(name: str) -> str:
@@ -127,6 +130,9 @@ def render_page(page: PageInput) -> str:
     esc = html.escape
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     settings = " · ".join(f"{esc(k)} {esc(v)}" for k, v in page.settings.items())
+    # a table with no number at all is one line below the nav, not a page of empty cells
+    tables = [t for t in page.tables if page.show_empty or t.rows]
+    empty = [t for t in page.tables if t not in tables]
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -137,11 +143,17 @@ def render_page(page: PageInput) -> str:
         f'<p class="meta">Generated {now} from {len(page.runs)} run(s) in '
         f"<code>{esc(str(page.runs_root))}</code> · {settings}</p>",
         "<nav>"
-        + "".join(f'<a href="#{_anchor(t.name)}">{esc(t.title)}</a>' for t in page.tables)
+        + "".join(f'<a href="#{_anchor(t.name)}">{esc(t.title)}</a>' for t in tables)
         + '<a href="#figures">Reward-model diagnostics</a><a href="#missing">Missing runs</a>'
         '<a href="#runs">Runs and manifests</a></nav>',
     ]
-    for table in page.tables:
+    if empty:
+        parts.append(
+            f'<p class="empty-tables">{len(empty)} table(s) have no number from these runs '
+            "(shown with <code>--show-empty</code>; <code>cppo-bench report --check</code> "
+            "lists the runs they need): " + "; ".join(esc(t.title) for t in empty) + "</p>"
+        )
+    for table in tables:
         files = " · ".join(
             f'<a href="{esc(p)}">{esc(Path(p).suffix[1:])}</a>'
             for p in page.table_files.get(table.name, [])
@@ -185,7 +197,8 @@ def render_page(page: PageInput) -> str:
             f"<details><summary>{len(page.missing)} command(s)</summary>"
             f"<pre>{esc(body)}</pre></details>"
         )
-    parts += ['<h2 id="runs">Runs and manifests</h2>', _runs_html(page)]
+    parts += ['<h2 id="runs">Runs and manifests</h2>', '<div class="table-wrap">',
+              _runs_html(page), "</div>"]  # fmt: skip
     if page.warnings:
         parts.append(
             '<ul class="footnotes warn">'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+from cppo_bench.report.compact import Labels, shared_label
 from cppo_bench.report.escape import csv_cell, md
 from cppo_bench.report.frame import CSV_FIELDS, cells_frame  # noqa: F401  (CSV_FIELDS: kept importable)
 from cppo_bench.report.model import Cell, Column, Table, note_letter
@@ -20,8 +21,10 @@ def number(x: float, col: Column) -> str:
     return f"{x:+.{col.digits}f}" if col.signed else f"{x:.{col.digits}f}"
 
 
-def cell_text(cell: Cell, col: Column, pm: str = "±") -> str:
-    """The cell's number(s) without marks or footnotes ("" when empty)."""
+def cell_text(cell: Cell, col: Column, pm: str = "±", label: str | None = None) -> str:
+    """The cell's number(s) without marks or footnotes ("" when empty). `label`: the part of
+    the uncertainty label its table and row do not say already (report.compact.Labels);
+    None: the whole label."""
     if cell.text is not None:
         return cell.text
     if cell.interval is not None:
@@ -32,23 +35,23 @@ def cell_text(cell: Cell, col: Column, pm: str = "±") -> str:
     if cell.spread is not None:
         spread = f"{cell.spread:.{col.digits}f}" if not col.percent else number(cell.spread, col)
         text += f" {pm} {spread}"
-    label = cell_label(cell)
+    label = cell_label(cell) if label is None else label
     return f"{text} ({label})" if label else text
 
 
 def cell_label(cell: Cell) -> str:
     """What the ± is and what the number covers: 'bootstrap SE, n=2/32 partial, 1 seed'
     ('' for a cell that carries no counts, e.g. a hand-built or external one)."""
-    from cppo_bench.metrics.uncertainty import KIND_TAGS, coverage_text
+    from cppo_bench.report.compact import label_parts
 
-    parts = []
-    if cell.spread is not None and cell.spread_kind in KIND_TAGS:
-        parts.append(KIND_TAGS[cell.spread_kind])
-    if cell.n_problems:
-        parts.append(coverage_text(cell.n_problems, cell.n_total, cell.n_seeds))
-    elif cell.n_seeds:
-        parts.append(f"{cell.n_seeds} seed{'s' if cell.n_seeds != 1 else ''}")
-    return ", ".join(parts)
+    return ", ".join(v for v in label_parts(cell).values() if v)
+
+
+def _labelled(table: Table) -> tuple[Table, Labels]:
+    """The table as shown: its uncertainty labels said once where they can be (report.compact:
+    above it, in a column header, after a row label), and where they are said."""
+    labels = shared_label(table)
+    return labels.present(table), labels
 
 
 def _letters(table: Table) -> dict[str, str]:
@@ -70,6 +73,7 @@ def header_levels(table: Table) -> tuple[list[tuple[str, ...]], list[str]]:
 
 
 def to_markdown(table: Table) -> str:
+    table, labels = _labelled(table)
     letters = _letters(table)
     headers, constant = header_levels(table)
     out = [f"### {_md_escape(table.title)}", ""]
@@ -77,13 +81,16 @@ def to_markdown(table: Table) -> str:
         out += [_md_escape(table.caption), ""]
     if constant:
         out += ["*" + _md_escape(" · ".join(constant)) + "*", ""]
+    if labels.table_note():
+        out += ["*" + _md_escape(labels.table_note()) + "*", ""]
     head = list(table.row_headers) + [" · ".join(h) for h in headers]
     out.append("| " + " | ".join(_md_escape(h) for h in head) + " |")
     out.append("|" + "---|" * len(table.row_headers) + "---:|" * len(headers))
-    for row in table.rows:
+    for i, row in enumerate(table.rows):
         texts = []
-        for col, cell in zip(table.columns, row.cells, strict=True):
-            text = cell_text(cell, col) + cell.mark  # numbers and marks of our own
+        for j, (col, cell) in enumerate(zip(table.columns, row.cells, strict=True)):
+            own = labels.cell_label(i, j, cell)
+            text = cell_text(cell, col, label=own) + cell.mark  # numbers and marks of ours
             marks = ",".join(letters[n] for n in cell.notes)
             texts.append(text + (f"<sup>{marks}</sup>" if marks else ""))
         out.append("| " + " | ".join([_md_escape(x) for x in row.labels] + texts) + " |")
@@ -137,10 +144,13 @@ def tex_escape(text: str) -> str:
 
 
 def to_latex(table: Table) -> str:
+    table, labels = _labelled(table)
     letters = _letters(table)
     headers, constant = header_levels(table)
     n_rh = len(table.row_headers)
+    said = labels.table_note()
     title = table.title + (f" ({', '.join(constant)})" if constant else "")
+    title += f" [{said}]" if said else ""
     caption = tex_escape(title) + (". " + tex_escape(table.caption) if table.caption else "")
     out = [
         r"\begin{table}[t]",
@@ -168,10 +178,11 @@ def to_latex(table: Table) -> str:
             out.append(" ".join(rules))
     last = [tex_escape(h) for h in table.row_headers] + [tex_escape(h[-1]) for h in headers]
     out += [" & ".join(last) + r" \\", r"\midrule"]
-    for row in table.rows:
+    for i, row in enumerate(table.rows):
         texts = []
-        for col, cell in zip(table.columns, row.cells, strict=True):
-            text = tex_escape(cell_text(cell, col) + cell.mark)
+        for j, (col, cell) in enumerate(zip(table.columns, row.cells, strict=True)):
+            own = labels.cell_label(i, j, cell)
+            text = tex_escape(cell_text(cell, col, label=own) + cell.mark)
             marks = ",".join(letters[n] for n in cell.notes)
             texts.append(text + (rf"\textsuperscript{{{marks}}}" if marks else ""))
         out.append(" & ".join([tex_escape(x) for x in row.labels] + texts) + r" \\")
@@ -215,9 +226,11 @@ def _csv_value(v: object) -> str:
 def to_html(table: Table) -> str:
     """A <table> with multi-level headers plus its footnotes (for the report page)."""
     esc = html.escape
+    table, labels = _labelled(table)
     letters = _letters(table)
     headers, constant = header_levels(table)
     depth = len(headers[0]) if headers else 1
+    said = labels.table_note()
     out = ['<div class="table-wrap"><table class="report">', "<thead>"]
     for lvl in range(depth):
         cells = (
@@ -229,10 +242,13 @@ def to_html(table: Table) -> str:
             cells.append(f'<th colspan="{n}">{esc(key[-1])}</th>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</thead><tbody>")
-    for row in table.rows:
+    for i, row in enumerate(table.rows):
         cells = [f'<th class="rowhead">{esc(x)}</th>' for x in row.labels]
-        for col, cell in zip(table.columns, row.cells, strict=True):
-            text = esc(cell_text(cell, col))
+        for j, (col, cell) in enumerate(zip(table.columns, row.cells, strict=True)):
+            text = esc(cell_text(cell, col, label=labels.cell_label(i, j, cell)))
+            # a narrow window may break a cell before its ± or its label, never inside
+            # a number and its spread ("0.139 ±&nbsp;0.030": the ± stays with the spread)
+            text = text.replace(" ± ", " ±&nbsp;")
             if cell.mark:
                 text += f'<span class="mark">{esc(cell.mark)}</span>'
             if cell.notes:
@@ -241,6 +257,8 @@ def to_html(table: Table) -> str:
             cells.append(f'<td{cls} title="{esc(_tooltip(cell))}">{text}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
+    if said:
+        out.insert(0, f'<p class="constant">{esc(said)}</p>')
     if constant:
         out.insert(0, f'<p class="constant">{esc(" · ".join(constant))}</p>')
     if letters or table.notes:

@@ -73,7 +73,7 @@ def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
     rows = []
     for sel in spec.rows:
         cells = [
-            external_cell(spec, sel, c.meta["model"], c.meta["bench"])
+            (engine.study_numbers and external_cell(spec, sel, c.meta["model"], c.meta["bench"]))
             or engine.cell(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"])
             for c in columns
         ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -302,6 +303,10 @@ class _ProgressBackend:
         self.name, self.model_id = inner.name, inner.model_id
 
     def generate(self, requests, progress=None):  # noqa: ANN001, ANN201 - the Backend protocol
+        started = getattr(self.reporter, "stage_started", None)
+        if started is not None and requests:  # which prompt this batch renders, and how many
+            stages = Counter(getattr(r, "stage", "") or r.tag for r in requests)
+            started(stages.most_common(1)[0][0], len(requests))
         results = self.inner.generate(requests, progress or self.reporter.generated)
         self.reporter.stage_done(self.inner.stats)
         return results

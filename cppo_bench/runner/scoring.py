@@ -86,6 +86,17 @@ def _score_answers(
     return rows
 
 
+def problem_meta(p: Problem) -> dict[str, str]:
+    """What a record keeps of its problem for grouping and windows (stats --by difficulty,
+    --start-date, as LiveCodeBench reports): difficulty, platform, contest date, if known."""
+    meta = {
+        "difficulty": p.difficulty,
+        "platform": p.source.platform,
+        "contest_date": p.source.contest_date,
+    }
+    return {k: str(v) for k, v in meta.items() if v}
+
+
 # Problem.task -> how its branches are scored
 SCORERS: dict[str, Callable[..., list[list[Branch]]]] = {
     "codegen": _verify_codegen,
@@ -123,7 +134,7 @@ def score_chunk(
             plans=o.plans,
             plan_validity=o.plan_validity,
             label=p.label,
-            extra=dict(o.extra),
+            extra={**problem_meta(p), **dict(o.extra)},
         )
         if p.task != "codegen":
             from cppo_bench.methods.output_prediction import canonical_answer

@@ -18,6 +18,8 @@ seed). Columns:
     run_dir                       the run's directory
     answers, answer_label, texts, texts_kind, validity, dataset_size
                                   what maj@K, diversity and the plan-validity tally read
+    difficulty, platform, contest_date   the problem's, as the record keeps them (runs made
+                                  before records kept them: None; `verify --run` adds them)
 """
 
 from __future__ import annotations
@@ -37,10 +39,19 @@ RUN_COLUMNS = (
     "benchmark", "method", "model", "trained", "base_model", "train_seed", "seed",
     "problem_id", "k", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
-    "texts_kind", "validity", "dataset_size",
+    "texts_kind", "validity", "dataset_size", "difficulty", "platform", "contest_date",
 )  # fmt: skip
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
+
+
+def _meta(extra: dict[str, Any]) -> dict[str, str | None]:
+    """The problem's difficulty, platform and contest date a record keeps (None if not,
+    or not text: a record is data)."""
+    return {
+        key: extra[key] if isinstance(extra.get(key), str) and extra[key] else None
+        for key in ("difficulty", "platform", "contest_date")
+    }
 
 
 def _bits(outcomes: Any) -> str:
@@ -92,6 +103,8 @@ def load_runs(
         if len(models[(man.bench, man.method)]) > 1:
             label = f"{man.method}[{slug(man.model)}]"
         extra = man.extra
+        if isinstance(extra.get("rejudged"), dict):  # `verify --run`: never pooled with its source
+            label += "[rejudged]"
         for rec in records.values():
             outcomes = _bits(rec.outcomes)
             answers = tuple(b.answer for b in rec.branches)
@@ -108,7 +121,7 @@ def load_runs(
                 "answers": answers if rec.label is not None else (),
                 "answer_label": rec.label, "texts": tuple_texts(rec),
                 "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
-                "dataset_size": man.dataset_size,
+                "dataset_size": man.dataset_size, **_meta(rec.extra),
             })  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     frame.attrs["skipped"] = {

@@ -82,6 +82,10 @@ class RunManifest:
         test_set = self.extra.get("test_set")
         if isinstance(test_set, dict) and test_set.get("hash"):
             fields.append(["test_set", test_set["hash"]])
+        # judged again from another run's completions (cppo_bench.runner.rejudge): another run
+        rejudged = self.extra.get("rejudged")
+        if isinstance(rejudged, dict):
+            fields.append(["rejudged", rejudged.get("from_config"), rejudged.get("verifier")])
         payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 

@@ -19,10 +19,18 @@ class Registry(Generic[T]):
     only that module: `cppo-bench verify` never pays for importing the vLLM backend.
     """
 
-    def __init__(self, kind: str, lazy: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        lazy: dict[str, str] | None = None,
+        aliases: dict[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
         self._lazy: dict[str, str] = dict(lazy or {})
+        # other spellings of a name (another harness's: livecodebench for lcb); a lookup by
+        # one finds the entry, and `canonical` gives the one name stored in runs
+        self._aliases: dict[str, str] = dict(aliases or {})
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
@@ -33,7 +41,15 @@ class Registry(Generic[T]):
 
         return decorator
 
+    def canonical(self, name: str) -> str:
+        """The registered name `name` stands for (itself unless it is an alias)."""
+        return self._aliases.get(name, name)
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._aliases)
+
     def get(self, name: str) -> T:
+        name = self.canonical(name)
         if name not in self._entries and name in self._lazy:
             importlib.import_module(self._lazy[name])
         try:
@@ -46,6 +62,7 @@ class Registry(Generic[T]):
         return sorted(set(self._entries) | set(self._lazy))
 
     def __contains__(self, name: object) -> bool:
+        name = self._aliases.get(name, name) if isinstance(name, str) else name
         return name in self._entries or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:

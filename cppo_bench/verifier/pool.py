@@ -247,24 +247,23 @@ def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, 
 
 
 class _Bar:
-    """A rich progress bar when asked for; a no-op otherwise (rich imported lazily)."""
+    """The one progress bar (`cppo_bench.util.progress.progress_bar`: plain lines without a
+    terminal) when asked for; a no-op otherwise."""
 
     def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self._progress = None
+        self._cm = self._bar = None
         if enabled and total:
-            from rich.progress import Progress
-
-            from cppo_bench.util.termsafe import console as Console
+            from cppo_bench.util.progress import progress_bar
 
             # stderr: standard output may be carrying the results (cppo-bench verify)
-            self._progress = Progress(console=Console(stderr=True))
-            self._task = self._progress.add_task("verifying", total=total, completed=done)
-            self._progress.start()
+            self._cm = progress_bar("verifying", total, completed=done)
+            self._bar = self._cm.__enter__()
 
     def advance(self, n: int) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
+        if self._bar is not None:
+            self._bar(n)
 
     def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        if self._cm is not None:
+            cm, self._cm = self._cm, None
+            cm.__exit__(None, None, None)

@@ -189,7 +189,9 @@ def test_stats_and_report_print_the_same_labelled_spread(tmp_path, demo):
     text = " ".join(table.output.split())
     assert f"± {st['spread']:.3f} (bootstrap SE, n=6/{len(demo)} partial, 2 seeds)" in text
     md = (tmp_path / "rep" / "tables" / "main_pass4.md").read_text()
-    assert f"± {st['spread']:.3f} (bootstrap SE, n=6/{len(demo)} partial, 2 seeds)" in md
+    # the report names the ± once per table (every cell shares it), the number in the cell
+    assert f"*± is bootstrap SE; every cell: n=6/{len(demo)} partial, 2 seeds*" in md
+    assert f"| {st['mean']:.3f} ± {st['spread']:.3f}<sup>" in md
     # the other spread stays available by name, in both commands
     other = CliRunner().invoke(
         main,

@@ -82,12 +82,18 @@ def test_seeds_make_one_run_each_and_runs_lists_them(tmp_path, demo):
     rows = [json.loads(line) for line in listing.output.splitlines()]
     assert sorted(r["seed"] for r in rows) == [0, 1]
     for row in rows:
-        assert row["done"] == row["total"] == 2 and row["status"] == "complete"
+        # --limit 2 finished what it was asked, not the benchmark: partial, as stats says
+        n = len(demo)
+        assert row["done"] == row["total"] == 2
+        assert row["status"] == f"partial: 2/{n} of the benchmark"
         assert row["method"] == "direct" and row["k"] == 2
         recs = read_records(Path(row["path"])).values()
         assert row["pass_at_k"] == sum(r.passed for r in recs) / 2
     table = invoke(["runs", "--out", str(tmp_path)])
     assert "direct" in table.output and "2/2" in table.output
+    assert f"partial: 2/{n}" in table.output
+    stats = invoke(["stats", "passk", "--runs", str(tmp_path), "--k", "2"])
+    assert f"n=2/{n} partial" in stats.output, stats.output
     assert "no runs under" in invoke(["runs", "--out", str(tmp_path / "none")]).output
 
 

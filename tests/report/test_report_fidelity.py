@@ -101,19 +101,19 @@ def store(tmp_path_factory):
     return root, plants
 
 
-def _engine(root):
+def _engine(root, **options):
     from cppo_bench.report.cells import CellEngine
     from cppo_bench.report.run_index import RunIndex
 
-    return CellEngine(RunIndex(root), resamples=200)
+    return CellEngine(RunIndex(root), resamples=200, **options)
 
 
-def _build(root, name, override=None):
+def _build(root, name, override=None, **options):
     from cppo_bench.report.specs import parse_spec
     from cppo_bench.report.tables import build_table
 
     spec = parse_spec(name, override) if override is not None else _specs()[name]
-    return build_table(spec, _engine(root))
+    return build_table(spec, _engine(root, **options))
 
 
 def test_strongest_baseline_is_picked_per_cell(store):
@@ -160,7 +160,7 @@ def test_average_column_of_inference_rows(store):
 def test_external_cells_are_point_estimates_outside_significance(tmp_path):
     root = tmp_path / "runs"
     root.mkdir()
-    table = _build(root, "gemma")
+    table = _build(root, "gemma", study_numbers=True)  # `report --study-numbers`
     cells = {(r.labels[0], c.header[0], c.header[1]): cell
              for r in table.rows for c, cell in zip(table.columns, r.cells, strict=True)}  # fmt: skip
     ext = cells[("Direct Solve", "Gemma 4 E2B", "LCB-v6")]
@@ -168,6 +168,9 @@ def test_external_cells_are_point_estimates_outside_significance(tmp_path):
     assert "left out of significance tests" in ext.notes[0] and not ext.mark
     other = cells[("Direct Solve", "Gemma 4 E2B", "APPS")]
     assert other.value is None and other.request is not None  # still asks for a run
+    # by default a report shows one's own runs only: the published cell is not there
+    plain = _build(root, "gemma")
+    assert all(c.value is None for r in plain.rows for c in r.cells)
 
 
 def test_classifier_reliability_table(tmp_path):

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("__main__",),
 ]
 LEVEL = {unit: i for i, units in enumerate(LAYERS) for unit in units}
-PUBLIC_TOP = {"__init__.py", "__main__.py", "api.py", "errors.py", "problem.py", "stats.py"}
+PUBLIC_TOP = {"__init__.py", "__main__.py", "api.py", "errors.py", "problem.py"}
 
 
 def _module(path: Path) -> str:

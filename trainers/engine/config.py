@@ -82,7 +82,7 @@ class TrainConfig:
     save_every: int = 50  # HF folder every N steps (and at the end)
     state_every: int = 1  # resumable state every N steps: SIGKILL loses at most these steps
     keep_folders: int = 0  # 0 = keep every HF folder
-    report_to: str = "none"  # none | tensorboard (accelerate trackers)
+    report_to: str = "none"  # none | tensorboard | wandb (trainers.engine.trackers)
     log_param_step_norm: bool = True
     # a DeepSpeed training state is pickled (DeepSpeed loads it with weights_only=False);
     # a resume first reads every file with torch's restricted unpickler, which admits only
@@ -127,8 +127,11 @@ class TrainConfig:
             raise ConfigError(f"config top_p: must be in (0, 1], got {self.top_p}")
         if self.clip_eps <= 0 or self.kl_beta < 0 or self.max_grad_norm < 0:
             raise ConfigError("config clip_eps must be > 0, kl_beta and max_grad_norm >= 0")
-        if self.report_to not in ("none", "tensorboard"):
-            raise ConfigError(f"config report_to: none or tensorboard, got {self.report_to!r}")
+        from trainers.engine.trackers import TRACKERS
+
+        if self.report_to not in TRACKERS:
+            known = ", ".join(TRACKERS.names())
+            raise ConfigError(f"config report_to: one of {known}, got {self.report_to!r}")
 
 
 def flat_keys(algo_config_cls: type) -> list[str]:

@@ -28,6 +28,7 @@ from trainers.engine.context import step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_metrics
 from trainers.engine.rewards import RewardFn, reward_from_config
 from trainers.engine.rollout import ROLLOUT_ENGINES
+from trainers.engine.trackers import check_tracker
 
 
 @dataclass
@@ -63,7 +64,6 @@ class TrainResult:
 
 
 def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
-    import importlib.util
     import os
 
     import torch
@@ -71,10 +71,7 @@ def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     from accelerate.utils import InitProcessGroupKwargs
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
-    if log_with == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
-        raise DataError(
-            "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
-        )
+    check_tracker(cfg.report_to)  # a missing package: one line, before any model loads
     kwargs = deepspeed_support.accelerator_kwargs(torch.cuda.is_available())
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if sharding.wants_offload(cfg.sharding) and torch.cuda.is_available() and world > 1:
@@ -218,7 +215,11 @@ def _train(spec: RunSpec) -> TrainResult:
             out, spec, cfg, base_label, model_path, accelerator, total, start, model=model
         )
     if cfg.report_to != "none":
-        accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
+        accelerator.init_trackers(
+            "cppo-bench-train",
+            config=manifest.flat_config(spec),
+            init_kwargs=check_tracker(cfg.report_to, out),
+        )
 
     engine_opts = {
         "batch_size": cfg.rollout_batch,
@@ -259,6 +260,7 @@ def _train(spec: RunSpec) -> TrainResult:
     stopped: str | None = None
     warned_overlong = False
     from cppo_bench.util.progress import progress_bar
+    from trainers.engine.metrics import step_line
 
     quiet = not (spec.progress and accelerator.is_main_process)
     bar_cm = progress_bar("train", total, quiet=quiet, completed=start)
@@ -359,6 +361,7 @@ def _train(spec: RunSpec) -> TrainResult:
             if spec.on_step is not None:
                 stopped = spec.on_step(done, metrics) or None
             bar(1)
+            bar.log(step_line(metrics, total))  # per step, as TRL logs (a log has no bar)
             overlong = metrics.get("overlong_prompts") or 0
             if overlong and not warned_overlong and accelerator.is_main_process:
                 warned_overlong = True  # once a run: metrics.jsonl has every step's count

@@ -192,3 +192,19 @@ def step_metrics(
     if snap is not None:
         m["param_step_norm"] = snap.step_norm(reduce_sum)
     return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in m.items()}
+
+
+def step_line(metrics: dict[str, Any], total: int) -> str:
+    """One training step as a log line, the fields TRL's trainer logs each step: loss,
+    reward, KL, throughput and time per step (what a Slurm log shows of a run)."""
+
+    def num(key: str, spec: str) -> str:
+        value = metrics.get(key)
+        return "-" if value is None else format(value, spec)
+
+    return (
+        f"step {metrics.get('step')}/{total}: loss {num('loss', '.4f')} "
+        f"reward {num('reward_mean', '.3f')} kl {num('kl', '.3e')} "
+        f"lr {num('lr', '.2e')} grad_norm {num('grad_norm', '.3f')} "
+        f"tokens/s {num('tokens_per_s', '.1f')} time/step {num('time_step', '.2f')} s"
+    )

@@ -8,6 +8,7 @@ bootstrap, the per-seed t interval); this module only groups and tabulates.
     cb.stats.pass_at_k(frame, k=[1, 4])      # mean ± the study's uncertainty, with n
     cb.stats.bootstrap(frame, a="cppo")      # one-sided p that cppo beats the best baseline
     cb.stats.seeds(frame, a="cppo", b="pkpo")
+    cb.stats.pass_at_k_by(cb.stats.window(frame, start_date="2024-08-01"), "difficulty")
 """
 
 from __future__ import annotations
@@ -20,7 +21,21 @@ from cppo_bench.errors import DataError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["bootstrap", "pass_at_k", "seeds", "tokens"]
+__all__ = ["bootstrap", "pass_at_k", "pass_at_k_by", "seeds", "tokens", "window"]
+
+
+def window(frame: pd.DataFrame, **bounds: Any) -> pd.DataFrame:
+    """Rows in a contest-date window / on a platform (cppo_bench.stats.slices.window)."""
+    from cppo_bench.stats.slices import window as cut
+
+    return cut(frame, **bounds)
+
+
+def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = (1, 2, 4), **options: Any) -> pd.DataFrame:
+    """pass@k per difficulty / platform / month / release window (cppo_bench.stats.slices)."""
+    from cppo_bench.stats.slices import pass_at_k_by as grouped
+
+    return grouped(frame, by, k, **options)
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:

@@ -1,0 +1,118 @@
+"""`cppo-bench samples`: what a model did per problem in a stored run (cppo_bench.runner.samples).
+Every text shown came from a model or a dataset: it is printed through cppo_bench.util.termsafe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cppo_bench.cli.options import parse_kv
+
+
+def _print(rows: list[dict[str, Any]], full: bool) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import markup, safe
+
+    def lines(text: str) -> str:  # multi-line outside text: escaped, its newlines kept
+        return escape(safe(text, keep_newlines=True))
+
+    console = Console()
+    for row in rows:
+        solved = "solved" if row["passed"] else "not solved"
+        console.print(
+            f"[bold]{markup(row['problem_id'])}[/bold]  {solved}  "
+            f"({markup(row['bench'])}/{markup(row['method'])}, seed {row['seed']})",
+            highlight=False,
+        )
+        if row["prompt"] is not None:
+            prompt, title = row["prompt"], "prompt (problem statement)"
+            if row["prompt_kind"] == "messages":
+                prompt = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt)
+                title = "prompt (as sent)"
+            text = prompt if full else prompt[:600]
+            console.print(Panel(lines(text), title=title, expand=False))
+        for i, plans in enumerate(row["plans"]):
+            console.print(f"plans (tuple {i}):", highlight=False)
+            for plan in plans:
+                console.print(f"  - {markup(plan)}", highlight=False)
+        table = Table(show_lines=True)
+        for col in ("#", "verdict", "tests", "plan", "program", "first failing test"):
+            table.add_column(col, overflow="fold")
+        for a in row["attempts"]:
+            failing = a["first_failing_test"]
+            if failing is not None:
+                fail = f"#{failing['index']}\ninput: {failing['input']}\nexpected: {failing['expected']}"
+            elif a["first_failed"] is not None:
+                fail = f"#{a['first_failed']} (tests not at hand: give --data)"
+            else:
+                fail = "-"
+            if a["detail"] and not a["passed"]:
+                fail += f"\n{a['detail']}"
+            code = a["code"] if full else "\n".join(a["code"].splitlines()[:25])
+            table.add_row(
+                str(a["index"]),
+                markup(a["verdict"]),
+                f"{a['tests_passed']}/{a['tests_total']}",
+                markup(a["plan"] or "-"),
+                lines(code or "(no program)"),
+                lines(fail),
+            )
+        console.print(table)
+
+
+@click.command("samples")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A run directory (see `cppo-bench runs`).",
+)
+@click.option("--problem", default=None, help="Only this problem id.")
+@click.option(
+    "--data",
+    "data_path",
+    type=click.Path(exists=True),
+    help="The benchmark file the run was made from (for statements and failing tests; "
+    "default: the run's own data source when it is still there).",
+)
+@click.option("-o", "--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
+              help="Loader option for --data, as for `run`.")  # fmt: skip
+@click.option("--failed", is_flag=True, help="Only problems no attempt solved.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N problems shown.")
+@click.option("--full", is_flag=True, help="Whole programs and statements (default: clipped).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per problem (JSONL).")
+def samples(run_dir: Path, problem: str | None, data_path: str | None,
+            option_pairs: tuple[str, ...], failed: bool, limit: int | None, full: bool,
+            as_json: bool) -> None:  # fmt: skip
+    """Show a run's samples per problem: statement, plans, programs, verdicts and the first
+    failing test (lm-eval's --log_samples, read back from the run store)."""
+    from cppo_bench.errors import DataError
+    from cppo_bench.runner.samples import sample_rows
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.util.termsafe import echo, json_line
+
+    try:
+        rows = sample_rows(run_dir, problem, data=data_path, loader_options=parse_kv(option_pairs))
+    except (DataError, UnknownNameError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if failed:
+        rows = [r for r in rows if not r["passed"]]
+    rows = rows[:limit] if limit else rows
+    if as_json:
+        for row in rows:
+            echo(json_line(row))
+        return
+    if rows and not rows[0]["tests_at_hand"]:
+        echo(
+            "note: the benchmark's data is not at hand (give --data): statements and failing "
+            "tests are not shown",
+            err=True,
+        )
+    _print(rows, full)

@@ -1,0 +1,172 @@
+"""Re-judging a stored run into a new run: the same completions, judged again by today's
+verifier and (optionally) an augmented test set. `cppo-bench verify --run DIR` and
+`cppo_bench.api.rejudge` call it.
+
+The source run is only read. The new run's manifest is the source's with
+``extra["rejudged"]`` (the source's directory, configuration hash and the verifier's version)
+and, with a test set, ``extra["test_set"]``; both are part of its identity, so it gets a
+directory of its own beside the source. A re-judge whose run already exists stops, naming it:
+nothing is ever overwritten. Each branch keeps its completion, tokens, plan and seed; its
+program is extracted and run again, so a newer extractor or checker is what is measured.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.store.runs import (
+    MANIFEST,
+    Branch,
+    ProblemRecord,
+    RunManifest,
+    append_records,
+    read_manifest,
+    read_records,
+    run_dir_for,
+    write_manifest,
+)
+
+
+@dataclass
+class Rejudged:
+    source: Path
+    run_dir: Path
+    manifest: RunManifest
+    records: list[ProblemRecord]
+    changed: int  # branches whose pass/fail differs from the source's
+    before: float | None  # pass@K of the source's records over the same problems
+    after: float | None
+
+
+def _problems(manifest: RunManifest, data: str | Path | None, options: dict[str, Any]) -> Any:
+    """The run's benchmark, from `data`, else the file the run was made from when it is
+    still there, else the benchmark's own source (the hub)."""
+    from cppo_bench.benchmarks.load import load_result
+
+    if data is None and manifest.data_source and Path(manifest.data_source).exists():
+        data = manifest.data_source
+    return load_result(manifest.bench, data, unique=False, **options)
+
+
+def store_root(run_dir: Path, manifest: RunManifest) -> Path:
+    """The run store a run directory lies in (OUT/bench/method/model/run), else its parent."""
+    from cppo_bench.store.runs import slug
+
+    parts = run_dir.resolve().parts
+    if len(parts) > 4 and parts[-4:-1] == (manifest.bench, manifest.method, slug(manifest.model)):
+        return run_dir.resolve().parents[3]
+    return run_dir.resolve().parent
+
+
+def new_manifest(source: RunManifest, source_dir: Path, test_set: Any) -> RunManifest:
+    """The re-judged run's manifest: the source's, marked as re-judged (part of its
+    identity, so its directory differs from the source's) and as a fresh run."""
+    import cppo_bench
+    from cppo_bench.augment.store import identity
+    from cppo_bench.store.opener import git_commit
+
+    m = copy.deepcopy(source)
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    m.extra = {
+        k: v for k, v in m.extra.items() if k not in ("invocations", "summary", "test_set")
+    }
+    m.extra["rejudged"] = {
+        "from": str(source_dir),
+        "from_config": source.config_hash(),
+        "verifier": f"cppo-bench {cppo_bench.__version__} ({git_commit() or 'no git'})",
+        "at": stamp,
+    }
+    m.extra.update(identity(test_set))
+    m.created_at, m.status = stamp, "running"
+    m.package_version, m.git_commit = cppo_bench.__version__, git_commit()
+    return m
+
+
+def rejudge(
+    run_dir: str | Path,
+    *,
+    out: str | Path | None = None,
+    data: str | Path | None = None,
+    loader_options: dict[str, Any] | None = None,
+    tests: Any = None,
+    workers: int | None = None,
+    progress: bool = False,
+    on_loaded: Callable[[Any], None] | None = None,
+) -> Rejudged:
+    """Judge the completions of the run in `run_dir` again into a new run under `out`
+    (default: the source's run store). `tests`: an augmented test set (folder or TestSet)."""
+    from cppo_bench.augment.store import read_test_set, with_tests
+    from cppo_bench.runner.scoring import problem_meta
+    from cppo_bench.verifier import VerifyJob, verify_batch
+
+    source_dir = Path(run_dir)
+    source = read_manifest(source_dir)
+    records = read_records(source_dir)
+    if not records:
+        raise DataError(f"{source_dir}: the run holds no records to judge again")
+    test_set = read_test_set(Path(tests)) if isinstance(tests, str | Path) else tests
+    if test_set is not None and test_set.bench != source.bench:
+        raise DataError(f"test set {test_set.path}: made for {test_set.bench}, not {source.bench}")
+    loaded = _problems(source, data, dict(loader_options or {}))
+    if on_loaded is not None:
+        on_loaded(loaded)
+    problems: list[Problem] = loaded.problems
+    if test_set is not None:
+        problems = with_tests(problems, test_set)
+    by_id = {p.problem_id: p for p in problems}
+    missing = [pid for pid in records if pid not in by_id]
+    if missing:
+        raise DataError(
+            f"{source_dir}: {len(missing)} of its problems are not in {loaded.source or source.bench}"
+            f" (e.g. {missing[0]!r}): give the data the run was made from with --data"
+        )
+    if any(by_id[pid].task != "codegen" for pid in records):
+        raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")
+    manifest = new_manifest(source, source_dir, test_set)
+    root = Path(out) if out is not None else store_root(source_dir, source)
+    target = run_dir_for(root, manifest)
+    if (target / MANIFEST).exists() or target.resolve() == source_dir.resolve():
+        raise DataError(
+            f"{target}: this run was already re-judged with this verifier and these tests "
+            "(nothing is overwritten; remove that folder to judge it again)"
+        )
+    order = [pid for pid in source.problem_ids if pid in records]
+    jobs = [VerifyJob(by_id[pid], b.completion) for pid in order for b in records[pid].branches]
+    results = iter(verify_batch(jobs, workers=workers, progress=progress))
+    new_records, changed = [], 0
+    for pid in order:
+        old = records[pid]
+        branches: list[Branch] = []
+        for b in old.branches:
+            r = next(results)
+            changed += bool(r.passed) != b.passed
+            branches.append(
+                dataclasses.replace(
+                    b, code=r.code or "", verdict=r.verdict, passed=bool(r.passed),
+                    tests_passed=r.tests_passed, tests_total=r.tests_total,
+                    time_s=round(float(r.time_s), 4), first_failed=r.first_failed,
+                    detail=(r.detail or "")[:300],
+                )
+            )  # fmt: skip
+        extra = {**dict(old.extra), **problem_meta(by_id[pid])}  # older runs lacked it
+        new_records.append(dataclasses.replace(old, branches=branches, extra=extra))
+    write_manifest(target, manifest)
+    append_records(target, new_records)
+    from cppo_bench.runner.scoring import summarize
+
+    manifest.extra["summary"] = summarize(new_records, manifest.k)
+    finished = all(pid in records for pid in source.problem_ids)
+    manifest.status = "complete" if finished and source.status == "complete" else "running"
+    write_manifest(target, manifest)
+    n = len(order)
+    before = sum(records[pid].passed for pid in order) / n if n else None
+    after = sum(r.passed for r in new_records) / n if n else None
+    return Rejudged(source_dir, target, manifest, new_records, changed, before, after)

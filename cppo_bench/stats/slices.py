@@ -1,0 +1,141 @@
+"""LiveCodeBench's own analysis on a results frame: pass@K by difficulty (or platform, or
+release window) and over a contest-date window, LiveCodeBench's answer to contamination
+(score only problems released after a model's training cutoff).
+
+Names follow LiveCodeBench's released scorer (lcb_runner/evaluation/compute_scores.py):
+``start_date`` / ``end_date`` are inclusive YYYY-MM-DD bounds on ``contest_date``,
+``platform`` keeps one platform, and difficulty is the dataset's easy / medium / hard.
+A record keeps its problem's difficulty, platform and contest date (cppo_bench.runner.scoring);
+rows without the field a window needs are left out and counted, never guessed.
+
+    frame = cb.load_runs("runs/")
+    recent = cb.stats.window(frame, start_date="2024-08-01")
+    cb.stats.pass_at_k_by(recent, "difficulty", k=[1, 4])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+UNKNOWN = "(unknown)"
+GROUPERS: Registry[Callable[[Any], str]] = Registry("grouping")
+
+
+@GROUPERS.register("difficulty")
+def _difficulty(row: Any) -> str:
+    return str(row["difficulty"]).lower() if row["difficulty"] else UNKNOWN
+
+
+@GROUPERS.register("platform")
+def _platform(row: Any) -> str:
+    return str(row["platform"]) if row["platform"] else UNKNOWN
+
+
+@GROUPERS.register("month")
+def _month(row: Any) -> str:
+    date = _date(row["contest_date"])
+    return date[:7] if date else UNKNOWN
+
+
+@GROUPERS.register("window")
+def _window(row: Any) -> str:
+    """The LiveCodeBench release increment whose publication window holds the date."""
+    from cppo_bench.benchmarks.livecodebench import WINDOWS
+
+    date = _date(row["contest_date"])
+    for n, (lo, hi) in sorted(WINDOWS.items()):
+        if date and lo <= date <= hi:
+            return f"v{n} ({lo}..{hi})"
+    if not date:
+        return UNKNOWN
+    return f"after v{max(WINDOWS)}" if date > WINDOWS[max(WINDOWS)][1] else "before v1"
+
+
+def _date(value: Any) -> str | None:
+    from cppo_bench.benchmarks._fields import iso_date
+
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return iso_date(value)
+    except ValueError:
+        return None
+
+
+def window(
+    frame: pd.DataFrame,
+    *,
+    start_date: str | None = None,
+    end_date: str | None = None,
+    platform: str | None = None,
+) -> pd.DataFrame:
+    """The rows whose problem's contest date lies in [start_date, end_date] (inclusive,
+    YYYY-MM-DD) and, with `platform`, on that platform. Rows without a contest date are left
+    out when a date bound is given; how many is in ``.attrs["left_out"]``."""
+    from cppo_bench.benchmarks._fields import parse_date_option
+
+    start = parse_date_option("start_date", start_date)
+    end = parse_date_option("end_date", end_date)
+    if start and end and start > end:
+        raise DataError(f"start_date {start} is after end_date {end}")
+    out, undated = frame, 0
+    if start or end:
+        if "contest_date" not in frame.columns:
+            raise DataError("these results have no contest dates (a CSV without contest_date?)")
+        dates = frame["contest_date"].map(_date)
+        undated = int(dates.isna().sum())
+        keep = dates.notna()
+        if start:
+            keep &= dates.fillna("") >= start
+        if end:
+            keep &= dates.fillna("") <= end
+        out = frame[keep]
+    if platform is not None:
+        out = out[out["platform"].fillna("").str.lower() == platform.lower()]
+    out = out.copy()
+    out.attrs["left_out"] = {"undated": undated, "outside": len(frame) - len(out) - undated}
+    return out
+
+
+def pass_at_k_by(
+    frame: pd.DataFrame,
+    by: str,
+    k: int | Sequence[int] = (1, 2, 4),
+    **options: Any,
+) -> pd.DataFrame:
+    """`cppo_bench.stats.pass_at_k` per group of problems (`by`: difficulty, platform,
+    month, window): the same columns plus `by`'s. A group's n is its own problems, so a
+    group is never called partial against the whole benchmark's size."""
+    import pandas as pd
+
+    from cppo_bench.stats import pass_at_k
+
+    group = GROUPERS.get(by)
+    if frame.empty:
+        return pd.DataFrame()
+    labels = frame.apply(group, axis=1)
+    parts, warnings = [], []
+    for value in sorted(set(labels), key=lambda v: (v == UNKNOWN, _order(by, v))):
+        sub = frame[labels == value].copy()
+        sub["dataset_size"] = 0  # coverage is the group's own
+        table = pass_at_k(sub, k, **options)
+        table.insert(1, by, value)
+        parts.append(table)
+        warnings += [w for w in table.attrs.get("warnings", []) if w not in warnings]
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["warnings"] = warnings
+    return out
+
+
+def _order(by: str, value: str) -> Any:
+    if by == "difficulty":  # easiest first (LiveCodeBench's, then APPS's levels)
+        levels = ["easy", "medium", "hard", "introductory", "interview", "competition"]
+        return (levels.index(value) if value in levels else len(levels), value)
+    return (0, value)

@@ -1,0 +1,52 @@
+"""Experiment trackers a training run can also log to (`--report-to`), by name.
+
+Each entry names the module it needs and how to get it; the module is imported only when a
+run asks for it, so a missing one is one line naming the install command, before any model
+loads. The metrics.jsonl log and the per-step log lines are always written whatever this says.
+
+wandb without a network: `WANDB_MODE=offline` keeps the run under the output folder
+(`wandb sync` uploads it later). With no API key and no WANDB_MODE set, the run goes offline
+by itself (a note says so) rather than stopping at a login prompt on a cluster node.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import Registry
+
+
+@dataclass(frozen=True)
+class Tracker:
+    module: str  # what must import for it
+    install: str  # how to get it
+
+
+TRACKERS: Registry[Tracker] = Registry("tracker")
+TRACKERS.register("none")(Tracker("", ""))
+TRACKERS.register("tensorboard")(Tracker("tensorboard", "pip install 'cppo-bench[tensorboard]'"))
+TRACKERS.register("wandb")(Tracker("wandb", "pip install wandb"))
+
+
+def check_tracker(name: str, out_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """Raise DataError (one line) if tracker `name` cannot be used here; return accelerate's
+    init_kwargs for it (wandb: its files under `out_dir`, offline when it has no key)."""
+    tracker = TRACKERS.get(name)
+    if tracker.module and importlib.util.find_spec(tracker.module) is None:
+        raise DataError(f"report_to {name} needs the {tracker.module} package: {tracker.install}")
+    if name != "wandb":
+        return {}
+    if not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
+        os.environ["WANDB_MODE"] = "offline"
+        from cppo_bench.util.termsafe import echo
+
+        echo(
+            "note: wandb has no WANDB_API_KEY here: logging offline (WANDB_MODE=offline); "
+            "upload later with `wandb sync`",
+            err=True,
+        )
+    return {"wandb": {"dir": str(out_dir)}} if out_dir is not None else {}
