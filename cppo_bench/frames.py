@@ -11,7 +11,11 @@ seed). Columns:
                                   the method, or "method[model]" when a benchmark/method was
                                   run with several models (so they are never averaged)
     trained, base_model, train_seed   a trained checkpoint's tags (None: inference-only)
-    seed, problem_id, k, select   the run's seed, the problem, the budget, its K-of-4 rule
+    seed, problem_id, k           the run's seed, the problem, the budget
+    estimator, select             how pass@k < K is scored for this run (the method's
+                                  `passk_rule` on the manifest's options): "unbiased" for
+                                  exchangeable samples, "first" (with its K-of-4 `select`)
+                                  for branches in a planner's / hint list's order
     outcomes                      per-branch 0/1 in rollout order, e.g. "0110"
     n_branches, n_passed          len(outcomes) and its count of 1s
     planner_tokens, solver_tokens decoded tokens for the problem (prompt excluded)
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.metrics.table import OutcomeRow, tuple_texts
+from cppo_bench.metrics.table import ESTIMATORS, OutcomeRow, tuple_texts
 from cppo_bench.problem import DataError
 
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
 
 RUN_COLUMNS = (
     "benchmark", "method", "model", "trained", "base_model", "train_seed", "seed",
-    "problem_id", "k", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
+    "problem_id", "k", "estimator", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
     "texts_kind", "validity", "dataset_size",
 )  # fmt: skip
@@ -59,6 +63,7 @@ def load_runs(
     and missing shards are named through `warn` and left out, never averaged in."""
     import pandas as pd
 
+    from cppo_bench.methods import passk_rule
     from cppo_bench.runindex import one_per_slot, scan
     from cppo_bench.runstore import slug
     from cppo_bench.validity import record_tally
@@ -85,6 +90,7 @@ def load_runs(
         models[(man.bench, man.method)].add(man.model)
     rows: list[dict[str, Any]] = []
     for run, man, records in loaded:
+        estimator, select = passk_rule(man.method, man.method_options)
         label = man.method
         if len(models[(man.bench, man.method)]) > 1:
             label = f"{man.method}[{slug(man.model)}]"
@@ -97,7 +103,7 @@ def load_runs(
                 "trained": str(extra["trained"]) if extra.get("trained") else None,
                 "base_model": extra.get("base_model"), "train_seed": extra.get("train_seed"),
                 "seed": man.seed, "problem_id": rec.problem_id, "k": man.k,
-                "select": str(man.method_options.get("select", "first")),
+                "estimator": estimator, "select": select,
                 "outcomes": outcomes, "n_branches": len(outcomes),
                 "n_passed": outcomes.count("1"), "planner_tokens": rec.planner_tokens,
                 "solver_tokens": rec.solver_tokens, "method_label": label,
@@ -164,6 +170,11 @@ def _checked(
     if not text and passed is None:
         raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
     seed = _int(cells.get("seed"), where, "seed", 0)
+    estimator = cells.get("estimator", "").strip() or None
+    if estimator is not None and estimator not in ESTIMATORS:
+        raise DataError(
+            f"{where}: 'estimator' must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
+        )
     bench = cells.get("benchmark", "").strip() or "-"
     key = (bench, method, seed, pid)
     if key in seen:
@@ -176,7 +187,7 @@ def _checked(
         "outcomes": text or None, "passed": passed,
         "planner_tokens": _int(cells.get("planner_tokens"), where, "planner_tokens", None),
         "solver_tokens": _int(cells.get("solver_tokens"), where, "solver_tokens", None),
-        "trained": cells.get("trained", "").strip() or None,
+        "trained": cells.get("trained", "").strip() or None, "estimator": estimator,
     }  # fmt: skip
 
 
@@ -212,8 +223,20 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
     if missing or not {"outcomes", "passed"} & set(frame.columns):
         need = sorted(missing) or ["outcomes or passed"]
         raise DataError(f"results frame: missing column(s) {', '.join(need)}")
+    from cppo_bench.methods import passk_rule
+
     out = []
     for row in frame.to_dict("records"):
+        estimator, select = _cell(row, "estimator"), _cell(row, "select")
+        if estimator is None:  # a CSV or a hand-built frame: the registered method's rule
+            # with its default options; exchangeable samples for any other label
+            estimator, default_select = passk_rule(str(row["method"]))
+            select = select or default_select
+        if estimator not in ESTIMATORS:
+            raise DataError(
+                f"results frame: {row['method']}/{row['problem_id']}: estimator must be one "
+                f"of {', '.join(ESTIMATORS)}, got {estimator!r}"
+            )
         outcomes = _cell(row, "outcomes")
         if outcomes is not None and not isinstance(outcomes, tuple):
             outcomes = tuple(ch == "1" for ch in str(outcomes))
@@ -229,7 +252,8 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
                 passed=None if passed is None else bool(passed),
                 planner_tokens=None if tokens[0] is None else int(tokens[0]),
                 solver_tokens=None if tokens[1] is None else int(tokens[1]),
-                select=str(_cell(row, "select", "first")),
+                estimator=str(estimator),
+                select=str(select or "first"),
                 answers=tuple(_cell(row, "answers", ())),
                 label=_cell(row, "answer_label"),
                 texts=tuple(_cell(row, "texts", ())),
