@@ -65,7 +65,6 @@ def load_runs(
 
     from cppo_bench.methods import passk_rule
     from cppo_bench.runindex import one_per_slot, scan
-    from cppo_bench.runstore import slug
     from cppo_bench.validity import record_tally
 
     store = scan(Path(path))
@@ -85,15 +84,11 @@ def load_runs(
                 warn(line)
         if progress:
             progress(1)
-    models: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for _, man, _ in loaded:
-        models[(man.bench, man.method)].add(man.model)
+    labels = _labels([(run, man) for run, man, _ in loaded], warn)
     rows: list[dict[str, Any]] = []
     for run, man, records in loaded:
         estimator, select = passk_rule(man.method, man.method_options)
-        label = man.method
-        if len(models[(man.bench, man.method)]) > 1:
-            label = f"{man.method}[{slug(man.model)}]"
+        label = labels[str(run.path)]
         extra = man.extra
         for rec in records.values():
             outcomes = _bits(rec.outcomes)
@@ -114,6 +109,39 @@ def load_runs(
                 "dataset_size": man.dataset_size,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+# fields that place a trained checkpoint's run: they vary with the model, which labels it
+_MODEL_TAGS = ("seed", "model", "served_model", "trained", "base_model", "train_seed")
+
+
+def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> dict[str, str]:
+    """Each run's `method_label`: the method, with the model when a benchmark/method was run
+    with several, and with the identity fields that tell its runs apart (max_tokens=128)
+    when runs of one benchmark, method and model differ in more than their seed: such runs
+    are separate rows, never pooled problem by problem (cppo_bench.runidentity)."""
+    from cppo_bench.runidentity import identity_fields, label_part, varying
+    from cppo_bench.runstore import slug
+
+    models: dict[tuple[str, str], set[str]] = defaultdict(set)
+    groups: dict[tuple[str, str, str], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for run, man in runs:
+        models[(man.bench, man.method)].add(man.model)
+        groups[(man.bench, man.method, man.model)].append((str(run.path), identity_fields(man)))
+    labels: dict[str, str] = {}
+    for (bench, method, model), members in groups.items():
+        keys = varying([f for _, f in members], skip=_MODEL_TAGS)
+        if keys and warn:
+            warn(
+                f"{bench}/{method} ({model}): {len(members)} runs differ in "
+                f"{', '.join(keys)}: shown as separate rows, never pooled"
+            )
+        for path, fields in members:
+            parts = [slug(model)] if len(models[(bench, method)]) > 1 else []
+            if keys:
+                parts.append(label_part(fields, keys))
+            labels[path] = f"{method}[{','.join(parts)}]" if parts else method
+    return labels
 
 
 def read_outcomes(path: str | Path) -> pd.DataFrame:

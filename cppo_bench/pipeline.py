@@ -31,13 +31,16 @@ from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import LoadResult, Problem
+from cppo_bench.runidentity import check_new_run, check_served_model, content_hash
 from cppo_bench.runlock import RunLock
-from cppo_bench.runopen import adopt_legacy, git_commit, open_run
+from cppo_bench.runopen import adopt_legacy, adopt_unidentified, git_commit, open_run
 from cppo_bench.runstore import (
+    MANIFEST,
     ProblemRecord,
     RunManifest,
     append_records,
     ids_hash,
+    read_manifest,
     read_records,
     run_dir_for,
     shard_of,
@@ -48,6 +51,20 @@ from cppo_bench.storefs import check_under, exists, make_dirs
 from cppo_bench.termsafe import safe
 
 log = logging.getLogger(__name__)
+
+
+def _note(line: str) -> None:
+    log.warning(safe(line))
+
+
+def run_identity(dataset: Sequence[Problem]) -> dict[str, Any]:
+    """What the manifest's identity adds to its problem ids: the data's content hash, and
+    the benchmark release the loader says the data is (cppo_bench.runidentity)."""
+    ident: dict[str, Any] = {"data_sha256": content_hash(dataset)}
+    releases = {str(p.metadata["release"]) for p in dataset if p.metadata.get("release")}
+    if releases:
+        ident["release"] = ",".join(sorted(releases))
+    return ident
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,9 @@ class RunSpec:
     tags: Mapping[str, Any] = field(default_factory=dict)
     limit: int | None = None  # the first `limit` problems of the dataset (None: all)
     shard: tuple[int, int] | None = None  # (I, N): only the dataset problems of shard I of N
+    # start this run even though an incomplete run of the same method, bench, model, K and
+    # seed with another identity is stored (cppo_bench.runidentity.check_new_run)
+    new_run: bool = False
 
 
 @dataclass
@@ -164,7 +184,7 @@ def build_manifest(
         package_version=cppo_bench.__version__,
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        extra={"chunk_size": spec.chunk_size, **spec.tags},
+        extra={"chunk_size": spec.chunk_size, **spec.tags, "identity": run_identity(dataset)},
         dataset_hash=ids_hash([p.problem_id for p in dataset]),
         dataset_size=len(dataset),
         selected=len(dataset) if spec.limit is None else min(spec.limit, len(dataset)),
@@ -217,7 +237,9 @@ def _execute_locked(
 ) -> RunResult:
     reporter = reporter or NullReporter()
     adopt_legacy(Path(out), manifest)
+    adopt_unidentified(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
+    check_new_run(Path(out), manifest, planned_dir, new_run=spec.new_run, note=_note)
     skipped: list[str] = []  # bad stored records: recomputed, never counted
     done = read_records(planned_dir, warnings=skipped)  # a torn last line is skipped
     for line in skipped:
@@ -228,7 +250,16 @@ def _execute_locked(
         # a fresh run loads a lazy model now, so a model that fails to load leaves no run
         # dir; a resumed one loads it on the first cache miss (re-verifying never loads it)
         backend.get()
+    if todo and exists(planned_dir / MANIFEST):
+        stored = read_manifest(planned_dir)
+        if stored.extra.get("model_id") is not None and hasattr(backend, "get"):
+            backend.get()  # more to generate: the model it is served by must be the run's
+        if getattr(backend, "loaded", True):
+            check_served_model(planned_dir, stored, backend)
     run_dir, manifest = open_run(Path(out), manifest, by_id)
+    if getattr(backend, "loaded", True) and todo:  # recorded now: a crash keeps it too
+        manifest.extra["model_id"] = backend.model_id
+        write_manifest(run_dir, manifest)
     reporter.start(
         run_dir, len(wanted), [done[p.problem_id] for p in wanted if p.problem_id in done]
     )

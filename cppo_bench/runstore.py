@@ -82,6 +82,11 @@ class RunManifest:
         test_set = self.extra.get("test_set")
         if isinstance(test_set, dict) and test_set.get("hash"):
             fields.append(["test_set", test_set["hash"]])
+        # what else changes the samples (cppo_bench.runidentity: the data's content hash, the
+        # benchmark release); absent from manifests written before it was recorded
+        identity = self.extra.get("identity")
+        if isinstance(identity, dict) and identity:
+            fields.append(["identity", identity])
         payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
