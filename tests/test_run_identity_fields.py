@@ -112,3 +112,11 @@ def test_stats_never_pool_runs_that_differ_in_identity(tmp_path, demo):
     methods = sorted(c["method"] for c in json.loads(out.stdout))
     assert methods == ["direct[max_tokens=128]", "direct[max_tokens=256]"]
     assert "sampling.max_tokens" in out.stderr
+    from cppo_bench.report.cells import identity_notes
+    from cppo_bench.report.specs import Selector
+    from cppo_bench.report.store import RunIndex
+
+    cell = RunIndex(tmp_path).select(Selector(label="Direct", method="direct"),
+                                     "scripted-model", "demo", 2)  # fmt: skip
+    (note,) = identity_notes(cell)
+    assert "several runs share a seed" in note and "sampling.max_tokens" in note
