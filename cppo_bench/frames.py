@@ -20,6 +20,8 @@ seed). Columns:
     n_branches, n_passed          len(outcomes) and its count of 1s
     planner_tokens, solver_tokens decoded tokens for the problem (prompt excluded)
     run_dir                       the run's directory
+    tests                         what the score rests on: the data's test kinds and counts
+                                  and its release (cppo_bench.testsource), "" if unrecorded
     answers, answer_label, texts, texts_kind, validity, dataset_size
                                   what maj@K, diversity and the plan-validity tally read
 """
@@ -41,7 +43,7 @@ RUN_COLUMNS = (
     "benchmark", "method", "model", "trained", "base_model", "train_seed", "seed",
     "problem_id", "k", "estimator", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
-    "texts_kind", "validity", "dataset_size",
+    "texts_kind", "validity", "dataset_size", "tests",
 )  # fmt: skip
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
@@ -65,6 +67,7 @@ def load_runs(
 
     from cppo_bench.methods import passk_rule
     from cppo_bench.runindex import one_per_slot, scan
+    from cppo_bench.testsource import manifest_line
     from cppo_bench.validity import record_tally
 
     store = scan(Path(path))
@@ -88,6 +91,7 @@ def load_runs(
     rows: list[dict[str, Any]] = []
     for run, man, records in loaded:
         estimator, select = passk_rule(man.method, man.method_options)
+        tests = manifest_line(man)
         label = labels[str(run.path)]
         extra = man.extra
         for rec in records.values():
@@ -106,7 +110,7 @@ def load_runs(
                 "answers": answers if rec.label is not None else (),
                 "answer_label": rec.label, "texts": tuple_texts(rec),
                 "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
-                "dataset_size": man.dataset_size,
+                "dataset_size": man.dataset_size, "tests": tests,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 

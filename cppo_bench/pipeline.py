@@ -49,6 +49,8 @@ from cppo_bench.runstore import (
 from cppo_bench.scoring import score_chunk, summarize
 from cppo_bench.storefs import check_under, exists, make_dirs
 from cppo_bench.termsafe import safe
+from cppo_bench.testsource import release_label
+from cppo_bench.testsource import summarize as summarize_tests
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,9 @@ def run_identity(dataset: Sequence[Problem]) -> dict[str, Any]:
     """What the manifest's identity adds to its problem ids: the data's content hash, and
     the benchmark release the loader says the data is (cppo_bench.runidentity)."""
     ident: dict[str, Any] = {"data_sha256": content_hash(dataset)}
-    releases = {str(p.metadata["release"]) for p in dataset if p.metadata.get("release")}
-    if releases:
-        ident["release"] = ",".join(sorted(releases))
+    release = release_label(str(p.metadata.get("release") or "") for p in dataset)
+    if release:
+        ident["release"] = release
     return ident
 
 
@@ -184,7 +186,8 @@ def build_manifest(
         package_version=cppo_bench.__version__,
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        extra={"chunk_size": spec.chunk_size, **spec.tags, "identity": run_identity(dataset)},
+        extra={"chunk_size": spec.chunk_size, **spec.tags, "identity": run_identity(dataset),
+               "tests": summarize_tests(dataset)},  # fmt: skip
         dataset_hash=ids_hash([p.problem_id for p in dataset]),
         dataset_size=len(dataset),
         selected=len(dataset) if spec.limit is None else min(spec.limit, len(dataset)),

@@ -68,7 +68,8 @@ def pass_at_k(
     unbiased estimator for exchangeable samples, the first-K rule for ordered tuples);
     "first": the first-K rule on the rollout (each run's own `select`, unless given);
     "unbiased": 1 - C(n-c,k)/C(n,k). Column `estimator` names the one used. Warnings (a
-    method whose seeds share no problem) are in ``.attrs["warnings"]``."""
+    method whose seeds share no problem) are in ``.attrs["warnings"]``; what each
+    benchmark's scores rest on (test kinds and counts, release) in ``.attrs["tests"]``."""
     import pandas as pd
 
     from cppo_bench.metrics.cells import stats_cells
@@ -86,7 +87,19 @@ def pass_at_k(
             out.append({**d, "text": str(c.value), "cell": c})
     result = pd.DataFrame(out)
     result.attrs["warnings"] = warnings
+    result.attrs["tests"] = _tests(frame)
     return result
+
+
+def _tests(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """benchmark -> what its scores rest on (test kinds and counts, release), each text once."""
+    if "tests" not in frame.columns:
+        return {}
+    out: dict[str, list[str]] = {}
+    for bench, text in zip(frame["benchmark"], frame["tests"], strict=True):
+        if isinstance(text, str) and text and text not in out.setdefault(str(bench), []):
+            out[str(bench)].append(text)
+    return out
 
 
 def bootstrap(

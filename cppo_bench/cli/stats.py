@@ -152,7 +152,9 @@ def passk(
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
-        out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
+        tests = table.attrs.get("tests", {})
+        out = [{**c.to_dict(), "tests": tests.get(c.benchmark, [])}
+               for _, per_k in sorted(cells.items()) for c in per_k.values()]  # fmt: skip
         click.echo(json.dumps(out, indent=1))
         return
     body, notes = [], []
@@ -171,6 +173,9 @@ def passk(
     )
     for note in notes:
         click.echo(f"missing: {note}")
+    for bench, texts in sorted(table.attrs.get("tests", {}).items()):
+        for text in texts:  # what the scores rest on: public examples only is not a verdict
+            click.echo(f"tests ({safe(bench)}): {safe(text)}")
 
 
 def _pm(u: Any) -> str:

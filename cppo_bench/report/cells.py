@@ -251,4 +251,11 @@ def identity_notes(runs: CellRuns) -> list[str]:
         keys = varying(every, skip=skip)
         why = f" (they differ in {', '.join(keys)})" if keys else ""
         notes.append(f"several runs share a seed: the complete, largest, newest is used{why}")
+    from cppo_bench.testsource import describe
+
+    for run in runs.by_seed.values():  # a score on public examples only says so
+        tests = run.manifest.extra.get("tests") or {}
+        text = describe(tests)
+        if tests.get("public_only") and f"tests: {text}" not in notes:
+            notes.append(f"tests: {text}")
     return notes

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -53,8 +54,18 @@ def model_label(spec: TableSpec, model: str | None) -> str:
     return name.removesuffix(".gguf") or model
 
 
-def bench_label(bench: str) -> str:
-    return BENCH_LABELS.get(bench, bench)
+def bench_label(bench: str, index: Any = None) -> str:
+    """The column name of a benchmark; with the run index, the release its runs' data
+    really is (recorded in the manifests' identity), e.g. "LCB release_v1"."""
+    label = BENCH_LABELS.get(bench, bench)
+    if index is None:
+        return label
+    releases = sorted({
+        str((r.manifest.extra.get("identity") or {}).get("release"))
+        for r in index.runs
+        if r.manifest.bench == bench and (r.manifest.extra.get("identity") or {}).get("release")
+    })  # fmt: skip
+    return f"{label} {'/'.join(releases)}" if releases else label
 
 
 def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:
@@ -64,7 +75,11 @@ def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:
             for metric in spec.columns.metrics:
                 cols.append(
                     Column(
-                        header=(model_label(spec, model), bench_label(bench), metric_label(metric)),
+                        header=(
+                            model_label(spec, model),
+                            bench_label(bench, engine.index),
+                            metric_label(metric),
+                        ),
                         digits=metric_digits(metric),
                         meta={
                             "model": model,
@@ -173,7 +188,7 @@ def build_seed_deltas(spec: TableSpec, engine: CellEngine) -> Table:
                         (
                             f"{comp.a.label} − {b.label}",
                             model_label(spec, model),
-                            bench_label(bench),
+                            bench_label(bench, engine.index),
                         ),
                         cells,
                         {"model": model, "bench": bench, "k": spec.metric.k},
@@ -278,7 +293,7 @@ def build_gain_decomposition(spec: TableSpec, engine: CellEngine) -> Table:
                 ]
                 rows.append(
                     Row(
-                        (dec.label, model_label(spec, model), bench_label(bench)),
+                        (dec.label, model_label(spec, model), bench_label(bench, engine.index)),
                         parts + _decompose(*(p.value for p in parts)),
                         {"model": model, "bench": bench, "k": spec.metric.k},
                     )
