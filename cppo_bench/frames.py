@@ -140,11 +140,21 @@ def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> 
                 f"{bench}/{method} ({model}): {len(members)} runs differ in "
                 f"{', '.join(keys)}: shown as separate rows, never pooled"
             )
+        taken: dict[tuple[str, Any], list[str]] = defaultdict(list)
         for path, fields in members:
             parts = [slug(model)] if len(models[(bench, method)]) > 1 else []
             if keys:
                 parts.append(label_part(fields, keys))
             labels[path] = f"{method}[{','.join(parts)}]" if parts else method
+            taken[(labels[path], fields.get("seed"))].append(path)
+        for (label, seed), paths in taken.items():
+            if len(paths) < 2:
+                continue  # two runs one label and seed: an identity some lack; name the dirs
+            if warn:
+                warn(f"{bench}/{label} seed {seed}: {len(paths)} runs whose identity cannot "
+                     "be told apart (older manifests): shown as separate rows by directory")
+            for path in paths:
+                labels[path] = f"{label}[{Path(path).name}]"
     return labels
 
 

@@ -82,10 +82,15 @@ def differences(
 
 
 def varying(fields: Sequence[Mapping[str, Any]], skip: Iterable[str] = NOT_IDENTITY) -> list[str]:
-    """The identity fields whose value is not the same in all of `fields`."""
+    """The identity fields with more than one value among `fields`. A field some lack (runs
+    stored before it was recorded) varies only if the others disagree among themselves."""
     skip = set(skip)
     keys = sorted({k for f in fields for k in f} - skip)
-    return [k for k in keys if len({json.dumps(f.get(k), default=str) for f in fields}) > 1]
+    return [
+        k
+        for k in keys
+        if len({json.dumps(f[k], default=str) for f in fields if f.get(k) is not None}) > 1
+    ]
 
 
 def label_part(fields: Mapping[str, Any], keys: Sequence[str]) -> str:

@@ -87,6 +87,14 @@ def test_the_data_content_is_part_of_the_identity(tmp_path, demo, caplog):
     assert again.exit_code == 0, again.output
     assert "data_sha256" in caplog.text  # the note: a new run, and why
     assert len(list(iter_runs(tmp_path / "runs"))) == 2
+    out = invoke(["stats", "passk", "--runs", str(tmp_path / "runs"), "--k", "2", "--json"])
+    assert len(json.loads(out.stdout)) == 2 and "data_sha256" in out.stderr  # two rows
+    older = min(iter_runs(tmp_path / "runs"), key=lambda d: read_manifest(d).created_at)
+    m = read_manifest(older)
+    del m.extra["identity"]  # as a previous version wrote it: the runs cannot be told apart
+    write_manifest(older, m)
+    out = invoke(["stats", "passk", "--runs", str(tmp_path / "runs"), "--k", "2", "--json"])
+    assert len(json.loads(out.stdout)) == 2 and "cannot be told apart" in out.stderr
 
 
 def test_a_run_stored_before_identity_was_recorded_is_adopted(tmp_path, demo):
@@ -120,3 +128,13 @@ def test_stats_never_pool_runs_that_differ_in_identity(tmp_path, demo):
                                      "scripted-model", "demo", 2)  # fmt: skip
     (note,) = identity_notes(cell)
     assert "several runs share a seed" in note and "sampling.max_tokens" in note
+
+
+def test_a_field_an_older_run_lacks_does_not_split_its_seeds():
+    from cppo_bench.runidentity import differences, varying
+
+    old = {"sampling.max_tokens": 256, "data_sha256": None, "seed": 0}
+    new = {"sampling.max_tokens": 256, "data_sha256": "abc", "seed": 1}
+    assert varying([old, new]) == [] and differences(old, new) == []
+    other = {**new, "sampling.max_tokens": 128}
+    assert varying([old, new, other]) == ["sampling.max_tokens"]
