@@ -206,8 +206,9 @@ def check_resume_config(out: Path, spec: Any) -> dict[str, list[Any]]:
     old_ids = (previous.get("data") or {}).get("problem_ids_sha256")
     if old_ids is not None and old_ids != spec.training.ids_hash:
         changed["training data (problem ids)"] = [old_ids[:12], str(spec.training.ids_hash)[:12]]
+    allowed = RESUMABLE_KEYS | set(getattr(spec.algorithm, "resume_managed_keys", ()))
     for key, (before, now) in changed.items():
-        if key not in RESUMABLE_KEYS:
+        if key not in allowed:
             raise DataError(
                 f"{out}: --resume would change {key} ({str(before)[:40]} -> {str(now)[:40]}), "
                 "which changes what this run trains; resume with its settings, or train a "
