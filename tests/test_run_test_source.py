@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
@@ -16,10 +15,8 @@ from cppo_bench.report.tables import bench_label
 from cppo_bench.runstore import iter_runs, read_manifest
 from cppo_bench.testsource import describe, release_label, summarize
 
-DATA = Path("/work/shared/data/livecodebench")
-PUBLIC = DATA / "code_generation_release_v1_public.jsonl"
-FULL = DATA / "code_generation_full_record_1873_A.json"
-needs_data = pytest.mark.skipif(not PUBLIC.is_file(), reason="shared LCB samples not here")
+PUBLIC = "livecodebench/code_generation_release_v1_public.jsonl"
+FULL = "livecodebench/code_generation_full_record_1873_A.json"
 
 
 def lcb_run(out: Path, data: Path) -> object:
@@ -36,11 +33,10 @@ def test_release_label_names_what_the_increments_make():
     assert release_label(["", "v1"]) == "release_v1" and release_label([]) == ""
 
 
-@needs_data
-def test_public_only_data_is_said_in_run_stats_and_report(tmp_path):
-    res = lcb_run(tmp_path, PUBLIC)
+def test_public_only_data_is_said_in_run_stats_and_report(tmp_path, shared_data):
+    res = lcb_run(tmp_path, shared_data / PUBLIC)
     assert res.exit_code == 0, res.output
-    problems = load_benchmark("lcb", data=str(PUBLIC)).problems
+    problems = load_benchmark("lcb", data=str(shared_data / PUBLIC)).problems
     n_public = sum(len(p.tests) for p in problems)
     want = f"public tests only: {len(problems)}/{len(problems)} problems"
     assert want in " ".join(res.output.split())
@@ -63,9 +59,8 @@ def test_public_only_data_is_said_in_run_stats_and_report(tmp_path):
     assert "LCB release_v1" in text and "tests: public tests only" in text
 
 
-@needs_data
-def test_a_record_with_private_tests_is_not_called_public_only(tmp_path):
-    problems = load_benchmark("lcb", data=str(FULL)).problems
+def test_a_record_with_private_tests_is_not_called_public_only(shared_data):
+    problems = load_benchmark("lcb", data=str(shared_data / FULL)).problems
     summary = summarize(problems)
     assert summary["public_only"] == 0 and summary["tests"]["private"] > 0
     text = describe(summary)
