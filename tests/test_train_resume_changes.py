@@ -88,3 +88,33 @@ def test_ctrl_c_in_train_goes_through_the_report(tmp_path: Path, monkeypatch) ->
     assert res.exit_code == 130
     assert "nothing kept" in res.output and "interrupted" in res.output
     assert not (out / "state" / ".tmp-step-00000001").exists()
+
+
+def test_a_config_key_added_since_the_run_was_stored_is_no_change(tmp_path: Path) -> None:
+    import dataclasses
+    from types import SimpleNamespace
+
+    from cppo_bench.problem import DataError
+    from trainers.engine import manifest
+
+    @dataclasses.dataclass
+    class Engine:
+        lr: float = 1e-6
+        max_steps: int = 4
+        new_key: int = 7  # not in the stored manifest
+
+    @dataclasses.dataclass
+    class Algo:
+        n: int = 8
+
+    def spec(**engine):  # noqa: ANN202
+        return SimpleNamespace(config=Engine(**engine), algorithm=SimpleNamespace(config=Algo()),
+                               seed=0, training=SimpleNamespace(ids_hash="h"))  # fmt: skip
+
+    stored = {"kind": "training", "config": {"lr": 1e-6, "max_steps": 4, "n": 8}, "seed": 0,
+              "data": {"problem_ids_sha256": "h"}, "resume_changes": []}  # fmt: skip
+    (tmp_path / "train_manifest.json").write_text(json.dumps(stored))
+    assert manifest.check_resume_config(tmp_path, spec()) == {}
+    assert manifest.check_resume_config(tmp_path, spec(max_steps=8)) == {"max_steps": [4, 8]}
+    with pytest.raises(DataError, match=r"would change lr \(1e-06 -> 1e-05\)"):
+        manifest.check_resume_config(tmp_path, spec(lr=1e-5))

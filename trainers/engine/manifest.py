@@ -177,8 +177,9 @@ def _config_changes(previous: dict[str, Any], spec: Any) -> dict[str, list[Any]]
     if not isinstance(before, dict):
         return {}
     now = json.loads(json.dumps(flat_config(spec), default=str))
-    keys = sorted(set(before) | set(now))
-    return {k: [before.get(k), now.get(k)] for k in keys if before.get(k) != now.get(k)}
+    # a key only one side has (a config key added since the run was stored) is no change
+    keys = sorted(set(before) & set(now))
+    return {k: [before[k], now[k]] for k in keys if before[k] != now[k]}
 
 
 def _resume_changes(previous: dict[str, Any], spec: Any, start_step: int) -> list[Any]:
@@ -196,10 +197,7 @@ def check_resume_config(out: Path, spec: Any) -> dict[str, list[Any]]:
     (lr, kl_beta, temperature, the algorithm's own settings...), to the seed or to the
     training data is one line naming it; the harmless changes are returned (and logged in
     the manifest by `write`)."""
-    try:
-        previous = read_manifest(Path(out)) or {}
-    except DataError:
-        return {}
+    previous = read_manifest(Path(out)) or {}  # a malformed one is one DataError line
     changed = _config_changes(previous, spec)
     if previous.get("seed") is not None and previous.get("seed") != spec.seed:
         changed["seed"] = [previous.get("seed"), spec.seed]
