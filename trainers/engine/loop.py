@@ -212,8 +212,7 @@ def _train(spec: RunSpec) -> TrainResult:
     problems = spec.training.problems
     total = data.steps_for(len(problems), cfg.prompts_per_step, cfg.epochs, cfg.max_steps)
     if existing is not None:
-        echo = (lambda line: print(line, file=sys.stderr)) if accelerator.is_main_process else None
-        manifest.check_resume_steps(out, start, total, echo)
+        manifest.check_resume_steps(out, start, total, say=accelerator.is_main_process)
     log = MetricsLog(out, accelerator.is_main_process)
     log.truncate_after(start)
     if accelerator.is_main_process:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import platform
 import subprocess
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -215,7 +216,7 @@ def check_resume_config(out: Path, spec: Any) -> dict[str, list[Any]]:
     return changed
 
 
-def check_resume_steps(out: Path, start: int, total: int, echo: Any = None) -> None:
+def check_resume_steps(out: Path, start: int, total: int, *, say: bool = True) -> None:
     """What a resume continues from, said once; a step count below the step the run holds
     is one line (it would otherwise report the smaller count as trained)."""
     if total < start:
@@ -224,6 +225,7 @@ def check_resume_steps(out: Path, start: int, total: int, echo: Any = None) -> N
             "all, so there is nothing to train: raise max_steps (or epochs) past "
             f"{start} to continue it"
         )
-    if echo is not None:
+    if say:  # the main process: once per run, to stderr like the loop's other notes
         left = total - start
-        echo(f"resumed from step {start} of {total} ({out}); {left} step(s) to train")
+        print(f"resumed from step {start} of {total} ({out}); {left} step(s) to train",
+              file=sys.stderr)  # fmt: skip
