@@ -11,7 +11,7 @@ augmented test set, a trained checkpoint's tags). Three choke points use it:
   a note. So changing `--max-tokens` is never a silent second run beside an unfinished one.
 - `check_served_model` (pipeline, before a stored run generates more): the model the backend
   reports (an OpenAI-compatible server's /v1/models) must be the one the run was made with.
-- `differences` (cppo_bench.frames): runs of one benchmark, method and model that differ in
+- `differences` (cppo_bench.store.frames): runs of one benchmark, method and model that differ in
   identity are shown as separate rows named by the differing fields, never pooled.
 """
 
@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 
 # fields that differ between the seeds (or the shards, the limits) of one experiment
 NOT_IDENTITY = ("seed",)
@@ -114,7 +115,7 @@ def check_new_run(
     """Before `planned_dir` is created: stop when an incomplete run of the same benchmark,
     method, model, K and seed differs in identity (unless `new_run`), and note a complete
     one. Shards of this run and the run itself are not siblings."""
-    from cppo_bench.runstore import MANIFEST, read_manifest
+    from cppo_bench.store.runs import MANIFEST, read_manifest
 
     if (planned_dir / MANIFEST).exists():
         return  # a resume: open_run checks that it is the same run

@@ -13,7 +13,7 @@ from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.benchmarks.demo import packaged_path
-from cppo_bench.runstore import iter_runs, read_manifest, read_records, run_dir_for, write_manifest
+from cppo_bench.store.runs import iter_runs, read_manifest, read_records, run_dir_for, write_manifest
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_stats_never_pool_runs_that_differ_in_identity(tmp_path, demo):
     assert "sampling.max_tokens" in out.stderr
     from cppo_bench.report.cells import identity_notes
     from cppo_bench.report.specs import Selector
-    from cppo_bench.report.store import RunIndex
+    from cppo_bench.report.run_index import RunIndex
 
     cell = RunIndex(tmp_path).select(Selector(label="Direct", method="direct"),
                                      "scripted-model", "demo", 2)  # fmt: skip

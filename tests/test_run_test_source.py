@@ -10,9 +10,9 @@ from pathlib import Path
 from run_scripted import ScriptedBackend, invoke
 
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.report.store import RunIndex
+from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.tables import bench_label
-from cppo_bench.runstore import iter_runs, read_manifest
+from cppo_bench.store.runs import iter_runs, read_manifest
 from cppo_bench.testsource import describe, release_label, summarize
 
 PUBLIC = "livecodebench/code_generation_release_v1_public.jsonl"

@@ -3,7 +3,7 @@ command, `report`, `runs` and the Python API over it (issue 38 item 1: a PlanSea
 own option `select=shuffle` was read as the pass@K selection rule and every stats command
 ended in "unknown select rule 'shuffle'").
 
-The runs use the scripted backend (tests/run_scripted.py): a deterministic reply per
+The runs use the scripted backend (tests/helpers/run_scripted.py): a deterministic reply per
 request, so the whole file takes seconds. pass@k below K is checked against an oracle that
 shares no code with the metrics: the mean over all k-subsets of the branches
 (itertools) for exchangeable samples, and the first k branches for ordered tuples.
@@ -21,9 +21,9 @@ from run_scripted import ScriptedBackend, invoke
 import cppo_bench as cb
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.benchmarks import load_benchmark
-from cppo_bench.pipeline import RunSpec, execute
+from cppo_bench.runner.pipeline import EvalSpec, execute
 from cppo_bench.problem import Problem
-from cppo_bench.runstore import iter_runs, read_manifest, read_records
+from cppo_bench.store.runs import iter_runs, read_manifest, read_records
 
 K = 4
 CODEGEN = [
@@ -60,7 +60,7 @@ def store(tmp_path_factory) -> Path:
         )
         for i in range(3)
     ]  # fmt: skip
-    spec = RunSpec(
+    spec = EvalSpec(
         method="output_prediction", bench="lcb_execution", model="scripted-model",
         backend="scripted", k=K, sampling=SamplingParams(max_tokens=64),
     )  # fmt: skip

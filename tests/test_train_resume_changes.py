@@ -19,7 +19,7 @@ def test_resume_refuses_meaningful_changes_and_records_harmless_ones(
 ) -> None:
     from toy_task import run
 
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
 
     out = tmp_path / "run"
     run(out, toy_model, steps=2, parity_reward=True)
@@ -94,7 +94,7 @@ def test_a_config_key_added_since_the_run_was_stored_is_no_change(tmp_path: Path
     import dataclasses
     from types import SimpleNamespace
 
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from trainers.engine import manifest
 
     @dataclasses.dataclass

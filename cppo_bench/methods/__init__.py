@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cppo_bench.methods.base import Attempt, Method, MethodOptions, MethodOutput, OptionError
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 METHODS: Registry[type[Method]] = Registry(
     "method",

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from trainers.engine import checkpoint
 
 STATE_FOLDERS = (checkpoint.STATE_DIR, checkpoint.HF_DIR)
