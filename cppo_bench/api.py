@@ -177,6 +177,7 @@ def run(
     tags: Mapping[str, Any] | None = None,
     lock_wait: float = 0.0,
     tests: str | Path | Any | None = None,
+    new_run: bool = False,
     session: Callable[[int], AbstractContextManager[Reporter | None]] | None = None,
     on_loaded: Callable[[LoadResult], None] | None = None,
     on_result: Callable[[RunResult], None] | None = None,
@@ -191,7 +192,9 @@ def run(
     reporter (cppo_bench.runner.pipeline.Reporter); `on_loaded` and `on_result` hear about the
     data loaded and each seed's result. `tests`: an augmented test set (`cppo-bench augment`
     folder, or its TestSet) whose tests are added to every problem it covers; its hash is part
-    of the run's identity, so a run on augmented tests is a different run."""
+    of the run's identity, so a run on augmented tests is a different run. A stored
+    incomplete run of the same method, bench, model, K and seed with another identity
+    (other sampling, options, data) stops this one, naming the field, unless `new_run`."""
     from cppo_bench.augment.store import identity, read_test_set, with_tests
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
@@ -241,6 +244,7 @@ def run(
                 tags={**dict(tags or {}), **identity(test_set)},
                 limit=limit,
                 shard=shard,
+                new_run=new_run,
             )
             with session(seed) if session is not None else nullcontext() as reporter:
                 result = execute(

@@ -121,4 +121,11 @@ def train(
         dict(options or {}),
         {"allow_overlap": allow_overlap, "preset": resolved.preset, **dict(manifest or {})},
     )
-    return recipe.run(job, echo)
+    try:
+        return recipe.run(job, echo)
+    except KeyboardInterrupt:  # say what was kept and how to resume, then stop as before
+        from trainers.engine import interrupt
+
+        argv = (manifest or {}).get("argv")
+        interrupt.report(folder, list(argv) if argv else None, echo)
+        raise

@@ -87,6 +87,14 @@ def release_increments(tag: str) -> list[int]:
     return list(range(lo, hi + 1))
 
 
+def increment_of(date: str | None) -> str | None:
+    """The release increment ("v1".."v6") whose publication window holds `date` (ISO)."""
+    if not date:
+        return None
+    day = date[:10]
+    return next((f"v{n}" for n, (lo, hi) in WINDOWS.items() if lo <= day <= hi), None)
+
+
 def version_window(tag: str) -> tuple[str, str]:
     increments = release_increments(tag)
     return WINDOWS[increments[0]][0], WINDOWS[increments[-1]][1]
@@ -235,6 +243,8 @@ def parse_record(record: dict[str, Any], window: tuple[str | None, str | None]) 
             for k, v in {
                 "title": record.get("question_title"),
                 "contest_id": record.get("contest_id"),
+                # the increment its contest date falls in: the run names the release
+                "release": increment_of(contest_date),
             }.items()
             if v
         },

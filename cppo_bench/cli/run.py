@@ -234,6 +234,12 @@ def _method_help() -> str:
 )
 @click.option("--workers", type=click.IntRange(1), default=None, help="Verifier processes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--new-run",
+    is_flag=True,
+    help="Start this run even though an incomplete run of the same method, bench, model, K "
+    "and seed with other settings is stored (without it, that stops with the field named).",
+)
 @_LOCK_WAIT
 @click.option(
     "--trained", default=None, help="Tag of the trained checkpoint in --model: the training algorithm (cppo, pkpo, "
@@ -326,6 +332,7 @@ def run(**opts: Any) -> None:
                 tags=checkpoint_tags(opts),
                 lock_wait=opts["lock_wait"],
                 tests=test_set,
+                new_run=opts["new_run"],
                 session=session,
                 on_loaded=loaded,
                 on_result=lambda result: print_summary(result, skipped=skipped[0]),

@@ -145,6 +145,11 @@ def print_summary(result: Any, skipped: int = 0) -> None:
         f"pass@{k}",
         f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']}) solved, seed {m.seed}{cover}",
     )
+    from cppo_bench.benchmarks.testsource import manifest_line
+
+    tests = manifest_line(m)
+    if tests:
+        table.add_row("tests", escape(tests))
     if s["maj_at_k"] is not None:
         table.add_row(f"maj@{k}", _fmt(s["maj_at_k"]))
     validity = validity_text(result.records)

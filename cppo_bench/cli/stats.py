@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
-from cppo_bench.util.termsafe import echo
+from cppo_bench.util.termsafe import echo, safe
 
 WINDOW_FLAGS = ("start_date", "end_date", "platform")
 
@@ -48,8 +48,12 @@ def _source(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
-        "--estimator", type=click.Choice(["first", "unbiased"]), default="first", show_default=True,
-        help="first: the first-K rule on the rollout (tuple methods); unbiased: 1-C(n-c,k)/C(n,k).",
+        "--estimator", type=click.Choice(["auto", "first", "unbiased"]), default="auto",
+        show_default=True,
+        help="pass@k for k below the run's K. auto: each run's own rule (unbiased "
+        "1-C(n-c,k)/C(n,k) for exchangeable samples, as lm-eval / LiveCodeBench / evalplus; "
+        "first-K for ordered tuples: cppo, fixed_strategy, skills); first: the first-K rule "
+        "on the rollout for every run; unbiased: the unbiased estimator for every run.",
     )(fn)  # fmt: skip
     fn = click.option(
         "--select", type=click.Choice(["first", "last", "random"]), default=None,
@@ -125,7 +129,9 @@ def passk(
     for w in warnings:
         echo(f"warning: {w}", err=True)
     if as_json:
-        out = [c.to_dict() for _, per_k in sorted(cells.items()) for c in per_k.values()]
+        tests = table.attrs.get("tests", {})
+        out = [{**c.to_dict(), "tests": tests.get(c.benchmark, [])}
+               for _, per_k in sorted(cells.items()) for c in per_k.values()]  # fmt: skip
         echo(json.dumps(out, indent=1), lines=True)
         return
     body, notes = [], []
@@ -133,17 +139,20 @@ def passk(
         first = next(iter(per_k.values()))
         line = [b, m, str(len(first.seeds))]
         line += [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
-        line += [first.tally.text() or "-"]
+        line += [first.tally.text() or "-", first.estimator or "-"]
         body.append(line)
         if first.missing_text() and first.missing_text() not in notes:
             notes.append(first.missing_text())
     _table(
-        f"pass@K ({estimator})",
-        ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks] + ["plans"],
+        f"pass@K (estimator {estimator}: named per row)",
+        ["benchmark", "method", "seeds"] + [f"pass@{k}" for k in ks] + ["plans", "estimator"],
         body,
     )
     for note in notes:
         echo(f"missing: {note}")
+    for bench, texts in sorted(table.attrs.get("tests", {}).items()):
+        for text in texts:  # what the scores rest on: public examples only is not a verdict
+            echo(f"tests ({safe(bench)}): {safe(text)}")
 
 
 def _print_grouped(table: Any, by: str, ks: list[int], estimator: str, as_json: bool) -> None:
@@ -207,7 +216,9 @@ def bootstrap(
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",
-         f"{r['p_value']:.4f}", "†" if r["significant"] else "", _shared(r['problems'], r['dropped'])]
+         f"{r['p_value']:.4f}", "†" if r["significant"] else "", _shared(r['problems'], r['dropped']),
+         r["estimator"] if r["estimator"] == r["baseline_estimator"]
+         else f"{r['estimator']} / {r['baseline_estimator']}"]
         for r in out
     ]  # fmt: skip
     cols = [
@@ -219,6 +230,7 @@ def bootstrap(
         "p (A>B)",
         f"p<{alpha}",
         "problems",
+        "estimator",
     ]
     _table(f"hierarchical bootstrap, {resamples} resamples, seed {seed}", cols, body)
 
@@ -251,7 +263,7 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
         if deltas:
             d = [float(x) for x in deltas.split(",")]
             ci = seed_difference_ci(d, confidence)
-            body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci)])
+            body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci), "given"])
         else:
             if not (a and b):
                 raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
@@ -259,12 +271,13 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
                               estimator=estimator, select=select, seed=seed)  # fmt: skip
             for r in table.to_dict("records"):
                 deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
-                body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"])])
+                body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"]),
+                             r["estimator"]])
     if not body:
         raise click.ClickException(f"no benchmark has results for both {a!r} and {b!r}")
     _table(
-        f"per-seed differences, {confidence:.0%} t interval",
-        ["benchmark", "method", "deltas", "mean [CI]"],
+        f"per-seed differences of pass@{k}, {confidence:.0%} t interval",
+        ["benchmark", "method", "deltas", "mean [CI]", "estimator"],
         body,
     )
 
@@ -284,12 +297,14 @@ def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     body = []
     for r in table.to_dict("records"):
         if r["tokens"] is None or r["tokens"] != r["tokens"]:  # None, or NaN in a float column
-            body.append([r["benchmark"], r["method"], "-", "-", "-", f"{r['pass_at_k']:.3f}", "-"])
+            body.append([r["benchmark"], r["method"], "-", "-", "-", f"{r['pass_at_k']:.3f}", "-",
+                         r["estimator"]])
             continue
         eff = "-" if r["per_10k"] is None or r["per_10k"] != r["per_10k"] else f"{r['per_10k']:.3f}"
         body.append([r["benchmark"], r["method"], f"{r['planner']:.1f}", f"{r['solver']:.1f}",
-                     f"{r['tokens']:.1f}", f"{r['pass_at_k']:.3f}", eff])  # fmt: skip
-    cols = ["benchmark", "method", "planner", "solver", "tokens", f"pass@{k}", f"pass@{k}/10k"]
+                     f"{r['tokens']:.1f}", f"{r['pass_at_k']:.3f}", eff, r["estimator"]])  # fmt: skip
+    cols = ["benchmark", "method", "planner", "solver", "tokens", f"pass@{k}", f"pass@{k}/10k",
+            "estimator"]  # fmt: skip
     _table("decoded tokens per problem (prompt tokens excluded)", cols, body)
 
 

@@ -30,6 +30,7 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
     wanted = {m.strip() for m in measures.split(",") if m.strip()}
     if not wanted or wanted - {"surf", "sem", "alg"}:
         raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
+
     from cppo_bench.util.progress import progress_bar
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 

@@ -6,6 +6,9 @@ the class's typed options dataclass (`Method.from_options({...})`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from cppo_bench.methods.base import Attempt, Method, MethodOptions, MethodOutput, OptionError
 from cppo_bench.util.registry import Registry
 
@@ -23,4 +26,18 @@ METHODS: Registry[type[Method]] = Registry(
     aliases={"plan-and-solve": "plan_and_solve", "plan_search": "plansearch"},
 )
 
-__all__ = ["METHODS", "Attempt", "Method", "MethodOptions", "MethodOutput", "OptionError"]
+
+
+def passk_rule(method: str, options: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """The (estimator, select) of pass@k < K for a run of `method` with `options` (the
+    manifest's method_options): the one place a run's own options are read as a pass@K
+    rule, so a method's unrelated option (PlanSearch's select=shuffle) never is. A method
+    this install does not know (a plugin's run) is scored as exchangeable samples."""
+    try:
+        cls = METHODS.get(method)
+    except KeyError:
+        return ("unbiased", "first")
+    return cls.passk_rule(options or {})
+
+
+__all__ = ["METHODS", "Attempt", "Method", "MethodOptions", "MethodOutput", "OptionError", "passk_rule"]

@@ -209,6 +209,15 @@ class Method(ABC):
     options_type: ClassVar[type[MethodOptions]] = MethodOptions
     tasks: ClassVar[tuple[str, ...]] = ("codegen",)  # Problem.task values it can answer
 
+    @classmethod
+    def passk_rule(cls, options: Mapping[str, Any]) -> tuple[str, str]:
+        """(estimator, select) that scores pass@k for k < K on a run of this method with the
+        manifest's `options`. The default: the K branches are exchangeable samples, so the
+        unbiased estimator (as lm-eval, LiveCodeBench and evalplus compute it). A method
+        whose branches follow an order (a planner's tuple, a fixed hint list) returns
+        ("first", its K-of-tuple rule): a k-attempt run gets the first k of that order."""
+        return ("unbiased", "first")
+
     def __init__(self, options: MethodOptions | None = None) -> None:
         self.options = options if options is not None else self.options_type()
         if not isinstance(self.options, self.options_type):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -82,6 +82,13 @@ def tuple_quota(k: int, size: int) -> list[int]:
 class CPPO(Method):
     name = "cppo"
     options_type = CPPOOptions
+
+    @classmethod
+    def passk_rule(cls, options: Mapping[str, Any]) -> tuple[str, str]:
+        # joint tuples follow the planner's order; iid draws are exchangeable samples
+        if options.get("inference", "joint") == "iid":
+            return ("unbiased", "first")
+        return ("first", str(options.get("select", "first")))
 
     def answer(
         self, problems: Sequence[Problem], backend: Backend, ctx: RunContext

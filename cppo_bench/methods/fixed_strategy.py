@@ -7,8 +7,9 @@ larger than the list); the solver prompt is the SOLVE prompt CPPO's solver uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
@@ -36,6 +37,10 @@ class FixedStrategyOptions(MethodOptions):
 class FixedStrategy(Method):
     name = "fixed_strategy"
     options_type = FixedStrategyOptions
+
+    @classmethod
+    def passk_rule(cls, options: Mapping[str, Any]) -> tuple[str, str]:
+        return ("first", "first")  # branch i follows hint i: a k-attempt run gets hints 1..k
 
     def hints(self, k: int) -> list[str]:
         strategies = self.options.strategies  # type: ignore[attr-defined]

@@ -51,7 +51,7 @@ def extract_answer(completion: str) -> str | None:
 def canonical_answer(answer: str | None) -> str | None:
     """metrics.normalise_answer, after reading JSON spellings (true, null) as Python values:
     test outputs are stored as JSON, models answer in Python."""
-    from cppo_bench.metrics import normalise_answer
+    from cppo_bench.util.answers import normalise_answer
 
     if answer is None or not answer.strip():
         return None

@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cppo_bench.backends.base import Backend, GenRequest
 from cppo_bench.methods import METHODS
@@ -92,6 +92,14 @@ class PlanSearchOptions(MethodOptions):
 class PlanSearch(Method):
     name = "plansearch"
     options_type = PlanSearchOptions
+
+    @classmethod
+    def passk_rule(cls, options: Mapping[str, Any]) -> tuple[str, str]:
+        # select=shuffle (a random order of candidates) gives exchangeable attempts; spread
+        # orders them by its heuristic, so a k-attempt run gets the first k
+        if options.get("select", "shuffle") == "spread":
+            return ("first", "first")
+        return ("unbiased", "first")
 
     def answer(
         self, problems: Sequence[Problem], backend: Backend, ctx: RunContext

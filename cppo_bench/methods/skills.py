@@ -9,8 +9,9 @@ format must match the one the checkpoint was trained with: `prefix_format` ("{i}
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cppo_bench.backends.base import Backend
 from cppo_bench.methods import METHODS
@@ -47,6 +48,10 @@ def skill_messages(problem: Problem, prefix: str, version: str = DEFAULT_VERSION
 class Skills(Method):
     name = "skills"
     options_type = SkillsOptions
+
+    @classmethod
+    def passk_rule(cls, options: Mapping[str, Any]) -> tuple[str, str]:
+        return ("first", "first")  # sample i uses skill i mod n: a k-attempt run gets 0..k-1
 
     def answer(
         self, problems: Sequence[Problem], backend: Backend, ctx: RunContext

@@ -23,6 +23,7 @@ class StatsCell:
     seeds: list[int]
     missing: dict[int, list[str]] = field(default_factory=dict)  # seed -> problems it lacks
     tally: Tally = field(default_factory=Tally)
+    estimator: str = ""  # how pass@k was scored (metrics.table.estimator_name)
 
     def missing_text(self) -> str:
         """'seed 1 lacks 2 problems (p3, p4): the 30 problems all seeds share are used'."""
@@ -44,6 +45,7 @@ class StatsCell:
             "benchmark": self.benchmark,
             "method": self.method,
             "k": self.k,
+            "estimator": self.estimator,
             "mean": v.mean,
             "spread": v.spread,
             "spread_kind": v.kind,

@@ -3,31 +3,11 @@ the most frequent normalised answer among K samples, scored against the label.""
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-_SPACE = re.compile(r"\s+")
-
-
-def normalise_answer(answer: str | None) -> str | None:
-    """Canonical form of a predicted value, so `[1,2]` and `[1, 2]` count as one answer.
-
-    Python literals (what LCB's execution tasks print) are parsed and re-printed with repr();
-    anything else is stripped, with internal whitespace runs collapsed to one space. Empty
-    or missing answers normalise to None (an abstention, never a vote).
-    """
-    if answer is None:
-        return None
-    text = answer.strip()
-    if not text:
-        return None
-    try:
-        return repr(ast.literal_eval(text))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _SPACE.sub(" ", text)
+from cppo_bench.util.answers import normalise_answer  # noqa: F401  (one normalisation: the method's votes and the metric's)
 
 
 def majority_answer(

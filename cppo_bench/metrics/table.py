@@ -16,6 +16,10 @@ CSV schema (a header row; comma-separated; one row per benchmark, method, seed a
                   method with several seeds counts as trained
     benchmark     optional  default "-"
     planner_tokens, solver_tokens   optional  decoded tokens for the problem
+    estimator     optional  how pass@k < (number of branches) is scored for the row:
+                  unbiased (exchangeable samples) or first (the first-K rule on an
+                  ordered rollout); default: the registered method's own rule
+                  (cppo, fixed_strategy, skills: first), else unbiased
 
 With `outcomes`, pass@k is computed for any k the row has branches for; with only `passed`,
 the row scores `passed` whatever k is asked.
@@ -38,7 +42,14 @@ from cppo_bench.metrics.passk import (
     pass_at_k,
     pass_at_k_first,
 )
-from cppo_bench.store.outcomes import CSV_COLUMNS, OutcomeRow, _tuples_of, tuple_texts  # noqa: F401
+from cppo_bench.store.outcomes import (  # noqa: F401
+    CSV_COLUMNS,
+    ESTIMATOR_CHOICES,
+    ESTIMATORS,
+    OutcomeRow,
+    _tuples_of,
+    tuple_texts,
+)
 
 
 def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
@@ -65,23 +76,27 @@ def row_scores(
     rows: Sequence[OutcomeRow],
     k: int,
     *,
-    estimator: str = "first",
+    estimator: str = "auto",
     select: Select | None = None,
     seed: int = 0,
 ) -> np.ndarray:
     """Per-row pass@k (or maj@k for answer-prediction rows) as floats.
 
-    estimator "first": the first-K rule on the rollout, with each row's own `select` unless
-    `select` overrides it; "unbiased": 1 - C(n-c,k)/C(n,k) over the row's branches.
+    estimator "auto": each row's own `estimator` (its method's rule); "first": the first-K
+    rule on the rollout, with each row's own `select` unless `select` overrides it;
+    "unbiased": 1 - C(n-c,k)/C(n,k) over the row's branches.
     """
+    if estimator not in ESTIMATOR_CHOICES:
+        raise DataError(f"estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {estimator!r}")
     out = np.empty(len(rows), dtype=np.float64)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
+        est = row.estimator if estimator == "auto" else estimator
         if row.label is not None and row.answers:
             out[i] = float(maj_at_k(row.answers, row.label, k))
         elif row.outcomes is None:
             out[i] = float(bool(row.passed))
-        elif estimator == "unbiased":
+        elif est == "unbiased":
             n = len(row.outcomes)
             if n < k:
                 raise DataError(f"{_where(row)}: {n} branches, pass@{k} needs {k}")
@@ -101,6 +116,25 @@ def row_scores(
         mat = [rows[i].outcomes for i in idx]
         out[idx] = pass_at_k_first(mat, k, sel, seed=seed)  # type: ignore[arg-type]
     return out
+
+
+def estimator_name(rows: Iterable[OutcomeRow], estimator: str = "auto", select: str | None = None) -> str:
+    """How `row_scores(rows, k, estimator=..., select=...)` scored these rows' pass@k, in
+    words for a table cell or title: "unbiased", "first-K (select last)", "maj@K", or
+    several joined by " + " when the rows differ (a table over many methods)."""
+    names: list[str] = []
+    for row in rows:
+        if row.label is not None and row.answers:
+            name = "maj@K"
+        elif row.outcomes is None:
+            name = "given"
+        else:
+            est = row.estimator if estimator == "auto" else estimator
+            sel = select or row.select
+            name = "unbiased" if est == "unbiased" else "first-K" + (f" (select {sel})" if sel != "first" else "")
+        if name not in names:
+            names.append(name)
+    return " + ".join(names) or "-"
 
 
 def _where(row: OutcomeRow) -> str:

@@ -125,8 +125,7 @@ class CellEngine:
                 else f"first-K rule, select={row.select}"
             )
             out.notes.append(f"read off k={runs.k} runs ({est})")
-        if runs.ignored:
-            out.notes.append("several runs share a seed: the complete, largest, newest is used")
+        out.notes.extend(identity_notes(runs))
         return out
 
     def matrix(
@@ -238,3 +237,29 @@ class CellEngine:
             cell.spread_kind = "seed_std"
         else:
             cell.value = float(np.mean(values))
+
+
+def identity_notes(runs: CellRuns) -> list[str]:
+    """What a cell says about the runs behind it: one run per seed is used, and runs that
+    differ in identity (cppo_bench.store.identity: sampling, options, data, served model)
+    are named by the differing field, never pooled without a word."""
+    from cppo_bench.store.identity import identity_fields, varying
+
+    skip = ("seed", "model", "trained", "base_model", "train_seed")
+    notes = []
+    used = [identity_fields(r.manifest) for r in runs.by_seed.values()]
+    if len(used) > 1 and (keys := varying(used, skip=skip)):
+        notes.append(f"the seeds' runs differ in {', '.join(keys)}")
+    if runs.ignored:
+        every = used + [identity_fields(r.manifest) for r in runs.ignored]
+        keys = varying(every, skip=skip)
+        why = f" (they differ in {', '.join(keys)})" if keys else ""
+        notes.append(f"several runs share a seed: the complete, largest, newest is used{why}")
+    from cppo_bench.benchmarks.testsource import describe
+
+    for run in runs.by_seed.values():  # a score on public examples only says so
+        tests = run.manifest.extra.get("tests") or {}
+        text = describe(tests)
+        if tests.get("public_only") and f"tests: {text}" not in notes:
+            notes.append(f"tests: {text}")
+    return notes

@@ -4,6 +4,7 @@ names as printed). Below `tables` and `extra_tables`, which both register kinds 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.model import Table
@@ -24,5 +25,15 @@ def model_label(spec: TableSpec, model: str | None) -> str:
     return name.removesuffix(".gguf") or model
 
 
-def bench_label(bench: str) -> str:
-    return BENCH_LABELS.get(bench, bench)
+def bench_label(bench: str, index: Any = None) -> str:
+    """The column name of a benchmark; with the run index, the release its runs' data
+    really is (recorded in the manifests' identity), e.g. "LCB release_v1"."""
+    label = BENCH_LABELS.get(bench, bench)
+    if index is None:
+        return label
+    releases = sorted({
+        str((r.manifest.extra.get("identity") or {}).get("release"))
+        for r in index.runs
+        if r.manifest.bench == bench and (r.manifest.extra.get("identity") or {}).get("release")
+    })  # fmt: skip
+    return f"{label} {'/'.join(releases)}" if releases else label

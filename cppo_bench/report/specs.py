@@ -27,7 +27,7 @@ from cppo_bench.report.spec_extras import (
 BENCH_LABELS = {
     "apps": "APPS",
     "codecontests": "CodeContests",
-    "lcb": "LCB-v6",
+    "lcb": "LCB",  # + the release its runs record (report.tables.bench_label)
     "lcb_execution": "LCB execution",
     "lcb_output_prediction": "LCB output pred.",
     "demo": "demo",

@@ -51,7 +51,11 @@ def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:
             for metric in spec.columns.metrics:
                 cols.append(
                     Column(
-                        header=(model_label(spec, model), bench_label(bench), metric_label(metric)),
+                        header=(
+                            model_label(spec, model),
+                            bench_label(bench, engine.index),
+                            metric_label(metric),
+                        ),
                         digits=metric_digits(metric),
                         meta={
                             "model": model,
@@ -160,7 +164,7 @@ def build_seed_deltas(spec: TableSpec, engine: CellEngine) -> Table:
                         (
                             f"{comp.a.label} − {b.label}",
                             model_label(spec, model),
-                            bench_label(bench),
+                            bench_label(bench, engine.index),
                         ),
                         cells,
                         {"model": model, "bench": bench, "k": spec.metric.k},
@@ -265,7 +269,7 @@ def build_gain_decomposition(spec: TableSpec, engine: CellEngine) -> Table:
                 ]
                 rows.append(
                     Row(
-                        (dec.label, model_label(spec, model), bench_label(bench)),
+                        (dec.label, model_label(spec, model), bench_label(bench, engine.index)),
                         parts + _decompose(*(p.value for p in parts)),
                         {"model": model, "bench": bench, "k": spec.metric.k},
                     )

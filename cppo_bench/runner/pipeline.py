@@ -28,18 +28,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cppo_bench.backends.base import Backend, SamplingParams
+from cppo_bench.benchmarks.testsource import release_label
+from cppo_bench.benchmarks.testsource import summarize as summarize_tests
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import LoadResult, Problem
 from cppo_bench.runner.scoring import score_chunk
 from cppo_bench.store.fs import check_under, exists, make_dirs
 from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
+from cppo_bench.store.identity import check_new_run, check_served_model, content_hash
 from cppo_bench.store.lock import RunLock
-from cppo_bench.store.opener import adopt_legacy, git_commit, open_run
+from cppo_bench.store.opener import adopt_legacy, adopt_unidentified, git_commit, open_run
 from cppo_bench.store.runs import (
+    MANIFEST,
     ProblemRecord,
     RunManifest,
     append_records,
     ids_hash,
+    read_manifest,
     read_records,
     run_dir_for,
     shard_of,
@@ -50,6 +55,20 @@ from cppo_bench.util.termsafe import warn
 from cppo_bench.util.version import __version__
 
 log = logging.getLogger(__name__)
+
+
+def _note(line: str) -> None:
+    warn(log, line)
+
+
+def run_identity(dataset: Sequence[Problem]) -> dict[str, Any]:
+    """What the manifest's identity adds to its problem ids: the data's content hash, and
+    the benchmark release the loader says the data is (cppo_bench.store.identity)."""
+    ident: dict[str, Any] = {"data_sha256": content_hash(dataset)}
+    release = release_label(str(p.metadata.get("release") or "") for p in dataset)
+    if release:
+        ident["release"] = release
+    return ident
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,9 @@ class EvalSpec:
     tags: Mapping[str, Any] = field(default_factory=dict)
     limit: int | None = None  # the first `limit` problems of the dataset (None: all)
     shard: tuple[int, int] | None = None  # (I, N): only the dataset problems of shard I of N
+    # start this run even though an incomplete run of the same method, bench, model, K and
+    # seed with another identity is stored (cppo_bench.store.identity.check_new_run)
+    new_run: bool = False
 
 
 @dataclass
@@ -166,7 +188,8 @@ def build_manifest(
         package_version=__version__,
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        extra={"chunk_size": spec.chunk_size, **spec.tags},
+        extra={"chunk_size": spec.chunk_size, **spec.tags, "identity": run_identity(dataset),
+               "tests": summarize_tests(dataset)},  # fmt: skip
         dataset_hash=ids_hash([p.problem_id for p in dataset]),
         dataset_size=len(dataset),
         selected=len(dataset) if spec.limit is None else min(spec.limit, len(dataset)),
@@ -219,7 +242,9 @@ def _execute_locked(
 ) -> RunResult:
     reporter = reporter or NullReporter()
     adopt_legacy(Path(out), manifest)
+    adopt_unidentified(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
+    check_new_run(Path(out), manifest, planned_dir, new_run=spec.new_run, note=_note)
     skipped: list[str] = []  # bad stored records: recomputed, never counted
     done = read_records(planned_dir, warnings=skipped)  # a torn last line is skipped
     for line in skipped:
@@ -230,7 +255,16 @@ def _execute_locked(
         # a fresh run loads a lazy model now, so a model that fails to load leaves no run
         # dir; a resumed one loads it on the first cache miss (re-verifying never loads it)
         backend.get()
+    if todo and exists(planned_dir / MANIFEST):
+        stored = read_manifest(planned_dir)
+        if stored.extra.get("model_id") is not None and hasattr(backend, "get"):
+            backend.get()  # more to generate: the model it is served by must be the run's
+        if getattr(backend, "loaded", True):
+            check_served_model(planned_dir, stored, backend)
     run_dir, manifest = open_run(Path(out), manifest, by_id)
+    if getattr(backend, "loaded", True) and todo:  # recorded now: a crash keeps it too
+        manifest.extra["model_id"] = backend.model_id
+        write_manifest(run_dir, manifest)
     reporter.start(
         run_dir, len(wanted), [done[p.problem_id] for p in wanted if p.problem_id in done]
     )

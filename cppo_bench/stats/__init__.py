@@ -54,11 +54,21 @@ def _scored(frame: pd.DataFrame, k: int, estimator: str, select: str | None, see
     return rows, scores, group_scores(rows, scores)
 
 
+def _estimators(rows: Any, estimator: str, select: str | None) -> dict[tuple[str, str], str]:
+    """(benchmark, method) -> how its pass@k was scored, in words (every table names it)."""
+    from cppo_bench.metrics.table import estimator_name
+
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        groups.setdefault((r.benchmark, r.method), []).append(r)
+    return {key: estimator_name(rs, estimator, select) for key, rs in groups.items()}
+
+
 def pass_at_k(
     frame: pd.DataFrame,
     k: int | Sequence[int] = (1, 2, 4),
     *,
-    estimator: str = "first",
+    estimator: str = "auto",
     select: str | None = None,
     spread: str = "study",
     resamples: int = 1000,
@@ -69,9 +79,12 @@ def pass_at_k(
     "seed-std" or "bootstrap-se" forces one), with its coverage. Columns: benchmark,
     method, k, mean, spread, spread_kind, problems, problems_total, partial, seeds,
     missing, text (what `cppo-bench stats passk` prints) and `cell` (the StatsCell).
-    `estimator` "first": the first-K rule on the rollout (each run's own `select`, unless
-    given); "unbiased": 1 - C(n-c,k)/C(n,k). Warnings (a method whose seeds share no
-    problem) are in ``.attrs["warnings"]``."""
+    `estimator` "auto" (default): each run's own rule (its method's `passk_rule`: the
+    unbiased estimator for exchangeable samples, the first-K rule for ordered tuples);
+    "first": the first-K rule on the rollout (each run's own `select`, unless given);
+    "unbiased": 1 - C(n-c,k)/C(n,k). Column `estimator` names the one used. Warnings (a
+    method whose seeds share no problem) are in ``.attrs["warnings"]``; what each
+    benchmark's scores rest on (test kinds and counts, release) in ``.attrs["tests"]``."""
     import pandas as pd
 
     from cppo_bench.metrics.cells import stats_cells
@@ -81,13 +94,27 @@ def pass_at_k(
         rows, _, nested = _scored(frame, kk, estimator, select, seed)
         cells, warned = stats_cells(rows, nested, kk, spread, resamples, seed)  # type: ignore[arg-type]
         warnings += [w for w in warned if w not in warnings]
+        named = _estimators(rows, estimator, select)
         for c in cells:
+            c.estimator = named.get((c.benchmark, c.method), "")
             d = c.to_dict()
             del d["std"], d["std_over"], d["validity"]
             out.append({**d, "text": str(c.value), "cell": c})
     result = pd.DataFrame(out)
     result.attrs["warnings"] = warnings
+    result.attrs["tests"] = _tests(frame)
     return result
+
+
+def _tests(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """benchmark -> what its scores rest on (test kinds and counts, release), each text once."""
+    if "tests" not in frame.columns:
+        return {}
+    out: dict[str, list[str]] = {}
+    for bench, text in zip(frame["benchmark"], frame["tests"], strict=True):
+        if isinstance(text, str) and text and text not in out.setdefault(str(bench), []):
+            out[str(bench)].append(text)
+    return out
 
 
 def bootstrap(
@@ -98,7 +125,7 @@ def bootstrap(
     k: int = 4,
     resamples: int = 1000,
     alpha: float = 0.05,
-    estimator: str = "first",
+    estimator: str = "auto",
     select: str | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -116,7 +143,9 @@ def bootstrap(
     cands = [a] if isinstance(a, str) else list(a)
     bases = [b] if isinstance(b, str) else list(b)
     out, skipped = [], []
-    for bench, methods in sorted(_scored(frame, k, estimator, select, seed)[2].items()):
+    rows, _, nested = _scored(frame, k, estimator, select, seed)
+    named = _estimators(rows, estimator, select)
+    for bench, methods in sorted(nested.items()):
         pool = bases or [m for m in sorted(methods) if m not in cands]
         missing = [m for m in (*cands, *pool) if m not in methods]
         if missing or not pool:
@@ -129,7 +158,9 @@ def bootstrap(
         for d in dagger_marks(result, cands, pool, alpha):
             out.append({
                 "benchmark": bench, "method": d.method, "score": result.observed[d.method],
-                "baseline": d.baseline, "baseline_score": result.observed[d.baseline],
+                "estimator": named[(bench, d.method)],
+                "baseline": d.baseline, "baseline_estimator": named[(bench, d.baseline)],
+                "baseline_score": result.observed[d.baseline],
                 "p_value": d.p_value, "significant": d.significant,
                 "problems": len(shared), "dropped": dropped, "resamples": resamples,
             })  # fmt: skip
@@ -145,7 +176,7 @@ def seeds(
     *,
     k: int = 4,
     confidence: float = 0.95,
-    estimator: str = "first",
+    estimator: str = "auto",
     select: str | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -158,7 +189,9 @@ def seeds(
     from cppo_bench.metrics.table import method_matrices
 
     out = []
-    for bench, methods in sorted(_scored(frame, k, estimator, select, seed)[2].items()):
+    rows, _, nested = _scored(frame, k, estimator, select, seed)
+    named = _estimators(rows, estimator, select)
+    for bench, methods in sorted(nested.items()):
         if a not in methods or b not in methods:
             continue
         arrays, _, _ = method_matrices(methods, [a, b])
@@ -171,7 +204,10 @@ def seeds(
             d = [float(pa[sa.index(s)] - pb[sb.index(s)]) for s in common]
         ci = seed_difference_ci(d, confidence)
         out.append({
-            "benchmark": bench, "method": f"{a} - {b}", "deltas": d, "mean": ci.mean,
+            "benchmark": bench, "method": f"{a} - {b}",
+            "estimator": named[(bench, a)] if named[(bench, a)] == named[(bench, b)]
+            else f"{a}: {named[(bench, a)]}; {b}: {named[(bench, b)]}", "deltas": d,
+            "mean": ci.mean,
             "low": ci.low, "high": ci.high, "confidence": confidence, "ci": ci,
         })  # fmt: skip
     return pd.DataFrame(out)
@@ -181,7 +217,7 @@ def tokens(
     frame: pd.DataFrame,
     *,
     k: int = 4,
-    estimator: str = "first",
+    estimator: str = "auto",
     select: str | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -193,13 +229,15 @@ def tokens(
     from cppo_bench.metrics import pass_per_10k_tokens, summarise_tokens
 
     rows, scores, _ = _scored(frame, k, estimator, select, seed)
+    named = _estimators(rows, estimator, select)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault((r.benchmark, r.method), []).append(i)
     out = []
     for (bench, method), idx in sorted(groups.items()):
         pk = float(scores[idx].mean())
-        line: dict[str, Any] = {"benchmark": bench, "method": method, "planner": None,
+        line: dict[str, Any] = {"benchmark": bench, "method": method,
+                                "estimator": named[(bench, method)], "planner": None,
                                 "solver": None, "tokens": None, "pass_at_k": pk, "per_10k": None}  # fmt: skip
         if all(
             rows[i].planner_tokens is not None and rows[i].solver_tokens is not None for i in idx

@@ -11,11 +11,17 @@ seed). Columns:
                                   the method, or "method[model]" when a benchmark/method was
                                   run with several models (so they are never averaged)
     trained, base_model, train_seed   a trained checkpoint's tags (None: inference-only)
-    seed, problem_id, k, select   the run's seed, the problem, the budget, its K-of-4 rule
+    seed, problem_id, k           the run's seed, the problem, the budget
+    estimator, select             how pass@k < K is scored for this run (the method's
+                                  `passk_rule` on the manifest's options): "unbiased" for
+                                  exchangeable samples, "first" (with its K-of-4 `select`)
+                                  for branches in a planner's / hint list's order
     outcomes                      per-branch 0/1 in rollout order, e.g. "0110"
     n_branches, n_passed          len(outcomes) and its count of 1s
     planner_tokens, solver_tokens decoded tokens for the problem (prompt excluded)
     run_dir                       the run's directory
+    tests                         what the score rests on: the data's test kinds and counts
+                                  and its release (cppo_bench.benchmarks.testsource), "" if unrecorded
     answers, answer_label, texts, texts_kind, validity, dataset_size
                                   what maj@K, diversity and the plan-validity tally read
     difficulty, platform, contest_date   the problem's, as the record keeps them (runs made
@@ -30,16 +36,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outcomes import OutcomeRow, tuple_texts
+from cppo_bench.store.outcomes import ESTIMATORS, OutcomeRow, tuple_texts
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RUN_COLUMNS = (
     "benchmark", "method", "model", "trained", "base_model", "train_seed", "seed",
-    "problem_id", "k", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
+    "problem_id", "k", "estimator", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
-    "texts_kind", "validity", "dataset_size", "difficulty", "platform", "contest_date",
+    "texts_kind", "validity", "dataset_size", "difficulty", "platform", "contest_date", "tests",
 )  # fmt: skip
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
@@ -73,9 +79,10 @@ def load_runs(
     the numbers."""
     import pandas as pd
 
+    from cppo_bench.benchmarks.testsource import manifest_line
+    from cppo_bench.methods import passk_rule
     from cppo_bench.plan.validity import record_tally
     from cppo_bench.store.index import one_per_slot, scan
-    from cppo_bench.store.runs import slug
 
     store = scan(Path(path))
     if not store.runs:
@@ -94,14 +101,12 @@ def load_runs(
                 warn(line)
         if progress:
             progress(1)
-    models: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for _, man, _ in loaded:
-        models[(man.bench, man.method)].add(man.model)
+    labels = _labels([(run, man) for run, man, _ in loaded], warn)
     rows: list[dict[str, Any]] = []
     for run, man, records in loaded:
-        label = man.method
-        if len(models[(man.bench, man.method)]) > 1:
-            label = f"{man.method}[{slug(man.model)}]"
+        estimator, select = passk_rule(man.method, man.method_options)
+        tests = manifest_line(man)
+        label = labels[str(run.path)]
         extra = man.extra
         if isinstance(extra.get("rejudged"), dict):  # `verify --run`: never pooled with its source
             label += "[rejudged]"
@@ -113,7 +118,7 @@ def load_runs(
                 "trained": str(extra["trained"]) if extra.get("trained") else None,
                 "base_model": extra.get("base_model"), "train_seed": extra.get("train_seed"),
                 "seed": man.seed, "problem_id": rec.problem_id, "k": man.k,
-                "select": str(man.method_options.get("select", "first")),
+                "estimator": estimator, "select": select,
                 "outcomes": outcomes, "n_branches": len(outcomes),
                 "n_passed": outcomes.count("1"), "planner_tokens": rec.planner_tokens,
                 "solver_tokens": rec.solver_tokens, "method_label": label,
@@ -121,7 +126,7 @@ def load_runs(
                 "answers": answers if rec.label is not None else (),
                 "answer_label": rec.label, "texts": tuple_texts(rec),
                 "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
-                "dataset_size": man.dataset_size, **_meta(rec.extra),
+                "dataset_size": man.dataset_size, "tests": tests, **_meta(rec.extra),
             })  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     frame.attrs["skipped"] = {
@@ -129,6 +134,49 @@ def load_runs(
         "records": sum(len(run.skipped) for run, _, _ in loaded),
     }
     return frame
+
+
+# fields that place a trained checkpoint's run: they vary with the model, which labels it
+_MODEL_TAGS = ("seed", "model", "served_model", "trained", "base_model", "train_seed")
+
+
+def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> dict[str, str]:
+    """Each run's `method_label`: the method, with the model when a benchmark/method was run
+    with several, and with the identity fields that tell its runs apart (max_tokens=128)
+    when runs of one benchmark, method and model differ in more than their seed: such runs
+    are separate rows, never pooled problem by problem (cppo_bench.store.identity)."""
+    from cppo_bench.store.identity import identity_fields, label_part, varying
+    from cppo_bench.store.runs import slug
+
+    models: dict[tuple[str, str], set[str]] = defaultdict(set)
+    groups: dict[tuple[str, str, str], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for run, man in runs:
+        models[(man.bench, man.method)].add(man.model)
+        groups[(man.bench, man.method, man.model)].append((str(run.path), identity_fields(man)))
+    labels: dict[str, str] = {}
+    for (bench, method, model), members in groups.items():
+        keys = varying([f for _, f in members], skip=_MODEL_TAGS)
+        if keys and warn:
+            warn(
+                f"{bench}/{method} ({model}): {len(members)} runs differ in "
+                f"{', '.join(keys)}: shown as separate rows, never pooled"
+            )
+        taken: dict[tuple[str, Any], list[str]] = defaultdict(list)
+        for path, fields in members:
+            parts = [slug(model)] if len(models[(bench, method)]) > 1 else []
+            if keys:
+                parts.append(label_part(fields, keys))
+            labels[path] = f"{method}[{','.join(parts)}]" if parts else method
+            taken[(labels[path], fields.get("seed"))].append(path)
+        for (label, seed), paths in taken.items():
+            if len(paths) < 2:
+                continue  # two runs one label and seed: an identity some lack; name the dirs
+            if warn:
+                warn(f"{bench}/{label} seed {seed}: {len(paths)} runs whose identity cannot "
+                     "be told apart (older manifests): shown as separate rows by directory")
+            for path in paths:
+                labels[path] = f"{label}[{Path(path).name}]"
+    return labels
 
 
 def read_outcomes(path: str | Path) -> pd.DataFrame:
@@ -190,6 +238,11 @@ def _checked(
     if not text and passed is None:
         raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
     seed = _int(cells.get("seed"), where, "seed", 0)
+    estimator = cells.get("estimator", "").strip() or None
+    if estimator is not None and estimator not in ESTIMATORS:
+        raise DataError(
+            f"{where}: 'estimator' must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
+        )
     bench = cells.get("benchmark", "").strip() or "-"
     key = (bench, method, seed, pid)
     if key in seen:
@@ -202,7 +255,7 @@ def _checked(
         "outcomes": text or None, "passed": passed,
         "planner_tokens": _int(cells.get("planner_tokens"), where, "planner_tokens", None),
         "solver_tokens": _int(cells.get("solver_tokens"), where, "solver_tokens", None),
-        "trained": cells.get("trained", "").strip() or None,
+        "trained": cells.get("trained", "").strip() or None, "estimator": estimator,
     }  # fmt: skip
 
 
@@ -238,8 +291,20 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
     if missing or not {"outcomes", "passed"} & set(frame.columns):
         need = sorted(missing) or ["outcomes or passed"]
         raise DataError(f"results frame: missing column(s) {', '.join(need)}")
+    from cppo_bench.methods import passk_rule
+
     out = []
     for row in frame.to_dict("records"):
+        estimator, select = _cell(row, "estimator"), _cell(row, "select")
+        if estimator is None:  # a CSV or a hand-built frame: the registered method's rule
+            # with its default options; exchangeable samples for any other label
+            estimator, default_select = passk_rule(str(row["method"]))
+            select = select or default_select
+        if estimator not in ESTIMATORS:
+            raise DataError(
+                f"results frame: {row['method']}/{row['problem_id']}: estimator must be one "
+                f"of {', '.join(ESTIMATORS)}, got {estimator!r}"
+            )
         outcomes = _cell(row, "outcomes")
         if outcomes is not None and not isinstance(outcomes, tuple):
             outcomes = tuple(ch == "1" for ch in str(outcomes))
@@ -255,7 +320,8 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
                 passed=None if passed is None else bool(passed),
                 planner_tokens=None if tokens[0] is None else int(tokens[0]),
                 solver_tokens=None if tokens[1] is None else int(tokens[1]),
-                select=str(_cell(row, "select", "first")),
+                estimator=str(estimator),
+                select=str(select or "first"),
                 answers=tuple(_cell(row, "answers", ())),
                 label=_cell(row, "answer_label"),
                 texts=tuple(_cell(row, "texts", ())),

@@ -85,6 +85,29 @@ def adopt_legacy(out: Path, manifest: RunManifest) -> Path | None:
     return old_dir
 
 
+def adopt_unidentified(out: Path, manifest: RunManifest) -> Path | None:
+    """A run stored before manifests recorded `extra["identity"]` (the data's content hash,
+    the release) is this run when everything else matches: its manifest gains the identity
+    and its directory this run's name, so an upgrade resumes it instead of starting over
+    beside it. Returns the directory adopted, if any."""
+    new_dir = run_dir_for(out, manifest)
+    if (new_dir / MANIFEST).exists() or not manifest.extra.get("identity"):
+        return None
+    bare = dataclasses.replace(
+        manifest, extra={k: v for k, v in manifest.extra.items() if k != "identity"}
+    )
+    old_dir = run_dir_for(out, bare)
+    if old_dir.is_symlink() or not (old_dir / MANIFEST).is_file():
+        return None
+    old = read_manifest(old_dir)
+    if old.extra.get("identity") or old.config_hash() != bare.config_hash():
+        return None
+    old.extra["identity"] = manifest.extra["identity"]
+    write_manifest(old_dir, old)
+    old_dir.rename(new_dir)
+    return old_dir
+
+
 def _shard_key(m: RunManifest) -> tuple[int, int] | None:
     return None if m.shard is None else (m.shard["index"], m.shard["count"])
 
@@ -110,7 +133,13 @@ def open_run(
             or _shard_key(old) != _shard_key(manifest)
             or not known.issuperset(old.problem_ids)
         ):
-            raise DataError(f"{run_dir / MANIFEST}: belongs to a different run configuration")
+            from cppo_bench.store.identity import differences, identity_fields
+
+            diff = differences(identity_fields(old), identity_fields(manifest))
+            why = f" (differs in {'; '.join(diff)})" if diff else ""
+            raise DataError(
+                f"{run_dir / MANIFEST}: belongs to a different run configuration{why}"
+            )
         # the original provenance stays; each resume is logged below it
         manifest = _extend(old, manifest)
     manifest.extra["invocations"] = [*manifest.extra.get("invocations", []), invocation]

@@ -7,6 +7,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+# how pass@k < K is scored: "unbiased" 1 - C(n-c,k)/C(n,k) for exchangeable samples (as
+# lm-eval, LiveCodeBench and evalplus), "first" the first-K rule on an ordered rollout
+ESTIMATORS: tuple[str, ...] = ("unbiased", "first")
+# what the statistics take: "auto" scores each row with its own (its method's) estimator
+ESTIMATOR_CHOICES: tuple[str, ...] = ("auto", *ESTIMATORS)
+
 CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
     "planner_tokens", "solver_tokens", "trained",
@@ -24,6 +30,8 @@ class OutcomeRow:
     planner_tokens: int | None = None
     solver_tokens: int | None = None
     select: str = "first"  # how the method's run picks K of a 4-tuple
+    # pass@k < K for this row (cppo_bench.methods.passk_rule): unbiased | first
+    estimator: str = "unbiased"
     answers: tuple[str | None, ...] = ()  # answer-prediction tasks: scored by maj@K
     label: str | None = None
     texts: tuple[tuple[str, ...], ...] = ()  # K-tuples for diversity: plans, else programs

@@ -86,6 +86,11 @@ class RunManifest:
         rejudged = self.extra.get("rejudged")
         if isinstance(rejudged, dict):
             fields.append(["rejudged", rejudged.get("from_config"), rejudged.get("verifier")])
+        # what else changes the samples (cppo_bench.store.identity: the data's content hash, the
+        # benchmark release); absent from manifests written before it was recorded
+        identity = self.extra.get("identity")
+        if isinstance(identity, dict) and identity:
+            fields.append(["identity", identity])
         payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:10]
 

@@ -64,11 +64,16 @@ def test_demo_end_to_end(tmp_path):
                 (frame["run_dir"] == str(run_dir)) & (frame["problem_id"] == rec["problem_id"])
             ]
             assert int(row["n_passed"].iloc[0]) == sum(b["passed"] for b in rec["branches"])
-    # pass@1 by hand (first branch of each problem), averaged over seeds then problems
+    # pass@1 by hand: direct's samples are exchangeable, so the unbiased estimator, c/n per
+    # problem; averaged over seeds then problems
     table = cb.stats.pass_at_k(frame, k=[1, 4])
     got = table.set_index("k")["mean"]
-    first = frame["outcomes"].str[0].eq("1").groupby(frame["problem_id"]).mean().mean()
-    assert got[1] == pytest.approx(first)
+    unbiased = (frame["n_passed"] / frame["n_branches"]).groupby(frame["problem_id"]).mean()
+    assert got[1] == pytest.approx(unbiased.mean())
+    assert set(table["estimator"]) == {"unbiased"}
+    first = cb.stats.pass_at_k(frame, k=1, estimator="first")["mean"].iloc[0]
+    by_hand = frame["outcomes"].str[0].eq("1").groupby(frame["problem_id"]).mean().mean()
+    assert first == pytest.approx(by_hand)
     anyp = frame["outcomes"].str.contains("1").groupby(frame["problem_id"]).mean().mean()
     assert got[4] == pytest.approx(anyp)
     assert set(table["problems"]) == {3} and set(table["seeds"]) == {2}

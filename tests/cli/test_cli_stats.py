@@ -163,3 +163,30 @@ def test_stats_module_imports_no_numpy():
     code = "import sys, cppo_bench.cli.stats; print('numpy' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_default_estimator_is_unbiased_for_samples_and_first_k_for_tuples(outcomes_csv):
+    """Issue 38 item 5: pass@k < n defaults to the unbiased estimator for exchangeable
+    samples (HumanEval's released formula, computed here with scipy) and to the first-K
+    rule for a tuple method; each row names the estimator it used."""
+    from scipy.special import comb
+
+    path, truth = outcomes_csv
+    cells = {(c["method"], c["k"]): c for c in json.loads(run("passk", "--csv", str(path),
+                                                              "--k", "1,2", "--json").output)}
+    for k in (1, 2):
+        mat = truth[("direct", 0)]
+        n, c = mat.shape[1], mat.sum(axis=1)
+        want = float(np.mean(1.0 - comb(n - c, k) / comb(n, k)))
+        assert cells[("direct", k)]["mean"] == pytest.approx(want)
+        assert cells[("direct", k)]["estimator"] == "unbiased"
+        first = np.mean([truth[("cppo", s)][:, :k].any(axis=1).mean() for s in range(3)])
+        assert cells[("cppo", k)]["mean"] == pytest.approx(first)
+        assert cells[("cppo", k)]["estimator"] == "first-K"
+    forced = json.loads(run("passk", "--csv", str(path), "--k", "2", "--estimator", "first",
+                            "--json").output)  # fmt: skip
+    direct = next(c for c in forced if c["method"] == "direct")
+    assert direct["estimator"] == "first-K"
+    assert direct["mean"] == pytest.approx(truth[("direct", 0)][:, :2].any(axis=1).mean())
+    table = run("passk", "--csv", str(path), "--k", "2").output
+    assert "estimator" in table and "unbiased" in table and "first-K" in table

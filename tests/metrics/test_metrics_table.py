@@ -134,8 +134,11 @@ def test_rows_from_runs(tmp_path):
         ("print(0)", "print(1)", "print(2)", "print(3)"),
     )
     assert (cppo.planner_tokens, cppo.solver_tokens) == (50, 400)
-    # cppo's own select=last: branches 3-4 count for k=2, so the pass in branch 2 does not
-    assert np.array_equal(row_scores(rows, 2), [0.0, 1.0, 0.0])
-    assert np.array_equal(row_scores(rows, 2, select="first"), [1.0, 1.0, 0.0])
+    # cppo's own select=last: branches 3-4 count for k=2, so the pass in branch 2 does not;
+    # direct's samples are exchangeable: unbiased 1 - C(3,2)/C(4,2) = 0.5 for 1 pass in 4
+    assert (cppo.estimator, rows[1].estimator) == ("first", "unbiased")
+    assert np.array_equal(row_scores(rows, 2), [0.0, 0.5, 0.0])
+    assert np.array_equal(row_scores(rows, 2, estimator="first"), [0.0, 1.0, 0.0])
+    assert np.array_equal(row_scores(rows, 2, select="first"), [1.0, 0.5, 0.0])
     with pytest.raises(DataError, match="no run directories"):
         rows_from_runs(tmp_path / "empty")

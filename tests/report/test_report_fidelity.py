@@ -163,7 +163,7 @@ def test_external_cells_are_point_estimates_outside_significance(tmp_path):
     table = _build(root, "gemma", study_numbers=True)  # `report --study-numbers`
     cells = {(r.labels[0], c.header[0], c.header[1]): cell
              for r in table.rows for c, cell in zip(table.columns, r.cells, strict=True)}  # fmt: skip
-    ext = cells[("Direct Solve", "Gemma 4 E2B", "LCB-v6")]
+    ext = cells[("Direct Solve", "Gemma 4 E2B", "LCB")]
     assert ext.value == pytest.approx(0.44) and ext.spread is None and ext.request is None
     assert "left out of significance tests" in ext.notes[0] and not ext.mark
     other = cells[("Direct Solve", "Gemma 4 E2B", "APPS")]

@@ -59,6 +59,8 @@ class CPPOAlgoConfig:
 class CPPO(Algorithm):
     name = "cppo"
     Config = CPPOAlgoConfig
+    # the joint stage sets tau from the newest accepted reward model at every (re)start
+    resume_managed_keys = ("tau",)
 
     def __init__(self, config: CPPOAlgoConfig) -> None:
         super().__init__(config)

@@ -66,6 +66,9 @@ class StepRows:
 class Algorithm:
     name: ClassVar[str] = ""
     Config: ClassVar[type] = object
+    # config keys the algorithm's own driver moves between invocations of one run (a
+    # resume may carry another value: trainers.engine.manifest.check_resume_config)
+    resume_managed_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Any) -> None:
         self.config = config

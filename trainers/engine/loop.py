@@ -167,6 +167,7 @@ def _train(spec: RunSpec) -> TrainResult:
         raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
     if existing is not None:
         manifest.check_resumable(out, spec.algorithm.name, model_label(spec.model))
+        manifest.check_resume_config(out, spec)
     reduce_sum = _all_reduce_sum(accelerator)
 
     model, tokenizer, base_label, model_path = _load_policy(spec, accelerator)
@@ -208,6 +209,8 @@ def _train(spec: RunSpec) -> TrainResult:
         start = int(checkpoint.load_state(accelerator, existing, sharded_state, trusted)["step"])
     problems = spec.training.problems
     total = data.steps_for(len(problems), cfg.prompts_per_step, cfg.epochs, cfg.max_steps)
+    if existing is not None:
+        manifest.check_resume_steps(out, start, total, say=accelerator.is_main_process)
     log = MetricsLog(out, accelerator.is_main_process)
     log.truncate_after(start)
     if accelerator.is_main_process:

@@ -136,6 +136,7 @@ def write(
             *previous.get("resumed_at_steps", []),
             *([start_step] if start_step else []),
         ],
+        "resume_changes": _resume_changes(previous, spec, start_step),
         **{k: v for k, v in spec.extra_manifest.items() if k != "allow_overlap"},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,3 +158,74 @@ def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
             f"{out}: trained from {str(base)[:80]!r}; --resume needs that base model, "
             f"not {base_label[:80]!r}"
         )
+
+
+# config keys a --resume may change: how the run is executed, saved or logged, or how long
+# it runs (checked against the step it holds), never what one step trains; each change is
+# recorded in the manifest's resume_changes
+RESUMABLE_KEYS = frozenset({
+    "max_steps", "epochs", "save_every", "state_every", "keep_folders", "report_to",
+    "log_param_step_norm", "rollout_batch", "micro_batch_rows", "verify_workers",
+    "logits_chunk_tokens", "gradient_checkpointing", "trusted_state_globals",
+    "vllm_gpu_memory_utilization", "vllm_max_model_len", "vllm_enforce_eager", "vllm_sleep",
+})  # fmt: skip
+
+
+def _config_changes(previous: dict[str, Any], spec: Any) -> dict[str, list[Any]]:
+    """Config keys whose value differs from the stored run's: key -> [before, now]."""
+    before = previous.get("config")
+    if not isinstance(before, dict):
+        return {}
+    now = json.loads(json.dumps(flat_config(spec), default=str))
+    # a key only one side has (a config key added since the run was stored) is no change
+    keys = sorted(set(before) & set(now))
+    return {k: [before[k], now[k]] for k in keys if before[k] != now[k]}
+
+
+def _resume_changes(previous: dict[str, Any], spec: Any, start_step: int) -> list[Any]:
+    """The manifest's log of what each resume changed (harmless keys only: the others are
+    refused by check_resume_config before anything runs)."""
+    log = list(previous.get("resume_changes") or [])
+    changed = _config_changes(previous, spec) if start_step else {}
+    if changed:
+        log.append({"at_step": start_step, "changed": changed})
+    return log
+
+
+def check_resume_config(out: Path, spec: Any) -> dict[str, list[Any]]:
+    """A resume continues the same experiment: a change to a key outside RESUMABLE_KEYS
+    (lr, kl_beta, temperature, the algorithm's own settings...), to the seed or to the
+    training data is one line naming it; the harmless changes are returned (and logged in
+    the manifest by `write`)."""
+    previous = read_manifest(Path(out)) or {}  # a malformed one is one DataError line
+    changed = _config_changes(previous, spec)
+    if previous.get("seed") is not None and previous.get("seed") != spec.seed:
+        changed["seed"] = [previous.get("seed"), spec.seed]
+    old_ids = (previous.get("data") or {}).get("problem_ids_sha256")
+    if old_ids is not None and old_ids != spec.training.ids_hash:
+        changed["training data (problem ids)"] = [old_ids[:12], str(spec.training.ids_hash)[:12]]
+    allowed = RESUMABLE_KEYS | set(getattr(spec.algorithm, "resume_managed_keys", ()))
+    for key, (before, now) in changed.items():
+        if key not in allowed:
+            raise DataError(
+                f"{out}: --resume would change {key} ({str(before)[:40]} -> {str(now)[:40]}), "
+                "which changes what this run trains; resume with its settings, or train a "
+                "new run into another --out"
+            )
+    return changed
+
+
+def check_resume_steps(out: Path, start: int, total: int, *, say: bool = True) -> None:
+    """What a resume continues from, said once; a step count below the step the run holds
+    is one line (it would otherwise report the smaller count as trained)."""
+    if total < start:
+        raise DataError(
+            f"{out}: the run already holds step {start}; this config gives {total} steps in "
+            "all, so there is nothing to train: raise max_steps (or epochs) past "
+            f"{start} to continue it"
+        )
+    if say:  # the main process: once per run, to stderr like the loop's other notes
+        left = total - start
+        from cppo_bench.util.termsafe import echo
+
+        echo(f"resumed from step {start} of {total} ({out}); {left} step(s) to train", err=True)
