@@ -103,6 +103,7 @@ def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
 
     from cppo_bench.backends.default_model import ensure_default_model
     from cppo_bench.backends.hf import load_model
+    from trainers.engine.update import disable_dropout
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
         path = str(ensure_default_model()) if spec.model is None else spec.model
@@ -110,6 +111,7 @@ def _load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
     # process held back by main_process_first would never join it (deadlock)
     model, tokenizer, _ = load_model(path, dtype=torch.float32)
     model.config.use_cache = False  # training forwards need no KV cache
+    disable_dropout(model)  # the update's training-mode forwards match rollout scoring
     return model, tokenizer, model_label(spec.model), path
 
 
