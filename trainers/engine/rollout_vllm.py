@@ -80,6 +80,8 @@ class VLLMRollout:
         config = _read_config(model_path)
         self.names = weight_sync.vllm_names(config)
         kwargs = engine_kwargs(model_path, options, multimodal=_multimodal(config))
+        # a process group that predates the engine (the trainer's) outlives it (close)
+        self._foreign_group = _group_up()
         with _rng_preserved():  # vLLM seeds torch / numpy / random globally
             self.llm, self.logprobs = _build(vllm, kwargs)
         if self.sleeping:
@@ -155,16 +157,21 @@ class VLLMRollout:
             self.llm.reset_prefix_cache()
 
     def close(self) -> None:
-        """Shut the engine down (its memory, its worker processes, its process group)."""
+        """Shut the engine down (its memory, its worker processes, the process groups it
+        created). vLLM's engine-core shutdown ends in ``cleanup_dist_env_and_memory``, which
+        destroys the default process group too: when that group predates the engine (the
+        trainer's: FSDP2, the CPPO stage barriers) it is left alone (``_keep_default_group``)."""
         llm, self.llm = self.llm, None
         if llm is None:
             return
         engine = getattr(llm, "llm_engine", None)
-        for owner in (engine, getattr(engine, "engine_core", None)):
-            shutdown = getattr(owner, "shutdown", None)
-            if callable(shutdown):
-                shutdown()
-                break
+        keep = _keep_default_group() if self._foreign_group else contextlib.nullcontext()
+        with keep:
+            for owner in (engine, getattr(engine, "engine_core", None)):
+                shutdown = getattr(owner, "shutdown", None)
+                if callable(shutdown):
+                    shutdown()  # detaches vLLM's finalizer: no second teardown at collection
+                    break
         del llm
         import gc
 
@@ -176,6 +183,34 @@ class VLLMRollout:
                 torch.cuda.empty_cache()
         except ImportError:  # pragma: no cover
             pass
+
+
+def _group_up() -> bool:
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and dist.is_initialized())
+
+
+@contextlib.contextmanager
+def _keep_default_group() -> Iterator[None]:
+    """``torch.distributed.destroy_process_group`` leaves the default group alone for the
+    block (vLLM 0.32's ``destroy_distributed_environment`` calls it with no argument); the
+    groups vLLM made itself (``new_group``) are still destroyed. vLLM looks the function up
+    on the module at call time, so replacing the attribute reaches it."""
+    import torch.distributed as dist
+
+    real = dist.destroy_process_group
+
+    def destroy(group: Any = None) -> None:
+        if group is None or group is dist.group.WORLD:
+            return
+        real(group)
+
+    dist.destroy_process_group = destroy
+    try:
+        yield
+    finally:
+        dist.destroy_process_group = real
 
 
 def _inplace_reload() -> bool:
