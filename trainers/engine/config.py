@@ -65,6 +65,11 @@ class TrainConfig:
     # replicate (DDP). One process shards only with fsdp2_offload. docs/gpu.md
     sharding: Literal["auto", "none", "fsdp2", "fsdp2_offload"] = "auto"
     gradient_checkpointing: bool = False  # recompute activations in backward (memory)
+    # seconds a collective may wait before the process group gives up (NCCL's watchdog
+    # kills the run; torch's default is 600). The CPPO pipeline's idle processes wait in a
+    # barrier while the main process runs SFT, RM training and the audit alone, for hours
+    # on a 4B / 9B policy. docs/gpu.md "Time-outs"
+    dist_timeout_s: int = 21600
     # the LM head + log-softmax over at most this many completion tokens at a time, each
     # chunk recomputed in backward: one chunk's (N, V) fp32 logits instead of a micro-batch's
     # (B, C, V) (2 GB per 2,048-token row at Qwen3.5's 248k vocabulary); the same log-probs
@@ -100,6 +105,7 @@ class TrainConfig:
             "rollout_batch",
             "save_every",
             "state_every",
+            "dist_timeout_s",
         )
         if self.logits_chunk_tokens < 0:
             raise ConfigError("config logits_chunk_tokens: must be >= 0 (0 = off)")

@@ -67,19 +67,17 @@ def _accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
 
     import torch
     from accelerate import Accelerator
-    from accelerate.utils import InitProcessGroupKwargs
-
     log_with = None if cfg.report_to == "none" else cfg.report_to
     if log_with == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
         raise DataError(
             "report_to tensorboard needs TensorBoard: pip install 'cppo-bench[tensorboard]'"
         )
-    kwargs = deepspeed_support.accelerator_kwargs(torch.cuda.is_available())
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    if sharding.wants_offload(cfg.sharding) and torch.cuda.is_available() and world > 1:
-        # offloaded shards are host tensors: the group needs gloo beside NCCL for them
-        backend = InitProcessGroupKwargs(backend=sharding.mixed_backend())
-        kwargs["kwargs_handlers"] = [*kwargs.get("kwargs_handlers", []), backend]
+    cuda = torch.cuda.is_available()
+    # offloaded shards are host tensors: the group needs gloo beside NCCL for them
+    mixed = sharding.wants_offload(cfg.sharding) and cuda and world > 1
+    backend = sharding.mixed_backend() if mixed else None
+    kwargs = deepspeed_support.accelerator_kwargs(cuda, cfg.dist_timeout_s, backend)
     return Accelerator(
         log_with=log_with,
         project_dir=str(out_dir),
