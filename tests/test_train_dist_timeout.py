@@ -39,8 +39,8 @@ print(json.dumps(seen))
 ENGINE = """
 from pathlib import Path
 from trainers.engine.config import TrainConfig
-from trainers.engine.loop import _accelerator
-_accelerator(TrainConfig(dist_timeout_s=5400), Path("."))
+from trainers.engine.setup import accelerator
+accelerator(TrainConfig(dist_timeout_s=5400), Path("."))
 """
 
 PIPELINE = """
