@@ -12,7 +12,7 @@ then a closing count:
 A check that needs what this machine lacks (CUDA, a second GPU, DeepSpeed, vLLM) is SKIP with
 the reason; on a CPU-only machine the GPU checks are SKIP and the CPU-runnable ones (marked
 "cpu" below) run. Exit status 1 when a check FAILs. Run it from a checkout (it imports the
-tests/ helpers and benchmarks/smoke/). docs/gpu.md says what each check proves.
+tests/ helpers and benchmarks/smoke/). docs/gpu-setup.md says what each check proves.
 """
 
 from __future__ import annotations
