@@ -174,7 +174,7 @@ def _train(spec: RunSpec) -> TrainResult:
         raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
     if existing is not None:
         manifest.check_resumable(out, spec.algorithm.name, model_label(spec.model))
-    parts = setup.build(spec, accelerator)
+    parts = setup.build(cfg, spec.model, accelerator)
     start = 0
     if existing is not None:
         trusted = cfg.trusted_state_globals

@@ -8,14 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cppo_bench.problem import DataError
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
-
-if TYPE_CHECKING:
-    from trainers.engine.loop import RunSpec
 
 
 def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
@@ -68,7 +65,8 @@ def gather(accelerator: Any) -> Callable[[list[Any]], list[Any]]:
     return gather
 
 
-def load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
+def load_policy(model: str | None, accelerator: Any) -> tuple[Any, Any, str, str]:
+    """(policy, tokenizer, base-model label, folder); ``model`` None: the embedded default."""
     import torch
 
     from cppo_bench.backends.default_model import ensure_default_model
@@ -76,13 +74,13 @@ def load_policy(spec: RunSpec, accelerator: Any) -> tuple[Any, Any, str, str]:
     from trainers.engine.update import disable_dropout
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
-        path = str(ensure_default_model()) if spec.model is None else spec.model
+        path = str(ensure_default_model()) if model is None else model
     # every process loads at once: under ZeRO-3, zero.Init broadcasts while loading, and a
     # process held back by main_process_first would never join it (deadlock)
-    model, tokenizer, _ = load_model(path, dtype=torch.float32)
-    model.config.use_cache = False  # training forwards need no KV cache
-    disable_dropout(model)  # the update's training-mode forwards match rollout scoring
-    return model, tokenizer, model_label(spec.model), path
+    policy, tokenizer, _ = load_model(path, dtype=torch.float32)
+    policy.config.use_cache = False  # training forwards need no KV cache
+    disable_dropout(policy)  # the update's training-mode forwards match rollout scoring
+    return policy, tokenizer, model_label(model), path
 
 
 def optimizer(cfg: TrainConfig, model: Any) -> tuple[Any, Any]:
@@ -119,14 +117,14 @@ class Parts:
     model_path: str
 
 
-def build(spec: RunSpec, accelerator: Any) -> Parts:
+def build(cfg: TrainConfig, model_name: str | None, accelerator: Any) -> Parts:
     """Policy, reference, layout, optimizer and scheduler, in the order sharding needs."""
     import torch
 
     from trainers.core.grpo import check_trainable_fp32, make_reference
 
-    cfg, world = spec.config, accelerator.num_processes
-    model, tokenizer, base_label, model_path = load_policy(spec, accelerator)
+    world = accelerator.num_processes
+    model, tokenizer, base_label, model_path = load_policy(model_name, accelerator)
     check_trainable_fp32(model)
     if cfg.gradient_checkpointing:  # activations recomputed in backward: memory for time
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
