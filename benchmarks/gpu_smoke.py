@@ -2,8 +2,8 @@
 
     python benchmarks/gpu_smoke.py [--only NAME[,NAME]] [--keep DIR]
 
-Every model is a random checkpoint built from a config (tests/tiny_models.py,
-tests/toy_task.py; vLLM's dummy weights for the 9B shape): no hub access. One line per check,
+Every model is a random checkpoint built from a config (tests/helpers/tiny_models.py,
+tests/helpers/toy_task.py; vLLM's dummy weights for the 9B shape): no hub access. One line per check,
 then a closing count:
 
     PASS|FAIL|SKIP  name  seconds  peak-GiB  detail

@@ -1,5 +1,5 @@
 """Run under ``torchrun --nproc_per_node 2`` (gloo, CPU) on a folder that
-``tests.cppo_stage_fixture.prepared`` filled: the joint CPPO stage (4 steps, an RM refresh
+``tests.helpers.cppo_stage_fixture.prepared`` filled: the joint CPPO stage (4 steps, an RM refresh
 after step 2, accepted whatever its metrics so that the gate changes). Each process writes
 OUT/gates{R}.json: a fingerprint of every gate it held (the gate's probabilities of fixed
 tuples, in the order the stage set them)."""
@@ -17,8 +17,8 @@ if str(REPO) not in sys.path:
 
 
 def main() -> None:
-    from tests.cppo_stage_fixture import settings
-    from tests.cppo_tiny import METHODS, problems
+    from tests.helpers.cppo_stage_fixture import settings
+    from tests.helpers.cppo_tiny import METHODS, problems
     from trainers.core.gate_metrics import AcceptanceRule
     from trainers.cppo_pipeline import stage_rl
     from trainers.cppo_pipeline.judge import RulesJudge

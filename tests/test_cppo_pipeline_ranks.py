@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent")
 def test_both_processes_hold_the_same_gate_after_a_refresh(tmp_path: Path) -> None:
-    from tests.cppo_stage_fixture import prepared
+    from tests.helpers.cppo_stage_fixture import prepared
 
     prepared(tmp_path)  # sft, rm, warmup and audit complete on the tiny model
     port = str(29300 + os.getpid() % 300)

@@ -77,7 +77,7 @@ def test_vllm_context_default_is_prompt_plus_tokens_capped_by_the_model() -> Non
 
 
 def test_cppo_prompts_carry_a_plan() -> None:
-    from trainers.cppo import CPPO, CPPOAlgoConfig
+    from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig
     from trainers.engine.algorithm import Algorithm
 
     assert CPPO(CPPOAlgoConfig(k=2, m=2)).prompt_carries(2048) == 2048

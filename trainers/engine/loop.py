@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.methods.direct import render_messages, stop_strings
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION
 from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, manifest, setup, sharding
@@ -191,7 +192,7 @@ def _train(spec: RunSpec) -> TrainResult:
         )  # fmt: skip
     if cfg.report_to != "none":
         accelerator.init_trackers("cppo-bench-train", config=manifest.flat_config(spec))
-    from cppo_bench.progress import progress_bar
+    from cppo_bench.util.progress import progress_bar
 
     run = StepState(total)
     share = cfg.prompts_per_step // world

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
 
