@@ -33,18 +33,26 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def bare_update(model_dir: str, rows: list, micro: int, pad_id: int) -> float:
-    """Seconds for forward + cross-entropy + backward + AdamW over the same micro-batches."""
+def bare_update(
+    model_dir: str, rows: list, micro: int, pad_id: int, device: str | None = None
+) -> float:
+    """Seconds for forward + cross-entropy + backward + AdamW over the same micro-batches,
+    on ``device`` (default: where the engine's Accelerator trains, cuda where there is one),
+    in training mode with dropout off, as the engine's update runs."""
     import torch
 
     from cppo_bench.backends.hf import load_model
-    from trainers.engine.update import micro_batches
+    from trainers.engine.update import _to, disable_dropout, micro_batches
 
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model, _, _ = load_model(model_dir, dtype=torch.float32)
     model.config.use_cache = False
-    model.eval()
+    disable_dropout(model)
+    model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
-    batches = micro_batches(rows, micro, pad_id)
+    batches = [_to(b, device) for b in micro_batches(rows, micro, pad_id)]
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     start = time.perf_counter()
     for b in batches:
         logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits
@@ -55,6 +63,8 @@ def bare_update(model_dir: str, rows: list, micro: int, pad_id: int) -> float:
         loss.backward()
     opt.step()
     opt.zero_grad()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()  # CUDA kernels run asynchronously: time them to the end
     return time.perf_counter() - start
 
 

@@ -28,6 +28,7 @@ TINY_ENGINE = {
     "rollout_batch": 16,
     "lr": 1e-3,
     "save_every": 1,
+    "state_every": 1,  # the resume tests kill mid-stage: a state each step
     "kl_beta": 0.0,
     "verify_workers": 2,
 }

@@ -108,29 +108,63 @@ def test_deepspeed_backward_steps_the_engine_once_per_update(tmp_path: Path, toy
     assert len(snapshots) == 1 and not torch.equal(snapshots[0], first.detach())
 
 
-def test_gradient_checkpointing_is_an_option_that_takes_the_same_step(
+def test_gradient_checkpointing_recomputes_every_layer_in_backward_and_takes_the_same_step(
     tmp_path: Path,
     toy_model,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Counted, not assumed: the forwards of each decoder layer's MLP with autograd on (the
+    update's; rollouts and scoring run without it; the MLP, not the layer: transformers 5.24
+    wraps the layer's own forward for checkpointing). Checkpointed, every one runs again in backward, so
+    the count doubles. The old engine left the policy in eval mode, where transformers skips
+    checkpointing: the counts were equal (issue 35 item 1)."""
     from safetensors.torch import load_file
     from toy_task import run
-    from transformers import PreTrainedModel
+    from transformers.models.llama.modeling_llama import LlamaMLP
 
-    calls: list[dict] = []
-    real = PreTrainedModel.gradient_checkpointing_enable
+    grad_forwards = [0]
+    real = LlamaMLP.forward
 
-    def spy(self, gradient_checkpointing_kwargs=None):  # noqa: ANN001, ANN202
-        calls.append(dict(gradient_checkpointing_kwargs or {}))
-        return real(self, gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
+    def counting(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if torch.is_grad_enabled():
+            grad_forwards[0] += 1
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(PreTrainedModel, "gradient_checkpointing_enable", spy)
+    monkeypatch.setattr(LlamaMLP, "forward", counting)
     plain, ckpt = tmp_path / "plain", tmp_path / "ckpt"
     run(plain, toy_model, steps=1, parity_reward=True)
-    assert calls == []
+    plain_count, grad_forwards[0] = grad_forwards[0], 0
     run(ckpt, toy_model, steps=1, parity_reward=True, gradient_checkpointing=True)
-    assert calls == [{"use_reentrant": False}]
+    assert plain_count > 0 and grad_forwards[0] == 2 * plain_count
     a = load_file(str(plain / "checkpoints" / "final" / "model.safetensors"))
     b = load_file(str(ckpt / "checkpoints" / "final" / "model.safetensors"))
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+
+
+def test_the_update_runs_in_training_mode_without_dropout_and_restores_eval() -> None:
+    """Training mode for the update only; dropout (modules and HF's attention_dropout) off,
+    so a training-mode forward gives the eval-mode log-probs the rollouts were scored with."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from trainers.engine.update import disable_dropout, training_mode
+
+    cfg = LlamaConfig(
+        vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.9,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg)
+    layer = model.model.layers[0]
+    layer.mlp = torch.nn.Sequential(layer.mlp, torch.nn.Dropout(0.9))  # a dropout module too
+    model.eval()
+    ids = torch.arange(12).reshape(2, 6)
+    want = model(ids).logits
+    with training_mode(model):
+        assert model.training
+        noisy = model(ids).logits
+    assert not model.training and not torch.allclose(noisy, want)  # dropout bites in train mode
+    disable_dropout(model)
+    with training_mode(model):
+        torch.testing.assert_close(model(ids).logits, want)
+    assert not model.training

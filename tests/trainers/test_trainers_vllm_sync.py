@@ -86,3 +86,16 @@ def test_training_with_colocated_vllm_rollouts_stays_in_step(tmp_path: Path) -> 
     assert all(m["param_step_norm"] > 0.1 for m in steps)  # the policy really moved
     assert all(m["sampler_logp_gap"] < 0.01 for m in steps), [m["sampler_logp_gap"] for m in steps]
     assert steps[-1]["kl"] > 0  # the reference and the moved policy differ
+
+
+@pytest.mark.slow
+def test_closing_the_engine_leaves_the_trainers_process_group_working(tmp_path: Path) -> None:
+    """vLLM 0.32's engine shutdown (cleanup_dist_env_and_memory) destroyed the default process
+    group even when the trainer made it: a collective after close() failed (tests/
+    vllm_close_probe.py). A group the engine made itself is still torn down."""
+    _needs_vllm()
+    _run_in_venv([str(REPO / "tests" / "helpers" / "vllm_close_probe.py"), str(tmp_path)], toy_env(), 900)
+    got = json.loads((tmp_path / "result.json").read_text())
+    assert got["foreign_initialized"] is True
+    assert got["foreign_all_reduce"] == [1.0, 1.0, 1.0]
+    assert got["own_left_initialized"] is False

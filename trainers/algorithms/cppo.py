@@ -65,7 +65,8 @@ class CPPO(Algorithm):
     def __init__(self, config: CPPOAlgoConfig) -> None:
         super().__init__(config)
         self.gate: GateFn | None = None
-        self.recent: list[tuple[Problem, tuple[str, ...]]] = []  # last step's tuples (refresh)
+        # the last step's tuples of every process, (problem id, plans): what a refresh relabels
+        self.recent: list[tuple[str, tuple[str, ...]]] = []
 
     # -- rollouts ------------------------------------------------------------------------
     def _planner_requests(self, problems: Sequence[Problem], ctx: StepContext) -> list:
@@ -96,8 +97,11 @@ class CPPO(Algorithm):
             tuples.append(tuple(plans))
             reports.append(report)
         probs = self.gate([r.request.problem for r in planned], tuples)
-        self.recent = [(r.request.problem, t) for r, t in zip(planned, tuples, strict=True)]
-        if c.recent_file:  # on disk before the engine saves this step's state
+        # every process's tuples (problem id, plans), the same list on each: the RM refresh
+        # runs once, on the main process, from the whole step's tuples
+        mine = [(r.request.problem.problem_id, t) for r, t in zip(planned, tuples, strict=True)]
+        self.recent = [(str(pid), tuple(map(str, t))) for pid, t in ctx.gather(mine)]
+        if c.recent_file and ctx.is_main:  # on disk before the engine saves this step's state
             write_recent(Path(c.recent_file), ctx.step + 1, self.recent)
         out: list[Scored] = []
         jobs: list[RolloutRequest] = []
@@ -131,6 +135,10 @@ class CPPO(Algorithm):
         if jobs:
             out += ctx.score(ctx.generate(jobs))
         return out
+
+    def prompt_carries(self, max_tokens: int) -> int:
+        # a solver prompt holds one plan, cut from a planner completion of <= max_tokens
+        return max_tokens
 
     # -- rows ----------------------------------------------------------------------------
     def _structure(self, scored: Sequence[Scored]) -> tuple[list[PromptRollouts], list[Scored]]:
@@ -224,10 +232,11 @@ def joint_indicators(j: Sequence[float], r_out: Sequence[float]) -> dict[str, li
     return cells
 
 
-def write_recent(path: Path, step: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
-    """The tuples sampled at ``step`` (what an RM refresh at that boundary relabels); on disk
-    before the engine saves the step's state, so a resumed refresh finds them."""
-    rows = [{"problem_id": p.problem_id, "plans": list(t)} for p, t in tuples]
+def write_recent(path: Path, step: int, tuples: Sequence[tuple[str, tuple[str, ...]]]) -> None:
+    """The tuples (problem id, plans) sampled at ``step`` by every process (what an RM
+    refresh at that boundary relabels); on disk before the engine saves the step's state, so
+    a resumed refresh finds them."""
+    rows = [{"problem_id": pid, "plans": list(t)} for pid, t in tuples]
     atomic_write_text(path, json.dumps({"step": step, "tuples": rows}))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cppo_bench.problem import Problem
+from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
 from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
 from trainers.cppo_pipeline.stages import STAGES, StageFn, run_stages
@@ -65,4 +66,5 @@ def run_pipeline(
         "seed": inputs.seed,
     }
     config = {name: record for name in STAGES}
+    ranks.configure(inputs.config.engine.dist_timeout_s)  # before the process group exists
     return run_stages(out, stages, selected, config, echo=echo, progress=progress)

@@ -6,12 +6,23 @@ and only the main process writes a stage's files and manifest. The RL stages run
 on every process (it splits the work). Devices come from accelerate's ``PartialState`` (the
 process group and ``cuda:LOCAL_RANK`` it sets up are the ones the engine's Accelerator then
 reuses), never a bare "cuda", which is every process's cuda:0.
+
+The process group is made here, before the engine's Accelerator (which then reuses it), so
+the engine section's ``dist_timeout_s`` is handed over first (``configure``): the idle
+processes wait in a barrier for as long as the main process's longest single-process stage.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
+
+_TIMEOUT_S: list[int | None] = [None]
+
+
+def configure(timeout_s: int | None) -> None:
+    """The process group's time-out (TrainConfig ``dist_timeout_s``), before it exists."""
+    _TIMEOUT_S[0] = timeout_s
 
 
 def world_size() -> int:
@@ -26,7 +37,7 @@ def _state() -> Any:
 
     # the engine's arguments: a DeepSpeed launch without CUDA must not say cpu=True (it would
     # fix the shared state as DDP before the engine's Accelerator exists)
-    return PartialState(**state_kwargs(torch.cuda.is_available()))
+    return PartialState(**state_kwargs(torch.cuda.is_available(), _TIMEOUT_S[0]))
 
 
 def device() -> str:

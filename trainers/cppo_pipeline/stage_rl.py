@@ -221,7 +221,8 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     by_id = {p.problem_id: p for p in inp.problems}
     k = inp.config.k
 
-    def refresh_at(done: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+    def refresh_main(done: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+        """The refresh itself: the main process alone writes its folder and record."""
         fresh = judge_tuples(inp.judge, tuples[: own.refresh_problems * algo.config.m], k)
         pool = read_pool(current["dir"], by_id)
         dest = _refresh_dir(ctx, done)
@@ -239,11 +240,24 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             # the phase goes on under the last accepted gate; the refusal is on record
             record.update(accepted=False, error=str(err))
         else:
-            new_rm, new_tau = rmod.load(dest)
-            algo.gate, current["dir"] = gate_fn(new_rm), dest
-            algo.config = dataclasses.replace(algo.config, tau=new_tau)
             record.update(accepted=True, metrics=result.metrics, weight_change=result.weight_change)
         record_refresh(log, record)  # last: only now is this boundary's refresh done
+
+    def refresh_at(done: int, tuples: Sequence[tuple[Problem, tuple[str, ...]]]) -> None:
+        """Every process: the main one refreshes from the whole step's tuples, the others
+        wait, then every process loads what the record says (one gate for all)."""
+        if ranks.is_main():
+            refresh_main(done, tuples)
+        ranks.barrier()
+        record = next((r for r in refresh_records(log) if r.get("step") == done), None)
+        if record is None:
+            raise PipelineStop(ctx.name, f"no refresh record for step {done} in {log}")
+        if record.get("accepted"):
+            dest = _refresh_dir(ctx, done)
+            # checked by refresh() under its rule before the record said accepted
+            new_rm, new_tau = rmod.load(dest, rule=None)
+            algo.gate, current["dir"] = gate_fn(new_rm), dest
+            algo.config = dataclasses.replace(algo.config, tau=new_tau)
 
     if _boundary(start, phase, total) and start not in {r["step"] for r in records}:
         # killed between the boundary's saved state and its refresh record: redo the refresh
@@ -251,7 +265,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
     def on_step(done: int, metrics: dict[str, Any]) -> None:
         if _boundary(done, phase, total):
-            refresh_at(done, algo.recent)
+            refresh_at(done, [(by_id[pid], plans) for pid, plans in algo.recent])
 
     final, _ = _run(ctx, inp, engine_cfg, algo, policy, on_step)
     refreshed = sorted({i for r in refresh_records(log) for i in r.get("problem_ids", [])})

@@ -49,6 +49,10 @@ class StepContext:
     # sums a tensor over every process (identity in one): for statistics of the global batch,
     # e.g. CPPO's M = 1 leave-one-out baseline. Every process must call it the same times.
     reduce_sum: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda t: t)
+    # every process's list, concatenated in process order (a copy in one process): what one
+    # process must act on for all, e.g. CPPO's RM refresh. Every process calls it the same times.
+    gather: Callable[[list[Any]], list[Any]] = field(default=lambda items: list(items))
+    is_main: bool = True  # the process that writes files shared by all
 
     def seed_for(self, problem: Problem, kind: str, index: int) -> int:
         # per-request seeds from (run seed, step, problem, kind, index): a rollout does not
@@ -82,6 +86,11 @@ class Algorithm:
 
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
         raise NotImplementedError
+
+    def prompt_carries(self, max_tokens: int) -> int:
+        """Tokens this algorithm's prompts may hold beyond the direct prompt of a problem
+        (an earlier completion, a skill prefix); sizes vLLM's default context."""
+        return 0
 
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry(

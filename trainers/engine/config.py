@@ -53,7 +53,11 @@ class TrainConfig:
     rollout_engine: str = "hf"
     rollout_batch: int = 8
     vllm_gpu_memory_utilization: float = 0.3
-    vllm_max_model_len: int = 0  # 0 = vLLM's default (the model's context length)
+    # vLLM's context (prompt + completion) in tokens; 0 = the run's longest prompt plus
+    # max_tokens (plus what the algorithm's prompts carry), at most the model's: vLLM checks
+    # at start-up that one full-length request fits its KV cache, and the model's own
+    # context (262,144 tokens for Qwen3.5) does not fit beside a 9B policy. docs/gpu.md
+    vllm_max_model_len: int = 0
     vllm_enforce_eager: bool = False  # True: no CUDA graphs (less memory, slower decoding)
     # free vLLM's weights and KV cache during the update (sleep mode, where vLLM supports it)
     vllm_sleep: bool = False
@@ -66,6 +70,16 @@ class TrainConfig:
     # replicate (DDP). One process shards only with fsdp2_offload. docs/gpu.md
     sharding: Literal["auto", "none", "fsdp2", "fsdp2_offload"] = "auto"
     gradient_checkpointing: bool = False  # recompute activations in backward (memory)
+    # torch.set_float32_matmul_precision, set once the rollout engine is built (vLLM's sets
+    # "highest" for the whole process): "high" lets fp32 matmuls use TF32 on Ampere and
+    # newer (~8x the fp32 throughput, 10-bit mantissa products, fp32 accumulation); "highest"
+    # keeps full fp32. docs/gpu.md "Precision"
+    matmul_precision: Literal["highest", "high", "medium"] = "high"
+    # seconds a collective may wait before the process group gives up (NCCL's watchdog
+    # kills the run; torch's default is 600). The CPPO pipeline's idle processes wait in a
+    # barrier while the main process runs SFT, RM training and the audit alone, for hours
+    # on a 4B / 9B policy. docs/gpu.md "Time-outs"
+    dist_timeout_s: int = 21600
     # the LM head + log-softmax over at most this many completion tokens at a time, each
     # chunk recomputed in backward: one chunk's (N, V) fp32 logits instead of a micro-batch's
     # (B, C, V) (2 GB per 2,048-token row at Qwen3.5's 248k vocabulary); the same log-probs
@@ -80,7 +94,11 @@ class TrainConfig:
     verify_workers: int = 0  # 0 = one per CPU core
     # checkpoints and logs
     save_every: int = 50  # HF folder every N steps (and at the end)
-    state_every: int = 1  # resumable state every N steps: SIGKILL loses at most these steps
+    # resumable state every N steps (and at the end): SIGKILL loses at most these steps. A
+    # state is the full fp32 weights and AdamW moments (~48 GB for a 4B policy, gathered to
+    # rank 0's host under FSDP2): ~1 min a save against a 2-4 min step, so every step would
+    # cost 25-50 %; every 10th costs a few percent. docs/gpu.md "Training state"
+    state_every: int = 10
     keep_folders: int = 0  # 0 = keep every HF folder
     report_to: str = "none"  # none | tensorboard | wandb (trainers.engine.trackers)
     log_param_step_norm: bool = True
@@ -101,6 +119,7 @@ class TrainConfig:
             "rollout_batch",
             "save_every",
             "state_every",
+            "dist_timeout_s",
         )
         for name in ("keep_folders", "verify_workers", "logits_chunk_tokens"):
             # keep_folders=-100 would make the pruning slice delete the newest checkpoints
@@ -111,7 +130,7 @@ class TrainConfig:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"config {f.name}: must be a finite number, got {value}")
         if self.vllm_max_model_len < 0:
-            raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = vLLM's default)")
+            raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = longest prompt + max_tokens)")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"config {name}: must be >= 1, got {getattr(self, name)}")

@@ -2,52 +2,74 @@
 
 Under FSDP2 each process decodes (and scores log-probs for) its own number of rows, so every
 policy forward here runs inside ``sharding.gathered``: no collective per decoding step.
+``StepEnv`` is what the loop builds once per run; ``step_context`` lends it to one step.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from cppo_bench.backends import chat as chatmod
+from cppo_bench.backends.base import SamplingParams
+from cppo_bench.problem import Problem
 from trainers.engine import sharding
-from trainers.engine.algorithm import StepContext
+from trainers.engine.algorithm import Messages, StepContext
 from trainers.engine.metrics import Timer
 from trainers.engine.rewards import RewardFn
-from trainers.engine.rollout import CONTEXT_FULL, Rollout, RolloutRequest
+from trainers.engine.rollout import CONTEXT_FULL, Rollout, RolloutEngine, RolloutRequest
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 
-def step_context(
-    step: int,
-    spec: Any,  # loop.RunSpec
-    prompt_fn: Any,
-    stop: tuple[str, ...],
-    rollout: Any,
-    sampling: Any,
-    reward_fn: RewardFn,
-    timer: Timer,
-    policy: Any,
-    tokenizer: Any,
-    pad_id: int,
-    micro: int,
-    chat: tuple[str, bool | None],  # (chat mode, enable_thinking)
-    logits_chunk: int = 0,  # TrainConfig.logits_chunk_tokens
-) -> StepContext:
+def _local(items: list[Any]) -> list[Any]:
+    return list(items)
+
+
+@dataclass(frozen=True)
+class StepEnv:
+    """The run-wide parts every step's context is made of."""
+
+    seed: int
+    prompt: Callable[[Problem], Messages]  # the direct-solve chat messages of a problem
+    stop: tuple[str, ...]
+    rollout: RolloutEngine
+    sampling: SamplingParams
+    reward: RewardFn
+    policy: torch.nn.Module  # the unwrapped policy (an FSDP2 module when sharded)
+    tokenizer: PreTrainedTokenizerBase
+    pad_id: int
+    micro_rows: int  # TrainConfig.micro_batch_rows
+    chat: str  # chat mode (auto | template | plain)
+    enable_thinking: bool | None
+    logits_chunk: int = 0  # TrainConfig.logits_chunk_tokens
+    # over every process (identity in one): StepContext.reduce_sum / gather
+    reduce_sum: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda t: t)
+    gather: Callable[[list[Any]], list[Any]] = _local
+    is_main: bool = True
+
+
+def step_context(step: int, env: StepEnv, timer: Timer) -> StepContext:
     from trainers.engine.update import completion_logprobs
 
-    def logprobs(pairs: Any) -> Any:
-        with sharding.gathered(policy):
-            t = sampling.temperature
-            return completion_logprobs(policy, pairs, pad_id, micro, t, logits_chunk)
+    def logprobs(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[torch.Tensor]:
+        with sharding.gathered(env.policy):
+            t = env.sampling.temperature
+            return completion_logprobs(
+                env.policy, pairs, env.pad_id, env.micro_rows, t, env.logits_chunk
+            )
 
     def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
         # gathered: under FSDP each process decodes its own number of steps, collective-free;
         # an engine with its own weights (vLLM) leaves the policy sharded (offloaded)
-        gather = getattr(rollout, "uses_policy", True)
-        held = sharding.gathered(policy) if gather else contextlib.nullcontext()
+        gather = getattr(env.rollout, "uses_policy", True)
+        held = sharding.gathered(env.policy) if gather else contextlib.nullcontext()
         with timer.phase("rollout"), held:
-            out = rollout.generate(reqs, sampling)
+            out = env.rollout.generate(reqs, env.sampling)
         timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(
             len(r.completion_ids) for r in out
         )
@@ -57,15 +79,22 @@ def step_context(
 
     def score(rollouts: Sequence[Rollout]) -> list[Any]:
         with timer.phase("verify"):
-            return reward_fn(rollouts)
+            return env.reward(rollouts)
+
+    def encode(req: RolloutRequest) -> list[int]:
+        gen = req.gen_request(env.sampling)
+        return chatmod.encode(env.tokenizer, gen, env.chat, env.enable_thinking)
 
     return StepContext(
         step=step,
-        seed=spec.seed,
-        prompt=prompt_fn,
-        stop=stop,
+        seed=env.seed,
+        prompt=env.prompt,
+        stop=env.stop,
         generate=generate,
         score=score,
         completion_logprobs=logprobs,
-        encode=lambda req: chatmod.encode(tokenizer, req.gen_request(sampling), *chat),
+        encode=encode,
+        reduce_sum=env.reduce_sum,
+        gather=env.gather,
+        is_main=env.is_main,
     )

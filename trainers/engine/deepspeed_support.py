@@ -36,7 +36,7 @@ def launched() -> bool:
     return os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
 
 
-def state_kwargs(cuda: bool) -> dict[str, Any]:
+def state_kwargs(cuda: bool, timeout_s: int | None = None) -> dict[str, Any]:
     """``PartialState`` arguments for this machine. Without CUDA the engine asks for the CPU
     (``cpu=True``): a plain run or torchrun then uses gloo. But accelerate 1.15 drops a
     DeepSpeed launch under ``cpu=True`` without a word (state.py: ``PartialState`` starts
@@ -44,22 +44,36 @@ def state_kwargs(cuda: bool) -> dict[str, Any]:
     and runs DDP. So a DeepSpeed launch on a CPU asks for no device type at all and names
     gloo: DeepSpeed's CPU accelerator then runs ZeRO over gloo (oneCCL, its own default, is
     rarely installed), on ``cpu`` tensors. The CPPO pipeline's ``ranks`` builds the shared
-    state first with the same arguments, so both see one layout."""
+    state first with the same arguments, so both see one layout. ``timeout_s``
+    (TrainConfig ``dist_timeout_s``) goes to ``init_process_group`` (DeepSpeed's too)."""
+    kwargs: dict[str, Any]
     if cuda:
-        return {"cpu": False}
-    if not launched():
-        return {"cpu": True}
-    return {"cpu": False, "backend": "gloo"}
+        kwargs = {"cpu": False}
+    elif not launched():
+        kwargs = {"cpu": True}
+    else:
+        kwargs = {"cpu": False, "backend": "gloo"}
+    if timeout_s is not None:
+        from datetime import timedelta
+
+        kwargs["timeout"] = timedelta(seconds=timeout_s)
+    return kwargs
 
 
-def accelerator_kwargs(cuda: bool) -> dict[str, Any]:
-    """``state_kwargs`` as ``Accelerator`` takes them (the backend through a handler)."""
-    kwargs = state_kwargs(cuda)
-    backend = kwargs.pop("backend", None)
-    if backend is not None:
+def accelerator_kwargs(
+    cuda: bool, timeout_s: int | None = None, backend: str | None = None
+) -> dict[str, Any]:
+    """``state_kwargs`` as ``Accelerator`` takes them: backend and time-out through one
+    ``InitProcessGroupKwargs`` (accelerate takes one handler of a kind); ``backend``
+    overrides the state's (an offloaded CUDA run's NCCL + gloo pair)."""
+    kwargs = state_kwargs(cuda, timeout_s)
+    state_backend, timeout = kwargs.pop("backend", None), kwargs.pop("timeout", None)
+    group = {"backend": backend or state_backend, "timeout": timeout}
+    group = {k: v for k, v in group.items() if v is not None}
+    if group:
         from accelerate.utils import InitProcessGroupKwargs
 
-        kwargs["kwargs_handlers"] = [InitProcessGroupKwargs(backend=backend)]
+        kwargs["kwargs_handlers"] = [InitProcessGroupKwargs(**group)]
     return kwargs
 
 

@@ -104,11 +104,29 @@ class ParamSnapshot:
         sq = torch.zeros(2, dtype=torch.float64)  # [sharded parts, replicated parameters]
         for p, b in zip(self.params, self.before, strict=True):
             now, split = local(p)
-            sq[0 if split else 1] += (now.detach().double().cpu() - b.double()).pow(2).sum()
+            sq[0 if split else 1] += _squared_distance(now.detach(), b)
         if all_reduce_sum is not None:
             sharded = all_reduce_sum(sq[:1].clone())
             sq = torch.cat([sharded.reshape(1), sq[1:]])
         return float(sq.sum().sqrt())
+
+
+# elements per fp64 chunk of ``_squared_distance``: 128 MiB of temporaries at most
+STEP_NORM_CHUNK = 1 << 24
+
+
+def _squared_distance(now: torch.Tensor, before: torch.Tensor) -> torch.Tensor:
+    """sum((now - before)^2) in fp64, ``now`` moved to the host in its own dtype first and
+    widened there a chunk at a time: a full fp64 copy of a parameter on the accelerator
+    (5.1 GB for Qwen3.5-4B's tied embedding, right after the optimizer step) never exists."""
+    flat_now = now.reshape(-1)
+    flat_before = before.reshape(-1)
+    total = torch.zeros((), dtype=torch.float64)
+    for start in range(0, flat_now.numel(), STEP_NORM_CHUNK):
+        part = flat_now[start : start + STEP_NORM_CHUNK].to("cpu")
+        ref = flat_before[start : start + STEP_NORM_CHUNK]
+        total += (part.double() - ref.double()).pow(2).sum()
+    return total
 
 
 class MetricsLog:

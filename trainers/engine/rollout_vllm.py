@@ -79,7 +79,9 @@ class VLLMRollout:
             )
         config = _read_config(model_path)
         self.names = weight_sync.vllm_names(config)
-        kwargs = engine_kwargs(model_path, options, multimodal=_multimodal(config))
+        kwargs = engine_kwargs(model_path, options, _multimodal(config), config)
+        # a process group that predates the engine (the trainer's) outlives it (close)
+        self._foreign_group = _group_up()
         with _rng_preserved():  # vLLM seeds torch / numpy / random globally
             self.llm, self.logprobs = _build(vllm, kwargs)
         if self.sleeping:
@@ -155,16 +157,21 @@ class VLLMRollout:
             self.llm.reset_prefix_cache()
 
     def close(self) -> None:
-        """Shut the engine down (its memory, its worker processes, its process group)."""
+        """Shut the engine down (its memory, its worker processes, the process groups it
+        created). vLLM's engine-core shutdown ends in ``cleanup_dist_env_and_memory``, which
+        destroys the default process group too: when that group predates the engine (the
+        trainer's: FSDP2, the CPPO stage barriers) it is left alone (``_keep_default_group``)."""
         llm, self.llm = self.llm, None
         if llm is None:
             return
         engine = getattr(llm, "llm_engine", None)
-        for owner in (engine, getattr(engine, "engine_core", None)):
-            shutdown = getattr(owner, "shutdown", None)
-            if callable(shutdown):
-                shutdown()
-                break
+        keep = _keep_default_group() if self._foreign_group else contextlib.nullcontext()
+        with keep:
+            for owner in (engine, getattr(engine, "engine_core", None)):
+                shutdown = getattr(owner, "shutdown", None)
+                if callable(shutdown):
+                    shutdown()  # detaches vLLM's finalizer: no second teardown at collection
+                    break
         del llm
         import gc
 
@@ -176,6 +183,34 @@ class VLLMRollout:
                 torch.cuda.empty_cache()
         except ImportError:  # pragma: no cover
             pass
+
+
+def _group_up() -> bool:
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and dist.is_initialized())
+
+
+@contextlib.contextmanager
+def _keep_default_group() -> Iterator[None]:
+    """``torch.distributed.destroy_process_group`` leaves the default group alone for the
+    block (vLLM 0.32's ``destroy_distributed_environment`` calls it with no argument); the
+    groups vLLM made itself (``new_group``) are still destroyed. vLLM looks the function up
+    on the module at call time, so replacing the attribute reaches it."""
+    import torch.distributed as dist
+
+    real = dist.destroy_process_group
+
+    def destroy(group: Any = None) -> None:
+        if group is None or group is dist.group.WORLD:
+            return
+        real(group)
+
+    dist.destroy_process_group = destroy
+    try:
+        yield
+    finally:
+        dist.destroy_process_group = real
 
 
 def _inplace_reload() -> bool:
@@ -207,12 +242,16 @@ def _multimodal(config: Mapping[str, Any]) -> bool:
 
 
 def engine_kwargs(
-    model_path: str, options: Mapping[str, Any], multimodal: bool = False
+    model_path: str,
+    options: Mapping[str, Any],
+    multimodal: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """vLLM's LLM(...) arguments from the rollout options (TrainConfig's vllm_* keys).
     ``multimodal``: the checkpoint is a composite; the policy is its text model and every
     prompt is text, so vLLM (>= 0.32) runs the language model only: every modality's limit
-    is 0, and it neither builds the vision / audio towers nor profiles their memory."""
+    is 0, and it neither builds the vision / audio towers nor profiles their memory.
+    ``config``: the checkpoint's config.json (its context caps ``max_model_len``)."""
     kwargs: dict[str, Any] = {
         "model": model_path,
         "gpu_memory_utilization": float(options.get("gpu_memory_utilization", 0.3)),
@@ -221,8 +260,9 @@ def engine_kwargs(
         "enforce_eager": bool(options.get("enforce_eager", False)),
         "seed": int(options.get("process_index", 0)),
     }
-    if options.get("max_model_len"):
-        kwargs["max_model_len"] = int(options["max_model_len"])
+    length = max_model_len(options, config or {})
+    if length is not None:
+        kwargs["max_model_len"] = length
     if options.get("sleep"):
         kwargs["enable_sleep_mode"] = True
     if multimodal:
@@ -234,6 +274,39 @@ def engine_kwargs(
         os.environ.setdefault("WORLD_SIZE", str(world))
         kwargs["distributed_executor_backend"] = "external_launcher"
     return kwargs
+
+
+# tokens beside the longest direct prompt and max_tokens: prompt kinds' template differences
+# (CPPO's plan and solve prompts, UpSkill's skill prefix); a prompt that still does not fit
+# is not decoded (reward 0, counted in overlong_prompts), never a failed batch
+PROMPT_SLACK = 512
+
+
+def model_context(config: Mapping[str, Any]) -> int | None:
+    """The checkpoint's own context length (its text config's, for a composite)."""
+    text = config.get("text_config")
+    for cfg in (text if isinstance(text, Mapping) else {}, config):
+        value = cfg.get("max_position_embeddings")
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def max_model_len(options: Mapping[str, Any], config: Mapping[str, Any]) -> int | None:
+    """vLLM's ``max_model_len``: the configured one (TrainConfig ``vllm_max_model_len``),
+    else the run's longest prompt (``longest_prompt()``: what the algorithm's prompts carry
+    included) plus ``max_tokens`` and ``PROMPT_SLACK``, at most the model's own context.
+    vLLM's default, the model's context (262,144 tokens for Qwen3.5), must fit one request's
+    KV cache at start-up, which a 9B policy at utilisation 0.3 does not leave. None: neither
+    is known (vLLM's default)."""
+    if options.get("max_model_len"):
+        return int(options["max_model_len"])
+    longest = options.get("longest_prompt")
+    if not callable(longest):
+        return None
+    wanted = int(longest()) + int(options.get("max_tokens", 0)) + PROMPT_SLACK
+    context = model_context(config)
+    return min(wanted, context) if context else wanted
 
 
 def _build(vllm: Any, kwargs: dict[str, Any]) -> tuple[Any, bool]:

@@ -231,6 +231,7 @@ def gathered(model: Any) -> Iterator[None]:
         yield
         return
     units = _fsdp_units(model)
+    saved = [_reshard_setting(unit) for unit in units]
     for unit in units:
         unit.set_reshard_after_forward(False, recurse=False)
     for unit in units:
@@ -238,9 +239,31 @@ def gathered(model: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        for unit in units:
+        for unit, setting in zip(units, saved, strict=True):
             unit.reshard()
-            unit.set_reshard_after_forward(True, recurse=False)
+            _restore_reshard_setting(unit, setting)
+
+
+def _reshard_setting(unit: Any) -> tuple[bool, list[Any]]:
+    """A unit's reshard-after-forward state as FSDP2 keeps it (torch 2.13: no public getter):
+    whether the lazy root default still applies, and each parameter group's post-forward mesh."""
+    state = unit._get_fsdp_state()
+    groups = getattr(state, "_fsdp_param_groups", [])
+    return bool(state._auto_reshard_after_forward), [g.post_forward_mesh_info for g in groups]
+
+
+def _restore_reshard_setting(unit: Any, setting: tuple[bool, list[Any]]) -> None:
+    """Undo ``set_reshard_after_forward``: setting it (to anything) clears FSDP2's lazy
+    default that the root keeps its parameters unsharded after forward, so restoring "True"
+    made embeddings and head all-gather again in every backward after the first rollout.
+    A root whose lazy initialisation ran inside the block gets the value that initialisation
+    would have given it (None: keep unsharded)."""
+    auto, meshes = setting
+    state = unit._get_fsdp_state()
+    state._auto_reshard_after_forward = auto
+    groups = getattr(state, "_fsdp_param_groups", [])
+    for group, mesh in zip(groups, meshes, strict=True):
+        group.post_forward_mesh_info = None if auto and state._is_root else mesh
 
 
 def local(t: torch.Tensor) -> tuple[torch.Tensor, bool]:

@@ -11,6 +11,14 @@ same step (to float round-off). Only the last micro-batch synchronises gradients
 Every log-prob here (reference, old policy, UpSkill's MI scoring) is taken at the sampling
 temperature ``loss_config.temperature``, like the policy's own inside ``policy_loss``, and
 with the same ``logits_chunk_tokens`` (the LM head over chunks of completion tokens).
+
+Training mode: ``from_pretrained`` leaves the policy in eval mode, and transformers runs
+gradient checkpointing only in training mode (``self.gradient_checkpointing and
+self.training``), so ``policy_update`` is the one place the policy is put in training mode,
+for the update only (rollouts and no-grad scoring stay in eval mode). Dropout is switched off
+once at load (``disable_dropout``, as TRL's ``disable_dropout`` does): a training-mode
+forward then gives the same log-probs as the eval-mode rollout scoring, so the first PPO
+ratio is exactly 1.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +36,28 @@ from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.grpo import aggregation_count
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
 from trainers.engine import deepspeed_support, sharding
+
+
+def disable_dropout(model: Any) -> None:
+    """Every dropout of ``model`` off: ``nn.Dropout`` modules at p = 0 and the attention
+    modules' ``attention_dropout`` (HF applies it only in training mode) at 0.0."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
+
+
+@contextlib.contextmanager
+def training_mode(model: Any) -> Iterator[None]:
+    """``model`` in training mode for the block (gradient checkpointing runs only there),
+    then back in the mode it had."""
+    was = bool(model.training)
+    model.train()
+    try:
+        yield
+    finally:
+        model.train(was)
 
 
 @dataclass
@@ -99,6 +129,37 @@ def policy_update(
     all_reduce_sum: Callable[[torch.Tensor], torch.Tensor],
     on_before_step: Callable[[], None] | None = None,
     old_logprobs: list[torch.Tensor] | None = None,
+) -> UpdateResult:
+    with training_mode(model):
+        return _update(
+            accelerator,
+            model,
+            reference,
+            optimizer,
+            rows,
+            loss_config,
+            micro_rows,
+            pad_id,
+            max_grad_norm,
+            all_reduce_sum,
+            on_before_step,
+            old_logprobs,
+        )
+
+
+def _update(
+    accelerator: Any,
+    model: Any,
+    reference: Any | None,
+    optimizer: Any,
+    rows: Sequence[Row],
+    loss_config: LossConfig,
+    micro_rows: int,
+    pad_id: int,
+    max_grad_norm: float,
+    all_reduce_sum: Callable[[torch.Tensor], torch.Tensor],
+    on_before_step: Callable[[], None] | None,
+    old_logprobs: list[torch.Tensor] | None,
 ) -> UpdateResult:
     device = accelerator.device
     batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
