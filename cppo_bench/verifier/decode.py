@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from cppo_bench.verifier.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
+from cppo_bench.verifier.inside.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
 
 MAX_STATUS_BYTES = 64 << 20
 MAX_NODES = 1 << 20  # JSON values in one status (lists, dicts, scalars)

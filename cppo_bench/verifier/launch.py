@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 # the sandboxed server measures test trees with the same /proc scan (stdlib-only module)
-from cppo_bench.verifier.procs import descendants
+from cppo_bench.verifier.inside.procs import descendants
 
 MODES = ("bwrap", "unshare", "rlimits")  # probed in this order
 SECCOMP_ENV = "CPPO_SANDBOX_SECCOMP"
@@ -51,6 +51,7 @@ NOBODY = 65534
 # Set by `--unsafe-no-sandbox`: run programs even where no mode can make them unprivileged.
 UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
+INSIDE_DIR = HERE / "inside"  # the stdlib-only files that run in the sandbox
 SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py",
                  "mounts.py", "seccomp.py")  # fmt: skip
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
@@ -135,7 +136,7 @@ def _bwrap_argv() -> list[str]:
     for src, name in _numpy_dirs():
         ro(src, f"{INSIDE}/site/{name}")
     for name in SANDBOX_FILES:
-        ro(str(HERE / name), f"{INSIDE}/{name}")
+        ro(str(INSIDE_DIR / name), f"{INSIDE}/{name}")
     argv += ["--proc", "/proc", "--dev", "/dev"]
     return argv + ["--chdir", "/", exe, "-I", "-S", "-B", f"{INSIDE}/harness.py"]
 
@@ -176,7 +177,7 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
         # filter (what machines without the filter get; the tests exercise it here)
         "seccomp": os.environ.get(SECCOMP_ENV, "1") != "0",
     }
-    harness = [_real_python(), "-I", "-S", "-B", str(HERE / "harness.py")]
+    harness = [_real_python(), "-I", "-S", "-B", str(INSIDE_DIR / "harness.py")]
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
     if mode == "bwrap":
         # keep: what each test's private /tmp must not hide (bound back read-only)

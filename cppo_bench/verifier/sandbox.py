@@ -16,7 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from cppo_bench.verifier import cpus, wire
+from cppo_bench.verifier import cpus
+from cppo_bench.verifier.inside import wire
 from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
 
 log = logging.getLogger("cppo_bench.verifier")
