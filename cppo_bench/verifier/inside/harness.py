@@ -12,6 +12,7 @@ sends the raw facts back, and the verifier outside holds the expected outputs an
 from __future__ import annotations
 
 import builtins
+import fcntl
 import json
 import marshal
 import os
@@ -27,13 +28,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
 from child import _LCB_MODULES, PRELUDES, READY, compile_program  # noqa: E402
 from mounts import new_root  # noqa: E402
-from procs import Stream, Tree, descendants, kill, pid_of, read_capped, supervise, wipe  # noqa: E402
+from procs import Stream, Tree, descendants, files_bytes, kill, pid_of, read_capped, supervise, wipe  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
 from zygote import zygote_main  # noqa: E402
 
 del sys.path[0]  # programs must not import the verifier's own modules
 
 POLL_S = 0.05  # how often a running test's process tree is measured
+SEALABLE = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+SEALED = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def _exit(code=None):
@@ -226,14 +229,21 @@ class Server:
     # ---- one test -------------------------------------------------------------------------
     def run_test(self, data: bytearray) -> tuple[dict, list]:
         prog = self.prog
-        in_fd = os.memfd_create("stdin")
-        os.write(in_fd, data)
+        in_fd = os.memfd_create("stdin", SEALABLE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(in_fd, view) :]
         os.lseek(in_fd, 0, 0)
+        # the input can be read, never written or grown: memory of a memfd counts nowhere
+        fcntl.fcntl(in_fd, fcntl.F_ADD_SEALS, SEALED)
         data[:] = bytes(len(data))  # scrub: nothing of this input stays in our memory
         # stdout and the status are files (fresh memfds): the child never blocks on them and
-        # we are not woken while it writes; RLIMIT_FSIZE caps them. stderr, which a program
-        # may write without bound, is a pipe of which we keep the tail.
-        out_fd, st_fd = os.memfd_create("stdout"), os.memfd_create("status")
+        # we are not woken while it writes; RLIMIT_FSIZE caps them, and their sizes count as
+        # the test's memory (procs.Tree: they cannot shrink, so the last size is the peak).
+        # stderr, which a program may write without bound, is a pipe of which we keep the tail.
+        out_fd, st_fd = os.memfd_create("stdout", SEALABLE), os.memfd_create("status", SEALABLE)
+        for fd in (out_fd, st_fd):
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         err_r, err_w = os.pipe()
         # READY comes on a pipe of its own, closed before the program runs: the program can
         # rewrite its status file, but never the fact that its set-up succeeded
@@ -273,7 +283,7 @@ class Server:
                 handed, final = self._handover_or_report(1)
                 if handed is not None:
                     pidfd, scratch_fd = handed
-                    tree = Tree(pid_of(pidfd), prog, scratch_fd)
+                    tree = Tree(pid_of(pidfd), prog, scratch_fd, (out_fd, st_fd))
                 exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
@@ -292,9 +302,9 @@ class Server:
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         if tree is not None:
             tree.close()
-        # the scratch tmpfs's pages are the test's memory too: what it still held at exit,
-        # with its peak resident set (no rlimit and no PSS sees tmpfs pages)
-        held_kb = int(final.get("scratch_kb", 0))
+        # the scratch tmpfs's pages and the output files are the test's memory too: what they
+        # held at exit, with its peak resident set (no rlimit and no PSS sees tmpfs pages)
+        held_kb = int(final.get("scratch_kb", 0)) + (files_bytes((out_fd, st_fd)) >> 10)
         if held_kb:
             peak_kb = max(peak_kb, int(final["maxrss_kb"]) + held_kb)
             if peak_kb << 10 > prog["mem_bytes"]:

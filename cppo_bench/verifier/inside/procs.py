@@ -14,10 +14,12 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 class Tree:
     """CPU and memory summed over a test's whole process tree (rlimits are per process)."""
 
-    def __init__(self, pid: int, prog: dict, scratch_fd: int | None = None) -> None:
+    def __init__(self, pid: int, prog: dict, scratch_fd: int | None = None,
+                 files: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.pid, self.cpu_s, self.peak_kb = pid, 0.0, 0
         self.time_s, self.mem_bytes = prog["time_s"], prog["mem_bytes"]
         self.scratch_fd = scratch_fd  # the test's scratch tmpfs: its pages count as memory
+        self.files = files  # the test's output files (memfds): their sizes count too
 
     def close(self) -> None:
         if self.scratch_fd is not None:
@@ -25,7 +27,7 @@ class Tree:
             self.scratch_fd = None
 
     def measure(self) -> str | None:
-        cpu = mem = 0
+        cpu, mem = 0, files_bytes(self.files)
         if self.scratch_fd is not None:
             st = os.fstatvfs(self.scratch_fd)
             mem += (st.f_blocks - st.f_bfree) * st.f_frsize
@@ -42,6 +44,18 @@ class Tree:
         if self.cpu_s > self.time_s:
             return "cpu"
         return "mem" if mem > self.mem_bytes else None
+
+
+def files_bytes(fds: tuple[int, ...]) -> int:
+    """The sizes of the test's output files (memfds the judge made: tmpfs pages that no
+    rlimit counts; sealed against shrinking, so a size never hides an earlier peak)."""
+    total = 0
+    for fd in fds:
+        try:
+            total += os.fstat(fd).st_size
+        except OSError:
+            pass
+    return total
 
 
 def _pss(pid: int, rss: int) -> int:

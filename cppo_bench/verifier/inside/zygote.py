@@ -22,7 +22,7 @@ import socket
 import nsutil
 import seccomp
 from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
-from mounts import hide_proc, reset_scratch, scratch_bytes, scratch_state, shared_mounts
+from mounts import hide_proc, reset_scratch, scratch_bytes, shared_mounts
 
 FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
@@ -83,9 +83,12 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
             os._exit(0)
         if msg != last:  # the same for every test of a program
             spec, last = json.loads(msg), msg
-        size = spec["scratch_bytes"]
-        if iso["premounted"] and (size != iso.get("scratch_size") or not iso["scratch_ready"]):
-            reset_scratch(iso, size)
+        # A new scratch tmpfs for every test, made just before it starts: a new superblock
+        # (its inode counter starts over, whatever unlinked files the last test made) whose
+        # times say only when this test started (a reset after a test wrote the time that
+        # test ended: a program's run time, readable by the next program).
+        if iso["premounted"]:
+            reset_scratch(iso, spec["scratch_bytes"])
         before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
         if iso["pidns"]:
             nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
@@ -128,7 +131,3 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         held = scratch_bytes(iso["scratch_fd"]) >> 10 if iso.get("scratch_ready") else 0
         sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d, "scratch_kb": %d}'
                   % (status, cpu, usage.ru_maxrss, held))  # fmt: skip
-        # every process of the test is dead: the next test's scratch, while the server
-        # reports this one (no remount where the test provably left nothing)
-        if iso.get("scratch_ready") and scratch_state(iso) != iso.get("scratch_clean"):
-            reset_scratch(iso, size)
