@@ -76,6 +76,12 @@ HOARDS = {
         "    try:\n        os.write(0, chunk)\n    except OSError:\n        raise SystemExit(5)\n"
         "print('done')\n"
     ),
+    "socket buffers": (  # larger buffers held 118 MiB in 29 socket pairs
+        "import socket\na, c = socket.socketpair()\n"
+        "try:\n    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)\n"
+        "except OSError:\n    raise SystemExit(5)\n"
+        "print('done')\n"
+    ),
     "stdout file": (  # trailing whitespace: the LCB rule strips it
         "import sys\nprint('done')\nchunk = ' ' * (1 << 20)\n"
         "for _ in range(60):\n    sys.stdout.write(chunk)\n"
@@ -103,6 +109,36 @@ def test_the_pipe_size_cannot_be_raised(mode: str) -> None:
             "except OSError:\n    print('done')\n")  # fmt: skip
     (result,) = run(VerifyJob(HOARD, code))
     assert result.verdict == "AC", result
+
+
+SOCKETS = (
+    "import socket\nps = []\n"
+    "for _ in range(29):\n"
+    "    a, c = socket.socketpair()\n    ps.append((a, c))\n"
+    "    for s in (a, c) if FILL else ():\n"
+    "        s.setblocking(False)\n"
+    "        try:\n            while True:\n                s.send(b'x' * 65536)\n"
+    "        except BlockingIOError:\n            pass\n"
+    "print(input())\n"
+)
+
+
+def test_a_memory_cgroup_counts_what_the_kernel_holds(mode: str) -> None:
+    """Where the host offers a memory cgroup (root, v1 or v2; a delegated v2 directory),
+    each test runs in one and the memory the kernel holds for it (here: socket buffers at
+    their default size, that no process's memory shows) is part of its count."""
+    from cppo_bench.verifier.launch import MemCgroup
+
+    probe = MemCgroup.create()
+    if probe is None:
+        pytest.skip("no memory cgroup on this host")
+    probe.destroy()
+    p = Problem("i36", "sock", "", tests=(Case("hi\n", "hi\n"),), checker="lcb")
+    idle, full = run(VerifyJob(p, SOCKETS.replace("FILL", "False")),
+                     VerifyJob(p, SOCKETS.replace("FILL", "True")))  # fmt: skip
+    assert idle.verdict == full.verdict == "AC", (idle, full)
+    # (measured here: 11.5 MiB idle, 14.5 with the buffers full; without the cgroup, equal)
+    assert full.peak_memory_mb - idle.peak_memory_mb > 2, (idle.peak_memory_mb, full.peak_memory_mb)
 
 
 def hidden_yes(pid: str, later_tests: int = 24) -> Problem:

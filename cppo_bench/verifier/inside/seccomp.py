@@ -20,7 +20,8 @@ in the zygote, which must still fork): after it, the program's process can
 - hold no memory the kernel keeps for it outside every count (issue 36): no vmsplice (a
   pipe keeps the user pages spliced into it, a whole huge page for one byte, after they
   are unmapped), no extended attributes (kept in kernel memory, not in the scratch's
-  blocks), no F_SETPIPE_SZ (a pipe stays at its default 64 KiB);
+  blocks), no F_SETPIPE_SZ (a pipe stays at its default 64 KiB), no SO_SNDBUF / SO_RCVBUF
+  set (a socket stays at its default buffers: socket buffers of 29 pairs held 118 MiB);
 - read no machine-wide counter that outlives a test: no pidfd through SO_PEERPIDFD or
   SO_PASSPIDFD (a pidfd's inode number counts every task the machine made), no inotify
   or fanotify (rename cookies come from one machine-wide counter).
@@ -75,6 +76,7 @@ _NOSYS = ("clone3", "preadv2", "pwritev2")
 _CHECKED = ("clone", "madvise", "fcntl", "getsockopt", "setsockopt")  # on an argument, below
 F_SETPIPE_SZ = 1031
 SO_PASSPIDFD, SO_PEERPIDFD = 76, 77  # (refused at every level: no other needs these numbers)
+SO_SNDBUF, SO_RCVBUF = 7, 8  # set: refused (a socket keeps its default buffers)
 
 # classic BPF: LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, JMP|JSET|K, RET|K
 _LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -121,12 +123,14 @@ def build_filter() -> object | None:
         (_LD, 0, 0, _NR), (_JGE, "nosys", 0, 1 << 30),  # x32 numbers on x86_64
         (_JEQ, "clone", 0, nr["clone"]), (_JEQ, "madvise", 0, nr["madvise"]),
         (_JEQ, "fcntl", 0, nr["fcntl"]), (_JEQ, "sockopt", 0, nr["getsockopt"]),
-        (_JEQ, "sockopt", 0, nr["setsockopt"]),
+        (_JEQ, "setsockopt", 0, nr["setsockopt"]),
     ]  # fmt: skip
     for name in names:
         prog.append((_JEQ, "nosys" if name in _NOSYS else "eperm", 0, nr[name]))
     prog += [(_RET, 0, 0, ALLOW), ("label", "fcntl"), (_LD, 0, 0, _ARG1)]
-    prog += [(_JEQ, "eperm", "allow", F_SETPIPE_SZ), ("label", "sockopt"), (_LD, 0, 0, _ARG2)]
+    prog += [(_JEQ, "eperm", "allow", F_SETPIPE_SZ), ("label", "setsockopt"), (_LD, 0, 0, _ARG2)]
+    prog += [(_JEQ, "eperm", 0, SO_SNDBUF), (_JEQ, "eperm", 0, SO_RCVBUF)]
+    prog += [("label", "sockopt"), (_LD, 0, 0, _ARG2)]
     prog += [(_JEQ, "eperm", 0, SO_PASSPIDFD), (_JEQ, "eperm", "allow", SO_PEERPIDFD)]
     prog += [("label", "clone"), (_LD, 0, 0, _ARG0)]
     prog += [(_JSET, "allow", "eperm", CLONE_THREAD), ("label", "madvise"), (_LD, 0, 0, _ARG2)]
