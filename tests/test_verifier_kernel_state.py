@@ -198,3 +198,20 @@ def test_no_machine_counter_carries_a_hidden_answer(mode: str, channel: str) -> 
     assert control.verdict == "AC", control
     assert w.verdict == "AC", w
     assert r.verdict == "WA", f"{channel}: the reader saw the writer's bit ({r.detail})"
+
+
+def test_the_numpy_zygote_holds_no_earlier_programs_data(mode: str) -> None:
+    """Programs that name numpy run from a second zygote (forked by the first, numpy
+    imported): a later one finds nothing of an earlier one's code, input or output."""
+    token = "k3y-" + "7f3a9c" * 4
+    plant_p = Problem("i36", "plant", "", tests=(Case("x\n", "plant\n"),), checker="lcb")
+    plant = VerifyJob(plant_p, f"import numpy\nT = {token!r} * 3\nprint(T, numpy.int64(1))")
+    scan = (
+        "import gc, numpy\nneedle = bytes.fromhex(" + repr(token.encode().hex()) + ").decode()\n"
+        "found = any(type(r) is str and r.count(needle) > 1\n"
+        "            for o in gc.get_objects() for r in gc.get_referents(o))\n"
+        "print('ping' if not found and numpy.ones(2).sum() == 2 else 'leak')\n"
+    )
+    plant_r, scan_r = run(plant, VerifyJob(ECHO, scan.replace("'ping'", "input()")))
+    assert plant_r.verdict == "WA"
+    assert scan_r.verdict == "AC", scan_r
