@@ -215,3 +215,21 @@ def test_the_numpy_zygote_holds_no_earlier_programs_data(mode: str) -> None:
     plant_r, scan_r = run(plant, VerifyJob(ECHO, scan.replace("'ping'", "input()")))
     assert plant_r.verdict == "WA"
     assert scan_r.verdict == "AC", scan_r
+
+
+def test_numpy_programs_without_a_pid_namespace_per_test(monkeypatch) -> None:
+    """Without user namespaces (no pid namespace per test) there is no numpy zygote: the
+    base zygote reaps every child of its own after a test, and would wait for it forever."""
+    from cppo_bench.verifier import launch
+
+    real = launch.launch_spec
+
+    def no_userns(mode: str, nproc: int = 64):
+        argv, init = real(mode, nproc)
+        return argv, dict(init, userns=False)
+
+    monkeypatch.setattr(sandbox_module, "launch_spec", no_userns)
+    p = Problem("i36", "np", "", tests=(Case("2\n", "4\n"), Case("3\n", "6\n")), checker="lcb")
+    jobs = [VerifyJob(p, "import numpy as np\nprint(int(np.int64(input()) * 2))"),
+            VerifyJob(p, "print(int(input()) * 2)"), CONTROL]  # fmt: skip
+    assert [r.verdict for r in verify_batch(jobs, workers=1)] == ["AC", "AC", "AC"]

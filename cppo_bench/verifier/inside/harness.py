@@ -89,7 +89,9 @@ class Server(ServerSetup):
         """The zygote for this program: the numpy one where the program names numpy (forked
         by the base zygote the first time, from its pristine memory), else the base."""
         self.zygote, self.zsock = self.zygotes["base"]
-        if "numpy" not in source or self.zygotes.get("numpy", ()) is None:
+        # (only with a pid namespace per test: without one, the base zygote reaps any child
+        # of its own after a test, and would wait for the numpy zygote forever)
+        if "numpy" not in source or self.zygotes.get("numpy", ()) is None or not self.iso["pidns"]:
             return
         if "numpy" not in self.zygotes:
             self.zygotes["numpy"] = None  # (tried once: a failure falls back to the base)
