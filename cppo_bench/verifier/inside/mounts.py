@@ -55,6 +55,7 @@ def reset_scratch(iso: dict, size: int) -> bool:
     except OSError:
         return False
     iso["scratch_ready"], iso["scratch_size"] = True, size
+    iso["scratch_clean"] = scratch_state(iso)
     if iso.get("scratch_fd") is not None:
         os.close(iso["scratch_fd"])
     # handed to the server with each long test: it counts the tmpfs's pages as the test's
@@ -101,6 +102,28 @@ def _parents_below(top: str, paths: list[str]) -> list[str]:
             out.add(d)
             d = os.path.dirname(d)
     return sorted(out)
+
+
+def scratch_state(iso: dict) -> tuple | None:
+    """What a test could have changed in the fresh scratch, read without reading anything a
+    program wrote: free blocks and inodes, the metadata (times included: ctime cannot be set
+    back) of the directories the reset made, and the size of their xattr name lists. Equal to
+    the state right after a reset: the last test left nothing there, so the zygote skips
+    the remount before the next test OF THE SAME PROGRAM (a new program always gets a new
+    tmpfs: zygote._serve). None: unknown (remount)."""
+    path = iso["scratch"]
+    try:
+        fs = os.statvfs(path)
+        dirs = [path, *iso.get("kept_parents", [])]
+        meta = []
+        for d in dirs:
+            st = os.lstat(d)
+            xattrs = len(os.listxattr(d, follow_symlinks=False))
+            meta.append((st.st_mode, st.st_uid, st.st_gid, st.st_nlink, st.st_size,
+                         st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns, xattrs))  # fmt: skip
+    except OSError:
+        return None
+    return (fs.f_bfree, fs.f_ffree, fs.f_favail, tuple(meta))
 
 
 def private_mounts(iso: dict, size: int) -> None:

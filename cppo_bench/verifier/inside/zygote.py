@@ -22,7 +22,7 @@ import socket
 import nsutil
 import seccomp
 from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
-from mounts import hide_proc, reset_scratch, scratch_bytes, shared_mounts
+from mounts import hide_proc, reset_scratch, scratch_bytes, scratch_state, shared_mounts
 from procs import open_cgroup
 
 FDS = ("code", "input", "out", "err", "status", "ready")
@@ -102,7 +102,7 @@ def _numpy_zygote(sock: socket.socket, iso: dict, globals_by: dict, own: int) ->
 
 def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
     """Fork a test child per request until the server closes the socket. Never returns."""
-    last = b""
+    last, last_program = b"", None
     sock_fd = sock.fileno()
     while True:
         try:
@@ -119,12 +119,18 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
             os._exit(0)
         if msg != last:  # the same for every test of a program
             spec, last = json.loads(msg), msg
-        # A new scratch tmpfs for every test, made just before it starts: a new superblock
-        # (its inode counter starts over, whatever unlinked files the last test made) whose
-        # times say only when this test started (a reset after a test wrote the time that
-        # test ended: a program's run time, readable by the next program).
-        if iso["premounted"]:
+        # A new scratch tmpfs made just before the test starts: a new superblock (its inode
+        # counter starts over, whatever unlinked files the last test made) whose times say
+        # only when it started (a reset after a test wrote the time that test ended, which
+        # the next program could read). For every program's first test, always; for its
+        # later tests, only when the last one left something (what one test of a program
+        # tells the next of the same program, the program knew).
+        st = os.fstat(fds[0])  # the program's code memfd: which program (never read here)
+        program = (msg, st.st_dev, st.st_ino)
+        if iso["premounted"] and (program != last_program or not iso.get("scratch_ready")
+                                  or scratch_state(iso) != iso.get("scratch_clean")):  # fmt: skip
             reset_scratch(iso, spec["scratch_bytes"])
+        last_program = program
         cgroup = iso.get("cgroup")
         base = cgroup.enter(spec["mem_bytes"]) if cgroup is not None else 0
         before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
