@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import yaml
 
-from cppo_bench.jsonio import read_capped
-from cppo_bench.problem import DataError
+from cppo_bench.util.jsonio import read_capped
+from cppo_bench.errors import DataError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is never a real one
