@@ -10,6 +10,9 @@ Workload: the shared APPS sample has one test per problem, so tests are generate
 integer of the sample input is redrawn (uniformly in [1, itself], the first line kept), and
 an input is kept when the problem's first two references agree on its output (or the one
 reference runs cleanly); outputs are the references' (the workload is cached as JSON).
+`--mix competition` (the default) makes it like real competition programs: numpy users
+first, a share of the others importing numpy, inputs up to `--scale` times larger and the
+tests with the largest outputs kept (`--mix plain`: the earlier workload).
 
     python benchmarks/lcb_official_baseline.py --lcb-clone /tmp/lcb [--programs 50]
         [--tests 17] [--workers 2] [--rounds 5] [--workload /tmp/lcb_workload.json]
@@ -40,44 +43,65 @@ from cppo_bench.verifier import VerifyJob, verify_batch  # noqa: E402
 _INT = re.compile(r"(?<![\w.-])\d+(?![\w.])")
 
 
-def _perturb(text: str, rng: random.Random) -> str:
+def _perturb(text: str, rng: random.Random, scale: int = 1) -> str:
     first, sep, rest = text.partition("\n")
-    return first + sep + _INT.sub(lambda m: str(rng.randint(1, max(1, int(m.group())))), rest)
+    return first + sep + _INT.sub(
+        lambda m: str(rng.randint(1, max(1, int(m.group()) * rng.randint(1, scale)))), rest)
 
 
 def _run_ref(code: str, data: str) -> str | None:
     try:
         done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
-                              text=True, timeout=3)  # fmt: skip
+                              text=True, timeout=2)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
     return done.stdout if done.returncode == 0 and done.stdout.strip() else None
 
 
-def build_workload(data: Path, programs: int, tests: int, seed: int) -> list[dict]:
+def build_workload(data: Path, programs: int, tests: int, seed: int, mix: str = "competition",
+                   numpy_share: float = 0.3, scale: int = 4) -> list[dict]:
+    """mix "competition" (issue 36: like real competition programs): the references that
+    import numpy first, and `numpy_share` of the others made to import it at the top, as
+    much competition Python does; inputs redrawn up to `scale` times larger, keeping the
+    tests with the largest outputs. mix "plain": the first stdin problems as they are."""
     rng = random.Random(seed)
+    comp = mix == "competition"
+    problems = [p for path in sorted(data.glob("*.jsonl"))
+                for p in load_benchmark("apps", str(path), difficulty="all", subset=0).problems
+                if p.reference_solutions and p.tests[0].mode == "stdin"
+                and not p.uid.endswith("/49")]  # fmt: skip
+    if comp:  # (a stable order: numpy users first)
+        problems.sort(key=lambda p: not any("numpy" in r for r in p.reference_solutions[:2]))
     out: list[dict] = []
-    for path in sorted(data.glob("*.jsonl")):
-        for p in load_benchmark("apps", str(path), difficulty="all", subset=0).problems:
-            if len(out) >= programs:
-                return out
-            refs = p.reference_solutions[:2]
-            if not refs or p.tests[0].mode != "stdin" or p.uid.endswith("/49"):
-                continue
-            candidates = [p.tests[0].input] + [
-                _perturb(p.tests[0].input, rng) for _ in range(3 * tests)
-            ]
-            cases = []
-            with ThreadPoolExecutor(2) as pool:
-                for inp in candidates:
-                    outs = list(pool.map(lambda c, i=inp: _run_ref(c, i), refs))
-                    if outs[0] is not None and all(o == outs[0] for o in outs):
-                        cases.append((inp, outs[0]))
-                    if len(cases) == tests:
-                        break
-            if len(cases) == tests:
-                out.append({"uid": p.uid, "code": refs[0], "tests": cases})
-                print(f"workload: {len(out)}/{programs} {p.uid}", file=sys.stderr)
+    for p in problems:
+        if len(out) >= programs:
+            return out
+        refs = sorted(p.reference_solutions[:2], key=lambda r: "numpy" not in r) if comp else \
+            p.reference_solutions[:2]  # fmt: skip
+        candidates = [p.tests[0].input] + [
+            _perturb(p.tests[0].input, rng, scale if comp else 1)
+            for _ in range((2 if comp else 3) * tests)
+        ]
+        cases = []
+        with ThreadPoolExecutor(2) as pool:
+            for inp in candidates:
+                outs = list(pool.map(lambda c, i=inp: _run_ref(c, i), refs))
+                if outs[0] is not None and all(o == outs[0] for o in outs):
+                    cases.append((inp, outs[0]))
+                if len(cases) == (2 if comp else 1) * tests:
+                    break
+                if comp and len(cases) < len(candidates) // 8 and inp is candidates[tests]:
+                    break  # (most inputs too heavy for the references: next problem)
+        if comp:  # the heaviest: the largest outputs
+            cases = sorted(cases, key=lambda c: -len(c[1]))[:tests]
+        elif len(cases) > tests:
+            cases = cases[:tests]
+        if len(cases) == tests:
+            code = refs[0]
+            if comp and "numpy" not in code and rng.random() < numpy_share:
+                code = "import numpy as np\n" + code
+            out.append({"uid": p.uid, "code": code, "tests": cases})
+            print(f"workload: {len(out)}/{programs} {p.uid}", file=sys.stderr)
     return out
 
 
@@ -128,13 +152,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workload", type=Path, default=Path("/tmp/lcb_workload.json"))
+    parser.add_argument("--mix", choices=("competition", "plain"), default="competition")
+    parser.add_argument("--numpy-share", type=float, default=0.3)
+    parser.add_argument("--scale", type=int, default=2)
     args = parser.parse_args()
     if not (args.lcb_clone / "lcb_runner" / "evaluation" / "testing_util.py").is_file():
         sys.exit(f"{args.lcb_clone}: not a LiveCodeBench clone (no lcb_runner/evaluation)")
     if args.workload.is_file():
         work = json.loads(args.workload.read_text())
     else:
-        work = build_workload(args.data, args.programs, args.tests, args.seed)
+        work = build_workload(args.data, args.programs, args.tests, args.seed, args.mix,
+                              args.numpy_share, args.scale)  # fmt: skip
         args.workload.write_text(json.dumps(work))
     n_tests = sum(len(w["tests"]) for w in work)
     ours, official = [], []

@@ -65,14 +65,10 @@ def audit_run(
             if strict:
                 jobs.append(VerifyJob(p, b.code))
                 where.append((rec.problem_id, b.index, "original", True))
-    results = verify_batch(jobs, workers=workers, progress=progress) if jobs else []
-    # verify_batch's all_tests is per call: strict jobs again, with every test run
+    # every test runs (issue 36): its verdicts feed training data, and an early stop would
+    # tell later programs whether test j ran
+    results = verify_batch(jobs, workers=workers, progress=progress, all_tests=True) if jobs else []
     failed: dict[tuple[str, int], str] = {}
-    strict_idx = [i for i, w in enumerate(where) if w[3]]
-    if strict_idx:
-        again = verify_batch([jobs[i] for i in strict_idx], workers=workers, all_tests=True)
-        for i, r in zip(strict_idx, again, strict=True):
-            results[i] = r
     for (pid, idx, what, _), r in zip(where, results, strict=True):
         if not r.passed:
             failed.setdefault((pid, idx), f"{what}: {r.verdict} {r.detail[:100]}".strip())

@@ -5,8 +5,8 @@ official checker, isolated from the host, fast enough to be a training reward.
     results = verify_batch([VerifyJob(problem, completion), ...], workers=2)
 
 Modules: extract (code out of a completion), compare (the per-benchmark rules), launch
-(the isolation modes), sandbox (talking to a server), harness/child/wire (what runs inside
-the sandbox: stdlib only), runner (one job, judging each test), pool (parallel batches),
+(the isolation modes), sandbox (talking to a server), inside/ (what runs inside the
+sandbox, stdlib only: the server harness, the zygote, the test child), runner (one job, judging each test), pool (parallel batches),
 cache (verdicts), records (the seam types).
 """
 

@@ -98,13 +98,18 @@ def equal_seq(got: Iterator, want: list, same: Callable[[object, object], bool] 
 
 def set_of_sets_equal(lines: Iterator[str], want: set[frozenset], key: Callable) -> bool:
     """{frozenset(map(key, line.split())) for non-blank line} == want, never holding more
-    than one line's distinct tokens (at most the largest expected line's count)."""
+    than one line's distinct tokens (at most the largest expected line's count). `key` must
+    give strings: a set of the program's values is only ever one of strings, whose hashes
+    are keyed per process, so no output can make the sets collide (linear time)."""
     widest = max((len(s) for s in want), default=0)
     covered: set[frozenset] = set()
     for line in lines:
         tokens: set = set()
         for token in iter_tokens(line):
-            tokens.add(key(token))
+            text = key(token)
+            if type(text) is not str:
+                raise TypeError("set_of_sets_equal: keys must be str (see the doc)")
+            tokens.add(text)
             if len(tokens) > widest:
                 return False  # more distinct tokens than any expected line has
         if not tokens:

@@ -2,7 +2,7 @@
 
 Everything here reads bytes a hostile program controls, so every step is bounded:
 - the raw status is at most `MAX_STATUS_BYTES`, and its JSON may hold at most `MAX_NODES`
-  values (counted on the raw bytes before parsing, so a 64 MiB `[[],[],...]` never becomes
+  values, or about as many as the expected value where that is larger (`node_cap`) (counted on the raw bytes before parsing, so a 64 MiB `[[],[],...]` never becomes
   20 million Python lists);
 - decoding does not recurse past `MAX_DEPTH` (deeper becomes `Unrepresentable`);
 - returned sets and dicts never become hashed containers of attacker-chosen values: hashing
@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from cppo_bench.verifier.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
+from cppo_bench.verifier.inside.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
 
 MAX_STATUS_BYTES = 64 << 20
 MAX_NODES = 1 << 20  # JSON values in one status (lists, dicts, scalars)
@@ -27,16 +27,32 @@ _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 CORRUPT = {"exc": "CorruptStatus"}
 
 
-def parse_status(raw: bytes) -> dict:
-    """The child's JSON status report, or CORRUPT when it is not a bounded JSON object."""
+def node_count(raw: bytes) -> int:
+    """How many JSON values `raw` holds (lists, dicts, scalars), counted on the bytes."""
+    skeleton = _STRINGS.sub(b'""', raw)  # strings count as one value whatever they hold
+    return sum(skeleton.count(c) for c in (b"[", b"{", b",", b":"))
+
+
+def node_cap(expected: str) -> int:
+    """The most values a status may hold when the expected output is `expected` (trusted):
+    MAX_NODES, or room for a value as large as the expected one in its tagged encoding
+    (a numpy scalar or a tuple costs a few values more than its JSON form), so that any
+    value the official checker could find equal is parsed, and nothing much larger."""
+    return max(MAX_NODES, 4 * node_count(expected.encode("utf-8", "surrogatepass")) + 64)
+
+
+TOO_LARGE = {"value": {"u": "value larger than the expected output"}}
+
+
+def parse_status(raw: bytes, max_nodes: int = MAX_NODES) -> dict:
+    """The child's JSON status report, or CORRUPT when it is not a bounded JSON object. A
+    returned value past `max_nodes` (node_cap) is one that equals nothing: TOO_LARGE."""
     if not raw:
         return {}
     if len(raw) > MAX_STATUS_BYTES:
         return dict(CORRUPT)
-    skeleton = _STRINGS.sub(b'""', raw)  # strings count as one value whatever they hold
-    nodes = sum(skeleton.count(c) for c in (b"[", b"{", b",", b":"))
-    if nodes > MAX_NODES:
-        return dict(CORRUPT)
+    if node_count(raw) > max_nodes:
+        return dict(TOO_LARGE) if raw.startswith(b'{"value": ') else dict(CORRUPT)
     try:
         status = json.loads(raw)
     except (ValueError, RecursionError, MemoryError):
@@ -135,6 +151,8 @@ def decode_value(v: Any, depth: int = 0) -> Any:
         return Unrepresentable(str(body)[:100])
     if tag in ("i", "q", "D", "c"):
         return _number(tag, body)
+    if tag == "n":
+        return _numpy_scalar(body)
     if not isinstance(body, list):
         return Unrepresentable("malformed")
     if tag == "t":
@@ -156,6 +174,30 @@ def decode_value(v: Any, depth: int = 0) -> Any:
             pairs.append((decode_value(pair[0], depth + 1), decode_value(pair[1], depth + 1)))
         return DecodedDict(pairs)
     return Unrepresentable("malformed")
+
+
+# what wire._numpy_scalar writes: a byte order, a numpy kind (wire.NUMPY_KINDS) and size,
+# datetime units, then the scalar's bytes
+_NUMPY = re.compile(r"([<>|=])(b1|[iu][1248]|f(?:2|4|8|10|12|16)|c(?:8|16|20|24|32)"
+                    r"|[mM]8(?:\[[0-9]{0,9}[a-zA-Z]{1,2}\])?):((?:[0-9a-f]{2}){1,32})")  # fmt: skip
+
+
+def _numpy_scalar(body: Any) -> Any:
+    """The very numpy scalar the program returned (same dtype, same bytes): compared with
+    numpy's own `==`, as the official checkers compare it. Bounded: at most 32 bytes."""
+    match = _NUMPY.fullmatch(body) if isinstance(body, str) else None
+    if match is None:
+        return Unrepresentable("malformed")
+    import numpy  # (a dependency of the verifier; only for programs that return its scalars)
+
+    try:
+        dtype = numpy.dtype(match[1] + match[2])
+        raw = bytes.fromhex(match[3])
+        if dtype.itemsize != len(raw) or dtype.kind not in "biufcmM":
+            return Unrepresentable("malformed")
+        return numpy.frombuffer(raw, dtype)[0]
+    except (TypeError, ValueError):
+        return Unrepresentable("malformed")
 
 
 _HEX = re.compile(rf"-?[0-9a-f]{{1,{MAX_INT_BITS // 4 + 1}}}")

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 # the sandboxed server measures test trees with the same /proc scan (stdlib-only module)
-from cppo_bench.verifier.procs import descendants
+from cppo_bench.verifier.inside.procs import descendants
 
 MODES = ("bwrap", "unshare", "rlimits")  # probed in this order
 SECCOMP_ENV = "CPPO_SANDBOX_SECCOMP"
@@ -51,8 +51,9 @@ NOBODY = 65534
 # Set by `--unsafe-no-sandbox`: run programs even where no mode can make them unprivileged.
 UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
+INSIDE_DIR = HERE / "inside"  # the stdlib-only files that run in the sandbox
 SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py",
-                 "mounts.py", "seccomp.py")  # fmt: skip
+                 "mounts.py", "seccomp.py", "serversetup.py")  # fmt: skip
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
 ENV = {
     "PATH": "/usr/bin:/bin",
@@ -135,7 +136,7 @@ def _bwrap_argv() -> list[str]:
     for src, name in _numpy_dirs():
         ro(src, f"{INSIDE}/site/{name}")
     for name in SANDBOX_FILES:
-        ro(str(HERE / name), f"{INSIDE}/{name}")
+        ro(str(INSIDE_DIR / name), f"{INSIDE}/{name}")
     argv += ["--proc", "/proc", "--dev", "/dev"]
     return argv + ["--chdir", "/", exe, "-I", "-S", "-B", f"{INSIDE}/harness.py"]
 
@@ -176,7 +177,7 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
         # filter (what machines without the filter get; the tests exercise it here)
         "seccomp": os.environ.get(SECCOMP_ENV, "1") != "0",
     }
-    harness = [_real_python(), "-I", "-S", "-B", str(HERE / "harness.py")]
+    harness = [_real_python(), "-I", "-S", "-B", str(INSIDE_DIR / "harness.py")]
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
     if mode == "bwrap":
         # keep: what each test's private /tmp must not hide (bound back read-only)
@@ -200,6 +201,97 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
         ns += ["--kill-child"] + ([] if root else ["--user", "--map-root-user"])
         return ns + harness, init
     return harness + (["--supervise"] if can_drop else []), init
+
+
+# ---- a memory cgroup per sandbox, one child group per test ----------------------------------
+
+# CPPO_SANDBOX_CGROUP=DIR: a cgroup v2 directory delegated to this user (empty, writable, with
+# the memory controller), for hosts where the verifier does not run as root
+CGROUP_ENV = "CPPO_SANDBOX_CGROUP"
+# the files of the test group the sandbox uses, per cgroup version: usage now, the peak since
+# the last reset (a write resets it), the limit
+_MEMCG_FILES = {1: ("memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.limit_in_bytes"),
+                2: ("memory.current", "memory.peak", "memory.max")}  # fmt: skip
+
+
+class MemCgroup:
+    """A memory cgroup per sandbox: `main` (where the zygote lives) and `test` (where it
+    stands only while it forks a test child, so that the child and everything it makes,
+    kernel memory included: pipes, sockets, tmpfs pages, page tables, is charged there). The
+    sandbox gets its files as descriptors (`fds`), opened here: inside, nothing of
+    /sys/fs/cgroup is visible, and a uid-nobody server may still use them."""
+
+    def __init__(self, path: Path, version: int) -> None:
+        self.path, self.version = path, version
+        self.fds: dict[str, int] = {}
+
+    @classmethod
+    def create(cls) -> MemCgroup | None:
+        for base, version in _memcg_bases():
+            path = base / f"cppo-mem-{os.getpid()}-{threading.get_ident()}-{time.time_ns()}"
+            try:
+                path.mkdir()
+                box = cls(path, version)
+                if version == 2:  # leaves only: a v2 group with children holds no process
+                    (path / "cgroup.subtree_control").write_text("+memory")
+                for name in ("main", "test"):
+                    (path / name).mkdir()
+                box._open()
+                return box
+            except OSError:
+                cls(path, version).destroy()
+        return None
+
+    def _open(self) -> None:
+        usage, peak, limit = _MEMCG_FILES[self.version]
+        files = {"main": "main/cgroup.procs", "test": "test/cgroup.procs",
+                 "usage": f"test/{usage}", "peak": f"test/{peak}", "limit": f"test/{limit}"}  # fmt: skip
+        for key, rel in files.items():
+            self.fds[key] = os.open(self.path / rel, os.O_RDWR | os.O_CLOEXEC)
+
+    def close_fds(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
+
+    def destroy(self) -> None:
+        """Kill what is left in it, then remove it (the sandbox has ended)."""
+        self.close_fds()
+        for _ in range(200):
+            left = False
+            for group in (self.path / "test", self.path / "main", self.path):
+                for p in _read(group / "cgroup.procs").split():
+                    left = True
+                    try:
+                        os.kill(int(p), 9)
+                    except OSError:
+                        pass
+            try:
+                for group in (self.path / "test", self.path / "main", self.path):
+                    if group.exists():
+                        group.rmdir()
+                return
+            except OSError:
+                if not left:
+                    time.sleep(0.005)
+                time.sleep(0.001)
+
+
+def _memcg_bases() -> list[tuple[Path, int]]:
+    """Where a memory cgroup can be made here: a delegated v2 directory ($CPPO_SANDBOX_CGROUP),
+    or, as root, the v1 memory hierarchy or the v2 root."""
+    out = []
+    delegated = os.environ.get(CGROUP_ENV)
+    if delegated and "memory" in _read(Path(delegated) / "cgroup.controllers").split():
+        out.append((Path(delegated), 2))
+    if os.geteuid() == 0:
+        v1 = Path("/sys/fs/cgroup/memory")
+        if (v1 / "memory.usage_in_bytes").exists():
+            out.append((v1, 1))
+        v2 = Path("/sys/fs/cgroup")
+        if "memory" in _read(v2 / "cgroup.subtree_control").split():
+            out.append((v2, 2))
+    return out
 
 
 # ---- a pids cgroup for the fallback modes --------------------------------------------------

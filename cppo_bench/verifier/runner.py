@@ -10,7 +10,7 @@ import signal
 
 from cppo_bench.problem import Problem, Test
 from cppo_bench.verifier.compare import Checker, get_checker
-from cppo_bench.verifier.decode import decode_value, parse_status, short_repr
+from cppo_bench.verifier.decode import MAX_NODES, decode_value, node_cap, parse_status, short_repr
 from cppo_bench.verifier.records import Limits, VerifyResult
 from cppo_bench.verifier.sandbox import Sandbox, SandboxError, TestRun
 
@@ -81,7 +81,8 @@ def judge(run: TestRun, test: Test, checker: Checker, limits: Limits) -> tuple[s
     if run.timed_out:
         return "TLE", f"wall-clock backstop of {limits.wall_s:g}s exceeded"
     ready = run.status.startswith(READY)
-    status = parse_status(run.status[len(READY) :]) if ready else {}
+    cap = node_cap(test.output) if test.mode == "call" else MAX_NODES
+    status = parse_status(run.status[len(READY) :], cap) if ready else {}
     exit_code = _exit_code(run, status)
     # SIGXCPU: RLIMIT_CPU's soft limit; SIGKILL near the limit: its hard limit (soft + 1 s).
     cpu_killed = (

@@ -17,8 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cppo_bench.util.termsafe import warn
-from cppo_bench.verifier import cpus, wire
-from cppo_bench.verifier.launch import ENV, MODE_ENV, MODES, UNSAFE_ENV, PidsCgroup, launch_spec
+from cppo_bench.verifier import cpus
+from cppo_bench.verifier.inside import wire
+from cppo_bench.verifier.launch import (
+    ENV,
+    MODE_ENV,
+    MODES,
+    UNSAFE_ENV,
+    MemCgroup,
+    PidsCgroup,
+    launch_spec,
+)
 
 log = logging.getLogger("cppo_bench.verifier")
 
@@ -150,6 +159,7 @@ class Sandbox:
         self._buf = bytearray()
         self._err = bytearray()  # the tail of the server's stderr
         self._cgroup: PidsCgroup | None = None
+        self._memcg: MemCgroup | None = None
         self._pending_ends = 0  # "ended" replies not read yet (see end)
         self._cpu: tuple[int, int] | None = None  # (cpu, token): see cpus.py
 
@@ -170,13 +180,21 @@ class Sandbox:
             raise SandboxError(str(exc)) from None
         env = dict(ENV) if self.mode in ("unshare", "rlimits") else None
         self._buf, self._pending_ends = bytearray(), 0  # nothing of an earlier server
+        # a memory cgroup where the host offers one (not for a container: its own runtime's)
+        self._memcg = MemCgroup.create() if self.mode != "command" else None
+        if self._memcg is not None:
+            init["memcg"] = dict(self._memcg.fds)
         try:
             self.proc = _spawn(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True, env=env, bufsize=0,
+                pass_fds=tuple(self._memcg.fds.values()) if self._memcg else (),
             )  # fmt: skip
         except OSError as exc:
+            self._release()
             raise SandboxError(f"cannot start the {self.mode} sandbox: {exc}") from None
+        if self._memcg is not None:
+            self._memcg.close_fds()  # (the sandbox holds its own copies now)
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(pipe.fileno(), False)
         if self.mode != "command":  # (a container numbers its CPUs its own way)
@@ -261,6 +279,9 @@ class Sandbox:
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is not None:
             cgroup.destroy()  # kills anything the programs left behind
+        memcg, self._memcg = self._memcg, None
+        if memcg is not None:
+            memcg.destroy()
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None

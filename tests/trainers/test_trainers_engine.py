@@ -15,7 +15,7 @@ from cppo_bench.problem import Test as ProblemTest
 
 torch = pytest.importorskip("torch")
 
-from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402  # noqa: E402  # noqa: E402
+from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
 from trainers.api import resolve  # noqa: E402
 from trainers.engine.config import ConfigError, build_flat  # noqa: E402
 from trainers.engine.data import decontaminated, step_problems, steps_for  # noqa: E402
@@ -198,11 +198,13 @@ def test_training_rewards_run_every_test(monkeypatch: pytest.MonkeyPatch) -> Non
 
     def fake_verify(jobs, workers=None, all_tests=False):  # noqa: ANN001, ANN202
         seen.append(all_tests)
-        return [type("V", (), {"passed": True, "verdict": "AC"})() for _ in jobs]
+        return [type("V", (), {"passed": True, "verdict": "AC", "tests_passed": 1,
+                               "tests_total": 1})() for _ in jobs]
 
     monkeypatch.setattr(rewards, "verify_batch", fake_verify)
     req = RolloutRequest(_problem("p", "s"), 0, messages=())
     rollout = Rollout(req, (), (1,), "print(1)", "stop")
     assert rewards.REWARDS.get("pass")(1)([rollout])[0].reward == 1.0
     rewards.REWARDS.get("pass_early_stop")(1)([rollout])
-    assert seen == [True, False]
+    rewards.REWARDS.get("tests_fraction")(1)([rollout])
+    assert seen == [True, True, True]  # issue 36: no reward stops at a first failure

@@ -21,7 +21,7 @@ PRINTER = "cppo_bench/util/termsafe.py"
 ALLOWED = {
     # the sandboxed child writes a program's own SystemExit text into the captured stderr
     # pipe of that program, which the verifier reads as data, never to a terminal
-    ("cppo_bench/verifier/child.py", "sys.stderr.write"),
+    ("cppo_bench/verifier/inside/child.py", "sys.stderr.write"),
     # the maintainer's script that builds the shipped demo file: prints a count and its own
     # output path, never data from elsewhere
     ("cppo_bench/benchmarks/build_demo_train.py", "print"),

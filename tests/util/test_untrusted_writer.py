@@ -39,12 +39,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/diversity/semantic.py", ".rename"): "the encoder download cache",
     ("cppo_bench/store/opener.py", ".rename"): "renames a run folder inside the store, both ends "
     "checked by storefs (adopt_legacy)",
-    ("cppo_bench/verifier/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
-    ("cppo_bench/verifier/nsutil.py", "open"): "/proc/self uid/gid maps",
+    ("cppo_bench/verifier/inside/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
+    ("cppo_bench/verifier/inside/nsutil.py", "open"): "/proc/self uid/gid maps",
     ("cppo_bench/benchmarks/build_demo_train.py", ".write_text"): "maintainer script: "
     "writes the packaged demo file",
 }
-for _name in ("mounts", "procs", "launch", "nsutil", "harness"):  # its own tmpfs / cgroups
+for _name in ("inside/mounts", "inside/procs", "launch", "inside/nsutil", "inside/harness"):  # its own tmpfs / cgroups
     for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink"):
         ALLOWED[(f"cppo_bench/verifier/{_name}.py", _call)] = "sandbox plumbing"
 

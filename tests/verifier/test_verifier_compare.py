@@ -19,7 +19,7 @@ from cppo_bench.verifier.compare import (
     lcb_stdin,
 )
 from cppo_bench.verifier.decode import decode_value
-from cppo_bench.verifier.wire import Unrepresentable, encode_value
+from cppo_bench.verifier.inside.wire import Unrepresentable, encode_value
 
 
 def test_every_benchmark_rule_is_registered_by_name() -> None:

@@ -19,7 +19,7 @@ from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier.compare import apps_call, exact_call, lcb_call
 from cppo_bench.verifier.decode import decode_value
-from cppo_bench.verifier.wire import MAX_INT_BITS, Unrepresentable, encode_value
+from cppo_bench.verifier.inside.wire import MAX_INT_BITS, Unrepresentable, encode_value
 
 
 def roundtrip(value: object) -> object:

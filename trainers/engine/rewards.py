@@ -11,7 +11,9 @@ bit about the hidden answers (whether test j ran). The verifier closes the chann
 (cppo_bench/verifier/SECURITY.md); machine-wide inode numbers and read timing of shared files
 stay open, and running every test removes that bit for all of them. Measured cost (2-core
 CPU, docs/verifier.md): verification x1.9 with half the programs wrong, x6 when all fail at
-test 0. ``pass_early_stop`` is the faster, leakier named option.
+test 0. Every reward goes through ``_verify``, the one place rewards call the verifier, and
+it always runs every test: ``pass_early_stop`` (kept as a name, so configs that set it still
+load) is now ``pass`` (issue 36: an early-stop reward keeps every channel open).
 """
 
 from __future__ import annotations
@@ -37,16 +39,17 @@ RewardFn = Callable[[Sequence[Rollout]], list[Scored]]
 REWARDS: Registry[Callable[[int | None], RewardFn]] = Registry("reward")
 
 
-def _verify(rollouts: Sequence[Rollout], workers: int | None, all_tests: bool) -> list:
+def _verify(rollouts: Sequence[Rollout], workers: int | None) -> list:
+    """THE verifier call of every reward: every test runs, whatever fails (module doc)."""
     if not rollouts:
         return []
     jobs = [VerifyJob(r.request.problem, r.text) for r in rollouts]
-    return verify_batch(jobs, workers=workers, all_tests=all_tests)
+    return verify_batch(jobs, workers=workers, all_tests=True)
 
 
-def _pass(workers: int | None, all_tests: bool) -> RewardFn:
+def _pass(workers: int | None) -> RewardFn:
     def score(rollouts: Sequence[Rollout]) -> list[Scored]:
-        results = _verify(rollouts, workers, all_tests=all_tests)
+        results = _verify(rollouts, workers)
         return [
             Scored(r, 1.0 if v.passed else 0.0, v.passed, v.verdict)
             for r, v in zip(rollouts, results, strict=True)
@@ -57,18 +60,19 @@ def _pass(workers: int | None, all_tests: bool) -> RewardFn:
 
 @REWARDS.register("pass")
 def pass_reward(workers: int | None = None) -> RewardFn:
-    return _pass(workers, all_tests=True)
+    return _pass(workers)
 
 
 @REWARDS.register("pass_early_stop")
 def pass_early_stop_reward(workers: int | None = None) -> RewardFn:
-    return _pass(workers, all_tests=False)
+    """The old early-stop option's name: the same reward as ``pass`` (every test runs)."""
+    return _pass(workers)
 
 
 @REWARDS.register("tests_fraction")
 def tests_fraction_reward(workers: int | None = None) -> RewardFn:
     def score(rollouts: Sequence[Rollout]) -> list[Scored]:
-        results = _verify(rollouts, workers, all_tests=True)
+        results = _verify(rollouts, workers)
         return [
             Scored(r, v.tests_passed / max(v.tests_total, 1), v.passed, v.verdict)
             for r, v in zip(rollouts, results, strict=True)

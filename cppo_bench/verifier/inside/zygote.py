@@ -23,6 +23,7 @@ import nsutil
 import seccomp
 from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
 from mounts import hide_proc, reset_scratch, scratch_bytes, scratch_state, shared_mounts
+from procs import open_cgroup
 
 FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
@@ -44,6 +45,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     iso = dict(iso, pidns=probe_pidns(own))
     iso["premounted"] = shared_mounts(iso)
     iso["scratch_ready"] = False
+    iso["cgroup"] = open_cgroup(iso.get("memcg"))
     # Once for all tests, inherited by every child: no keyrings and no System V IPC at all
     # (seccomp), an empty capability bounding set. Then freeze what we hold, so that a
     # child's garbage collector does not touch (and copy) every page of it.
@@ -71,21 +73,66 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     trim = getattr(nsutil.LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
-    sock.send(json.dumps({"pidns": iso["pidns"]}).encode())
-    last = b""
+    sock.send(json.dumps({"pidns": iso["pidns"], "cgroup": iso["cgroup"] is not None}).encode())
+    _serve(sock, iso, globals_by, own)
+
+
+def _numpy_zygote(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
+    """A second zygote, forked from this one (so it never held program data either), that
+    has imported numpy: a program that imports it then pays nothing per test (the import
+    is ~0.1 s, on every test, from a zygote without it). Serves on its own socket."""
+    nsutil.set_name(b"cppo-zygote-np")
+    nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
+    iso = dict(iso, zygote_is_init=False)
+    me = os.pidfd_open(os.getpid())
+    try:
+        import numpy  # noqa: F401  (bound into every sandbox for the programs)
+
+        ok = True
+    except Exception:  # (any failure of a foreign package's import: no numpy zygote)
+        ok = False
+    gc.collect()
+    gc.freeze()
+    socket.send_fds(sock, [json.dumps({"numpy": ok}).encode()], [me])
+    os.close(me)
+    if not ok:
+        os._exit(0)
+    _serve(sock, iso, globals_by, own)
+
+
+def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
+    """Fork a test child per request until the server closes the socket. Never returns."""
+    last, last_program = b"", None
     sock_fd = sock.fileno()
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FDS))
         except OSError:
             os._exit(0)
+        if msg == b'{"op": "numpy"}' and len(fds) == 1:
+            if os.fork() == 0:
+                sock.close()
+                _numpy_zygote(socket.socket(fileno=fds[0]), iso, globals_by, own)
+            os.close(fds[0])
+            continue
         if not msg or len(fds) != len(FDS):
             os._exit(0)
         if msg != last:  # the same for every test of a program
             spec, last = json.loads(msg), msg
-        size = spec["scratch_bytes"]
-        if iso["premounted"] and (size != iso.get("scratch_size") or not iso["scratch_ready"]):
-            reset_scratch(iso, size)
+        # A new scratch tmpfs made just before the test starts: a new superblock (its inode
+        # counter starts over, whatever unlinked files the last test made) whose times say
+        # only when it started (a reset after a test wrote the time that test ended, which
+        # the next program could read). For every program's first test, always; for its
+        # later tests, only when the last one left something (what one test of a program
+        # tells the next of the same program, the program knew).
+        st = os.fstat(fds[0])  # the program's code memfd: which program (never read here)
+        program = (msg, st.st_dev, st.st_ino)
+        if iso["premounted"] and (program != last_program or not iso.get("scratch_ready")
+                                  or scratch_state(iso) != iso.get("scratch_clean")):  # fmt: skip
+            reset_scratch(iso, spec["scratch_bytes"])
+        last_program = program
+        cgroup = iso.get("cgroup")
+        base = cgroup.enter(spec["mem_bytes"]) if cgroup is not None else 0
         before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
         if iso["pidns"]:
             nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
@@ -102,10 +149,12 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
         # A test that outlives EARLY_S is handed to the server, which measures its process
         # tree and kills it at its limits (a pidfd: our pid numbers mean nothing there).
         # Most end sooner, and cost the server a single message: the report.
+        if cgroup is not None:
+            cgroup.leave()  # (the child stays in the test group, and all it makes)
         pidfd = os.pidfd_open(pid)
         if not select.select([pidfd], [], [], EARLY_S)[0]:
             scratch = [iso["scratch_fd"]] if iso.get("scratch_ready") else []
-            socket.send_fds(sock, [b'{"started": true}'], [pidfd, *scratch])
+            socket.send_fds(sock, [b'{"started": true, "cg_base": %d}' % base], [pidfd, *scratch])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
         for fd in fds:
@@ -126,9 +175,7 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
             cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         # what the test left in the scratch tmpfs is memory it held (no rlimit counts it)
         held = scratch_bytes(iso["scratch_fd"]) >> 10 if iso.get("scratch_ready") else 0
-        sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d, "scratch_kb": %d}'
-                  % (status, cpu, usage.ru_maxrss, held))  # fmt: skip
-        # every process of the test is dead: the next test's scratch, while the server
-        # reports this one (no remount where the test provably left nothing)
-        if iso.get("scratch_ready") and scratch_state(iso) != iso.get("scratch_clean"):
-            reset_scratch(iso, size)
+        # the test group's peak above the base: all the test held, kernel memory included
+        cg_kb = max(0, cgroup.peak() - base) >> 10 if cgroup is not None else 0
+        sock.send(b'{"exited": true, "status": %d, "cpu_s": %r, "maxrss_kb": %d, "scratch_kb": %d, '
+                  b'"cgroup_kb": %d}' % (status, cpu, usage.ru_maxrss, held, cg_kb))  # fmt: skip

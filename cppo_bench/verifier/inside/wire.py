@@ -94,6 +94,10 @@ def encode_value(v: Any, depth: int = 0) -> Any:
         return {"u": "nested too deep"}
     if v is None or type(v) in (bool, str, float):
         return v
+    if type(v).__module__ == "numpy":
+        scalar = _numpy_scalar(v)
+        if scalar is not None:
+            return scalar
     if type(v) is int:
         return _int(v)
     if isinstance(v, bool):
@@ -124,12 +128,30 @@ def encode_value(v: Any, depth: int = 0) -> Any:
     if number is not None:
         return number
     kind = type(v)
-    if kind.__module__ == "numpy" and kind.__name__ != "ndarray" and hasattr(v, "item"):
-        return encode_value(v.item(), depth + 1)  # numpy scalar -> Python scalar
     wrapped = _user_wrapper(v)
     if wrapped is not None:
         return encode_value(wrapped[0], depth + 1)
     return {"u": kind.__name__}
+
+
+# numpy scalar kinds that travel as themselves: bool, ints, floats (longdouble too),
+# complex (clongdouble too), datetime64 / timedelta64. np.str_ / np.bytes_ are str / bytes.
+NUMPY_KINDS = "biufcmM"
+
+
+def _numpy_scalar(v: Any) -> Any:
+    """A numpy scalar (numpy's own type, never a program's subclass) as {"n": "dtype:hex"}:
+    its dtype and its bytes, so that the verifier rebuilds the very same scalar and compares
+    it with numpy's own `==`, as the official checkers do under the numpy the sandbox runs
+    (float32 by numpy 2's rules, longdouble and clongdouble, whose `.item()` is themselves)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or not isinstance(v, numpy.generic):
+        return None
+    dtype = numpy.generic.__dict__["dtype"].__get__(v)
+    if dtype.kind not in NUMPY_KINDS:
+        return None
+    raw = numpy.generic.tobytes(v)
+    return {"n": f"{dtype.str}:{raw.hex()}"}
 
 
 def _int(v: int) -> Any:

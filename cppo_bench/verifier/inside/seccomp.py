@@ -16,7 +16,15 @@ in the zygote, which must still fork): after it, the program's process can
   POPULATE, MERGEABLE), io_uring (its own path to all of these);
 - not read the machine's global counters through sysinfo (process count, loads, memory);
 - make no namespace, mount, BPF program, perf counter, userfaultfd or pidfd, and not
-  ptrace or read another process's memory.
+  ptrace or read another process's memory;
+- hold no memory the kernel keeps for it outside every count (issue 36): no vmsplice (a
+  pipe keeps the user pages spliced into it, a whole huge page for one byte, after they
+  are unmapped), no extended attributes (kept in kernel memory, not in the scratch's
+  blocks), no F_SETPIPE_SZ (a pipe stays at its default 64 KiB), no SO_SNDBUF / SO_RCVBUF
+  set (a socket stays at its default buffers: socket buffers of 29 pairs held 118 MiB);
+- read no machine-wide counter that outlives a test: no pidfd through SO_PEERPIDFD or
+  SO_PASSPIDFD (a pidfd's inode number counts every task the machine made), no inotify
+  or fanotify (rename cookies come from one machine-wide counter).
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ _X86_64 = {
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 321, "perf_event_open": 298,
     "userfaultfd": 323, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
     "pidfd_open": 434, "pidfd_getfd": 438, "kcmp": 312,
+    "vmsplice": 278, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
+    "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
+    "fcntl": 72, "getsockopt": 55, "setsockopt": 54,
 }  # fmt: skip
 _AARCH64 = {
     "execve": 221, "execveat": 281, "clone3": 435, "clone": 220, "memfd_create": 279,
@@ -55,15 +66,21 @@ _AARCH64 = {
     "fspick": 433, "mount_setattr": 442, "bpf": 280, "perf_event_open": 241,
     "userfaultfd": 282, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
     "pidfd_open": 434, "pidfd_getfd": 438, "kcmp": 272,
+    "vmsplice": 75, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
+    "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262,
+    "fcntl": 25, "getsockopt": 209, "setsockopt": 208,
 }  # fmt: skip
 ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 # answered ENOSYS (callers fall back to what the filter allows), the rest of the names EPERM
 _NOSYS = ("clone3", "preadv2", "pwritev2")
-_CHECKED = ("clone", "madvise")  # decided on an argument, below
+_CHECKED = ("clone", "madvise", "fcntl", "getsockopt", "setsockopt")  # on an argument, below
+F_SETPIPE_SZ = 1031
+SO_PASSPIDFD, SO_PEERPIDFD = 76, 77  # (refused at every level: no other needs these numbers)
+SO_SNDBUF, SO_RCVBUF = 7, 8  # set: refused (a socket keeps its default buffers)
 
 # classic BPF: LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, JMP|JSET|K, RET|K
 _LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
-_NR, _ARCH, _ARG0, _ARG2 = 0, 4, 16, 32  # offsets in struct seccomp_data (low 32 bits)
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # in struct seccomp_data (low 32 bits)
 
 
 class _SockFilter(ctypes.Structure):
@@ -105,10 +122,17 @@ def build_filter() -> object | None:
         (_LD, 0, 0, _ARCH), (_JEQ, 0, "nosys", audit),  # a foreign ABI: refused
         (_LD, 0, 0, _NR), (_JGE, "nosys", 0, 1 << 30),  # x32 numbers on x86_64
         (_JEQ, "clone", 0, nr["clone"]), (_JEQ, "madvise", 0, nr["madvise"]),
+        (_JEQ, "fcntl", 0, nr["fcntl"]), (_JEQ, "sockopt", 0, nr["getsockopt"]),
+        (_JEQ, "setsockopt", 0, nr["setsockopt"]),
     ]  # fmt: skip
     for name in names:
         prog.append((_JEQ, "nosys" if name in _NOSYS else "eperm", 0, nr[name]))
-    prog += [(_RET, 0, 0, ALLOW), ("label", "clone"), (_LD, 0, 0, _ARG0)]
+    prog += [(_RET, 0, 0, ALLOW), ("label", "fcntl"), (_LD, 0, 0, _ARG1)]
+    prog += [(_JEQ, "eperm", "allow", F_SETPIPE_SZ), ("label", "setsockopt"), (_LD, 0, 0, _ARG2)]
+    prog += [(_JEQ, "eperm", 0, SO_SNDBUF), (_JEQ, "eperm", 0, SO_RCVBUF)]
+    prog += [("label", "sockopt"), (_LD, 0, 0, _ARG2)]
+    prog += [(_JEQ, "eperm", 0, SO_PASSPIDFD), (_JEQ, "eperm", "allow", SO_PEERPIDFD)]
+    prog += [("label", "clone"), (_LD, 0, 0, _ARG0)]
     prog += [(_JSET, "allow", "eperm", CLONE_THREAD), ("label", "madvise"), (_LD, 0, 0, _ARG2)]
     prog += [(_JEQ, "allow", 0, advice) for advice in MADV_OK]
     prog += [("label", "eperm"), (_RET, 0, 0, ERRNO | EPERM), ("label", "nosys")]

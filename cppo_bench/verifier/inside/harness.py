@@ -11,11 +11,10 @@ sends the raw facts back, and the verifier outside holds the expected outputs an
 
 from __future__ import annotations
 
-import builtins
+import fcntl
 import json
 import marshal
 import os
-import resource
 import select
 import signal
 import socket
@@ -25,22 +24,31 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
-from child import _LCB_MODULES, PRELUDES, READY, compile_program  # noqa: E402
-from mounts import new_root  # noqa: E402
-from procs import Stream, Tree, descendants, kill, pid_of, read_capped, supervise, wipe  # noqa: E402
+from child import PRELUDES, READY, compile_program  # noqa: E402
+from procs import (  # noqa: E402
+    Stream,
+    TestCgroup,
+    Tree,
+    descendants,
+    files_bytes,
+    kill,
+    pid_of,
+    read_capped,
+    supervise,
+    wipe,
+)
+from serversetup import ServerSetup  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
 from zygote import zygote_main  # noqa: E402
 
 del sys.path[0]  # programs must not import the verifier's own modules
 
 POLL_S = 0.05  # how often a running test's process tree is measured
+SEALABLE = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+SEALED = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
-def _exit(code=None):
-    raise SystemExit(code)
-
-
-class Server:
+class Server(ServerSetup):
     def __init__(self, ctrl_in: int, ctrl_out: int, init: dict) -> None:
         self.ctrl_in, self.ctrl_out = ctrl_in, ctrl_out
         self.init = init
@@ -49,109 +57,12 @@ class Server:
         self.preludes = {k: compile(v, "<prelude>", "exec") for k, v in PRELUDES.items()}
         self.zygote = -1
         self.zsock: socket.socket | None = None
+        # (pid, socket) of each zygote: "base", and "numpy" (imported it) once a program
+        # that names numpy arrives; self.zygote / self.zsock are the current program's
+        self.zygotes: dict[str, tuple[int, socket.socket] | None] = {}
         self.iso: dict = {}
-
-    # ---- set-up -------------------------------------------------------------------------
-    def setup(self) -> dict:
-        notes: list[str] = []
-        if self.init.get("cpu") is not None:  # inherited by the zygote and every test
-            try:
-                os.sched_setaffinity(0, {self.init["cpu"]})
-            except OSError as exc:
-                notes.append(f"could not bind to CPU {self.init['cpu']}: {exc}")
-        for name in _LCB_MODULES + ["fractions", "typing", "time", "traceback", "warnings"]:
-            __import__(name)  # while we can surely read the install (before any uid drop)
-        uid = self.init.get("drop_uid")
-        if self.init.get("fix_mounts") and os.geteuid() == 0:
-            self._fix_mounts(uid if uid is not None else os.geteuid(), notes)
-        dropped = False
-        if uid is not None and os.geteuid() == 0:
-            try:
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                dropped = True
-            except OSError as exc:
-                notes.append(f"could not drop to uid {uid}: {exc}")
-        host_uid = os.geteuid()
-        mapped = False
-        if self.init.get("userns"):
-            mapped = self._enter_userns(notes)
-        # The uid drop and the new user namespace cleared the parent-death signal (bwrap's
-        # --die-with-parent): set it again. (Where the parent may not signal us, e.g. a root
-        # bwrap without CAP_KILL, the verifier's end of our control pipe closing ends us.)
-        parent = os.getppid()
-        nsutil.prctl(nsutil.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if parent == 0 and os.getpid() != 1 or parent == 1 and os.getpid() != 1:
-            os._exit(0)  # the parent already died
-        nsutil.prctl(nsutil.PR_SET_CHILD_SUBREAPER, 1)
-        nproc = self.init.get("nproc")
-        if nproc and (self.userns or os.geteuid() != 0):
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        # THE place no_new_privs is set: inherited by the zygote and every test child (which
-        # refuse to run a program without it: nsutil.clear_capabilities)
-        nsutil.check(nsutil.prctl(nsutil.PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # same-uid processes may not ptrace us
-        if self.init.get("site"):
-            sys.path.append(self.init["site"])
-        builtins.exit = builtins.quit = _exit  # `site` normally adds these; -S skips it
-        sys.set_int_max_str_digits(0)
-        scratch = self.init["scratch"]
-        self.iso = {
-            "private": mapped,
-            # per-test user namespaces (own keyrings); the kernel lets a process map only its
-            # own uid into a new one, and never uid 0 without CAP_SETFCAP outside it
-            "userns": mapped and os.geteuid() != 0,
-            "scratch": scratch,
-            "keep": nsutil.under(self.init.get("keep", []), scratch),
-            "readonly_host": self.init.get("readonly_host", False),
-            "seccomp": self.init.get("seccomp", True),
-        }
-        self._start_zygote()
-        if not self.iso["pidns"]:
-            notes.append("no pid namespace per test: programs can see the server")
-        return {
-            "op": "hello",
-            "uid": os.geteuid(),
-            "host_uid": host_uid,
-            "dropped": dropped,
-            "nnp": nsutil.prctl(nsutil.PR_GET_NO_NEW_PRIVS) == 1,
-            "pid1": os.getpid() == 1,
-            "userns": self.userns,
-            "pidns": self.iso["pidns"],
-            "notes": notes,
-        }
-
-    def _fix_mounts(self, uid: int, notes: list) -> None:
-        """Outside bwrap, as root: in our own mount namespace, bwrap's view (mounts.new_root:
-        the Python install and numpy read-only, a scratch, nothing of the host's files) and a
-        minimal /dev. Inside it every directory is traversable by `uid`."""
-        if nsutil.unshare(nsutil.CLONE_NEWNS) != 0:
-            notes.append("no mount namespace: host /dev and paths stay as they are")
-            return
-        try:
-            new_root(self.init.get("reveal", []), self.init["scratch"])
-            nsutil.minimal_dev()
-        except (OSError, KeyError) as exc:
-            notes.append(f"mount set-up failed: {exc}")
-
-    def _enter_userns(self, notes: list) -> bool:
-        """A private user namespace makes RLIMIT_NPROC count this sandbox only; once our uid
-        is mapped in it, we hold the capabilities to give each test its own namespaces."""
-        uid, gid = os.geteuid(), os.getegid()
-        nsutil.prctl(nsutil.PR_SET_DUMPABLE, 1)  # /proc/self/*_map is root-owned otherwise
-        if nsutil.unshare(nsutil.CLONE_NEWUSER) != 0:
-            notes.append("no user namespace")
-            return False
-        self.userns = True
-        try:
-            nsutil.map_ids(uid, gid)
-        except OSError as exc:
-            notes.append(f"user namespace maps failed: {exc}")
-            return False
-        if nsutil.unshare(nsutil.CLONE_NEWNET | nsutil.CLONE_NEWUTS) != 0:
-            notes.append("no network namespace")
-        return True
+        self.cgroup: TestCgroup | None = None  # the test's memory cgroup: its peak is read here
+        self.handed_base = 0
 
     def _start_zygote(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -169,8 +80,39 @@ class Server:
                 os._exit(1)
         theirs.close()
         self.zygote, self.zsock = pid, ours
+        self.zygotes["base"] = (pid, ours)
         hello = self._zrecv(30)
         self.iso["pidns"] = own_pidns and bool(hello.get("pidns"))
+        self.iso["cgroup_ok"] = bool(hello.get("cgroup"))
+
+    def _use_zygote(self, source: str) -> None:
+        """The zygote for this program: the numpy one where the program names numpy (forked
+        by the base zygote the first time, from its pristine memory), else the base."""
+        self.zygote, self.zsock = self.zygotes["base"]
+        # (only with a pid namespace per test: without one, the base zygote reaps any child
+        # of its own after a test, and would wait for the numpy zygote forever)
+        if "numpy" not in source or self.zygotes.get("numpy", ()) is None or not self.iso["pidns"]:
+            return
+        if "numpy" not in self.zygotes:
+            self.zygotes["numpy"] = None  # (tried once: a failure falls back to the base)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            socket.send_fds(self.zsock, [b'{"op": "numpy"}'], [theirs.fileno()])
+            theirs.close()
+            self.zsock = ours
+            got: list[int] = []
+            try:
+                hello = self._zrecv(60, got)
+            except (RuntimeError, ValueError):
+                hello = {}
+            if hello.get("numpy") and got:
+                self.zygotes["numpy"] = (pid_of(got[0]), ours)
+            else:
+                ours.close()
+            for fd in got:
+                os.close(fd)
+            self.zygote, self.zsock = self.zygotes["base"]
+        if self.zygotes.get("numpy"):
+            self.zygote, self.zsock = self.zygotes["numpy"]
 
     def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
         if not select.select([self.zsock], [], [], timeout)[0]:
@@ -193,6 +135,7 @@ class Server:
             obj, wrapped_or_error = compile_program(source, head["mode"])
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
+        self._use_zygote(source)
         # Compiled once per program, not once per test: each test child loads the marshalled
         # code object from this memfd (the zygote only passes the fd, never reads it).
         code_fd = os.memfd_create("program")
@@ -226,14 +169,21 @@ class Server:
     # ---- one test -------------------------------------------------------------------------
     def run_test(self, data: bytearray) -> tuple[dict, list]:
         prog = self.prog
-        in_fd = os.memfd_create("stdin")
-        os.write(in_fd, data)
+        in_fd = os.memfd_create("stdin", SEALABLE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(in_fd, view) :]
         os.lseek(in_fd, 0, 0)
+        # the input can be read, never written or grown: memory of a memfd counts nowhere
+        fcntl.fcntl(in_fd, fcntl.F_ADD_SEALS, SEALED)
         data[:] = bytes(len(data))  # scrub: nothing of this input stays in our memory
         # stdout and the status are files (fresh memfds): the child never blocks on them and
-        # we are not woken while it writes; RLIMIT_FSIZE caps them. stderr, which a program
-        # may write without bound, is a pipe of which we keep the tail.
-        out_fd, st_fd = os.memfd_create("stdout"), os.memfd_create("status")
+        # we are not woken while it writes; RLIMIT_FSIZE caps them, and their sizes count as
+        # the test's memory (procs.Tree: they cannot shrink, so the last size is the peak).
+        # stderr, which a program may write without bound, is a pipe of which we keep the tail.
+        out_fd, st_fd = os.memfd_create("stdout", SEALABLE), os.memfd_create("status", SEALABLE)
+        for fd in (out_fd, st_fd):
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         err_r, err_w = os.pipe()
         # READY comes on a pipe of its own, closed before the program runs: the program can
         # rewrite its status file, but never the fact that its set-up succeeded
@@ -273,7 +223,9 @@ class Server:
                 handed, final = self._handover_or_report(1)
                 if handed is not None:
                     pidfd, scratch_fd = handed
-                    tree = Tree(pid_of(pidfd), prog, scratch_fd)
+                    tree = Tree(pid_of(pidfd), prog, scratch_fd, (out_fd, st_fd))
+                    if self.cgroup is not None:
+                        tree.cgroup = (self.cgroup, int(self.handed_base))
                 exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
@@ -292,13 +244,15 @@ class Server:
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         if tree is not None:
             tree.close()
-        # the scratch tmpfs's pages are the test's memory too: what it still held at exit,
-        # with its peak resident set (no rlimit and no PSS sees tmpfs pages)
-        held_kb = int(final.get("scratch_kb", 0))
+        # the scratch tmpfs's pages and the output files are the test's memory too: what they
+        # held at exit, with its peak resident set (no rlimit and no PSS sees tmpfs pages)
+        held_kb = int(final.get("scratch_kb", 0)) + (files_bytes((out_fd, st_fd)) >> 10)
         if held_kb:
             peak_kb = max(peak_kb, int(final["maxrss_kb"]) + held_kb)
-            if peak_kb << 10 > prog["mem_bytes"]:
-                over = over or "mem"
+        # the memory cgroup's count, where there is one: everything the kernel charged
+        peak_kb = max(peak_kb, int(final.get("cgroup_kb", 0)))
+        if peak_kb << 10 > prog["mem_bytes"]:
+            over = over or "mem"
         err.drain()  # everyone is dead: take what is buffered, never wait
         # (every writer is dead too: the files no longer change)
         out, truncated = read_capped(out_fd, prog["out_bytes"])
@@ -326,6 +280,7 @@ class Server:
         got: list[int] = []
         msg = self._zrecv(timeout, got)
         if msg.get("started") and got:
+            self.handed_base = int(msg.get("cg_base", 0))
             return (got[0], got[1] if len(got) > 1 else None), {}
         for fd in got:
             os.close(fd)
@@ -350,8 +305,9 @@ class Server:
             time.sleep(0.001)
 
     def kill_all(self) -> None:
-        if self.zygote > 0:
-            kill(self.zygote)
+        for zygote in self.zygotes.values():
+            if zygote is not None:
+                kill(zygote[0])
 
 
 def _read_ready(fd: int) -> bool:

@@ -13,6 +13,9 @@ import nsutil
 
 LIBC = nsutil.LIBC
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+# Inodes of a scratch tmpfs: each holds kernel memory its blocks do not show (~1 KiB), so
+# their number is bounded too (a few MiB at most)
+SCRATCH_INODES = 4096
 
 
 def shared_mounts(iso: dict) -> bool:
@@ -35,8 +38,8 @@ def shared_mounts(iso: dict) -> bool:
 
 
 def reset_scratch(iso: dict, size: int) -> bool:
-    """In the zygote, before the first test and after every test (once all of its processes
-    are dead): a new empty tmpfs of `size` bytes over the scratch path, the kept paths bound
+    """In the zygote, just before every test (the last one's processes are all dead): a
+    new empty tmpfs of `size` bytes over the scratch path, the kept paths bound
     back read-only. Whatever a test left there (files, modes, xattrs) is gone, without the
     zygote ever reading it, and no test pays for a mount namespace of its own. False: not
     possible here (each test then mounts its own, see _private_mounts)."""
@@ -84,7 +87,8 @@ def hide_proc(iso: dict) -> bool:
 def _mount_scratch(path: str, size: int, kept: list[tuple[str, int]], proc_fd=None) -> None:
     """An empty tmpfs of `size` bytes over `path`, owner-only, the kept paths (O_PATH fds
     opened before it hid them) bound back read-only."""
-    nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
+    opts = f"size={size},nr_inodes={SCRATCH_INODES},mode=0700"
+    nsutil.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode())
     nsutil.bind_back(kept, proc_fd)
     os.chmod(path, 0o700)
 
@@ -104,8 +108,9 @@ def scratch_state(iso: dict) -> tuple | None:
     """What a test could have changed in the fresh scratch, read without reading anything a
     program wrote: free blocks and inodes, the metadata (times included: ctime cannot be set
     back) of the directories the reset made, and the size of their xattr name lists. Equal to
-    the state right after a reset: the test left nothing there, so the zygote skips the
-    remount. None: unknown (remount)."""
+    the state right after a reset: the last test left nothing there, so the zygote skips
+    the remount before the next test OF THE SAME PROGRAM (a new program always gets a new
+    tmpfs: zygote._serve). None: unknown (remount)."""
     path = iso["scratch"]
     try:
         fs = os.statvfs(path)
