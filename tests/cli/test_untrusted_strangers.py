@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from cli_subprocess import cli as _cli
 from click.testing import CliRunner
 from report_plant import N, Plant, _write
-from test_untrusted_doors import _cli
 
 from cppo_bench.cli import main
 from cppo_bench.errors import DataError

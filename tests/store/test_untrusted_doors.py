@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from cli_subprocess import cli as _cli
 from click.testing import CliRunner
 from report_plant import N, Plant, _write
 
@@ -29,14 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # zero-width, BOM, line separator, a tag character (astral Cf)
 EVIL = ["\x1b]0;t\x07", "\x9b", "\x7f", "\u2066", "\u202e", "\u200f", "\u061c", "\u200b",
         "\ufeff", "\u2028", "\U000e0041"]  # fmt: skip
-HANG_GUARD_S = 120  # a FIFO read that blocks would never return: fail instead of hanging
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cppo_bench", *args], capture_output=True,
-                          text=True, timeout=HANG_GUARD_S, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'helpers'}",
-                               **(env or {})})  # fmt: skip
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
