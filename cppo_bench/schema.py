@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cppo_bench.builder import why_not
 from cppo_bench.registry import Registry
 
 # a checker returns None when the value is acceptable, else why not (a short phrase)
@@ -40,35 +41,30 @@ def has_control(text: str) -> bool:
 
 
 # --- value checkers ----------------------------------------------------------------------------
+# The scalar type rules are the typed builder's (`cppo_bench.builder.why_not`): a stored
+# document, a method option, a report spec and the train config take the same values.
 
 
 def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
     def check(v: Any) -> str | None:
-        # bool is an int subclass: `true` is not a count
-        if type(v) is not int:
-            return f"expected an integer, got {type(v).__name__}"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
+        return why_not(int, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
 
     return check
 
 
 def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
     def check(v: Any) -> str | None:
-        if type(v) not in (int, float):
-            return f"expected a number, got {type(v).__name__}"
-        if not math.isfinite(v):
-            return f"{v} is not finite"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
+        return why_not(float, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
 
     return check
 
 
 def boolean(v: Any) -> str | None:
-    return None if type(v) is bool else f"expected true/false, got {type(v).__name__}"
+    return why_not(bool, v)
 
 
 def text(v: Any) -> str | None:
-    return None if isinstance(v, str) else f"expected a string, got {type(v).__name__}"
+    return why_not(str, v)
 
 
 def name(v: Any) -> str | None:
