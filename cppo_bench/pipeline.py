@@ -29,10 +29,11 @@ from typing import Any, Protocol
 import cppo_bench
 from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
+from cppo_bench.gitinfo import git_commit
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import LoadResult, Problem
 from cppo_bench.runlock import RunLock
-from cppo_bench.runopen import adopt_legacy, git_commit, open_run
+from cppo_bench.runopen import adopt_legacy, open_run
 from cppo_bench.runstore import (
     ProblemRecord,
     RunManifest,

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
-import subprocess
 from collections.abc import Collection
 from pathlib import Path
 
 import cppo_bench
 from cppo_bench.gencache import GEN_CACHE
+from cppo_bench.gitinfo import git_commit
 from cppo_bench.problem import DataError
 from cppo_bench.runstore import (
     MANIFEST,
@@ -24,25 +23,6 @@ from cppo_bench.runstore import (
     run_dir_for,
     write_manifest,
 )
-
-
-@functools.cache
-def git_commit() -> str | None:
-    """The commit of the checkout the package runs from, or None outside a git checkout."""
-    root = Path(cppo_bench.__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def _extend(old: RunManifest, new: RunManifest) -> RunManifest:
