@@ -141,7 +141,7 @@ def build(
         if key not in names:
             raise error(f"unknown {label} key {where}{key!s:.60} (known here: {', '.join(names)})")
         hint = hints[key]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             kwargs[key] = build(
                 hint, value, f"{where}{key}.", label=label, error=error, from_text=from_text
             )

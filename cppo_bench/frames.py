@@ -163,7 +163,7 @@ def _checked(
     passed = (passed_text in _TRUE) if passed_text else None
     if not text and passed is None:
         raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
-    seed = _int(cells.get("seed"), where, "seed", 0)
+    seed = _int(cells.get("seed"), where, "seed", 0) or 0  # never None: the default is 0
     bench = cells.get("benchmark", "").strip() or "-"
     key = (bench, method, seed, pid)
     if key in seen:
