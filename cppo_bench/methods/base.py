@@ -101,9 +101,7 @@ def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str)
         hint = hints[name]
         if typing.get_origin(hint) is tuple and isinstance(value, str):
             value = _text_list(name, value)
-        values[name] = coerce(
-            name, hint, value, label="option", error=OptionError, from_text=True
-        )
+        values[name] = coerce(name, hint, value, label="option", error=OptionError, from_text=True)
     try:
         return cls(**values)
     except ValueError as exc:
