@@ -16,6 +16,7 @@ checked as strictly as any other value, so ``"4"`` is 4 and ``"3.7"`` is still r
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -59,7 +60,13 @@ def why_not(hint: type, value: Any) -> str | None:
     if ok:
         return None
     short, long = SCALARS[hint]
-    return f"expected {short}, got {value!r:.60} (not {long})"
+    return f"expected {short}, got {shown(value)} (not {long})"
+
+
+def shown(value: Any) -> str:
+    """A value as the user wrote it in YAML, JSON or KEY=VALUE (`true`, `null`), cut short."""
+    text = json.dumps(value) if value is None or isinstance(value, bool) else repr(value)
+    return text[:60]
 
 
 def _type_name(hint: Any) -> str:

@@ -96,7 +96,7 @@ def test_method_options_from_the_command_line_are_refused_not_rounded():
     cppo = METHODS.get("cppo")
     for pair, message in [
         ("tuple_size=3.7", "option tuple_size: expected int, got 3.7"),
-        ("planner_max_tokens=true", "option planner_max_tokens: expected int, got True"),
+        ("planner_max_tokens=true", "option planner_max_tokens: expected int, got true"),
         ("inference=1", "option inference: 1 is not one of joint, iid"),
     ]:
         with pytest.raises(OptionError, match=message):
