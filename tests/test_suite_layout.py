@@ -24,10 +24,3 @@ def test_every_module_that_launches_processes_is_in_the_multiprocess_group():
     assert not unmarked, (
         f"launch several processes without xdist_group({MULTIPROCESS!r}): {unmarked}"
     )
-
-
-def test_the_readme_runs_the_suite_in_load_groups():
-    """xdist's default (--dist load) would split a module over workers and ignore the groups."""
-    readme = (TESTS.parent / "README.md").read_text()
-    line = readme.split("Run the tests", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
-    assert line.endswith("python -m pytest -q -n 2 --dist loadgroup"), line
