@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 MULTIPROCESS = "multiprocess"  # conftest.MULTIPROCESS
 LAUNCHES = re.compile(r"torchrun|mp\.spawn|nproc_per_node|main_process_port|venv_python\(")
 
@@ -16,7 +16,7 @@ LAUNCHES = re.compile(r"torchrun|mp\.spawn|nproc_per_node|main_process_port|venv
 def test_every_module_that_launches_processes_is_in_the_multiprocess_group():
     unmarked = [
         p.name
-        for p in sorted(TESTS.glob("test_*.py"))
+        for p in sorted(TESTS.rglob("test_*.py"))  # the test folders mirror the package
         if p.name != Path(__file__).name
         and LAUNCHES.search(p.read_text())
         and f'xdist_group("{MULTIPROCESS}")' not in p.read_text()
