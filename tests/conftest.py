@@ -34,7 +34,7 @@ def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 MULTIPROCESS = "multiprocess"  # the xdist group of the tests that launch several processes
 
 
-# Under pytest-xdist (the README's `-n auto --dist loadgroup`) the tests of one module run on
+# Under pytest-xdist (the README's `-n 2 --dist loadgroup`) the tests of one module run on
 # one worker, in order, as without xdist: they share module-level state (fixtures, a process
 # mark the hostile-program tests look for in /proc). A module that launches several processes
 # (torchrun, DeepSpeed, mp.spawn, vLLM) marks itself `xdist_group(MULTIPROCESS)`, so two such
