@@ -2,8 +2,8 @@
 
     python benchmarks/gpu_smoke.py [--only NAME[,NAME]] [--keep DIR]
 
-Every model is a tiny random checkpoint built from a config (tests/tiny_models.py,
-tests/toy_task.py): no hub access. One line per check, then a closing count:
+Every model is a tiny random checkpoint built from a config (tests/helpers/tiny_models.py,
+tests/helpers/toy_task.py): no hub access. One line per check, then a closing count:
 
     PASS|FAIL|SKIP  name  seconds  peak-GiB  detail
     N passed, N failed, N skipped
@@ -280,7 +280,7 @@ def _launch(tmp: Path, launcher: list[str], extra: list[str]) -> str:
     out = tmp / "run"
     cmd = [
         *launcher,
-        str(REPO / "tests" / "toy_task.py"),
+        str(REPO / "tests" / "helpers" / "toy_task.py"),
         str(out),
         "--model",
         str(toy_model_dir(tmp / "toy")),

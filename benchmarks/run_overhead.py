@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a clone, installed or not
 
 from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams  # noqa: E402
-from cppo_bench.pipeline import RunSpec, execute, load_problems  # noqa: E402
-from cppo_bench.runstore import parse_shard  # noqa: E402
+from cppo_bench.runner.pipeline import EvalSpec, execute, load_problems  # noqa: E402
+from cppo_bench.store.runs import parse_shard  # noqa: E402
 
 
 class InstantBackend:
@@ -89,7 +89,7 @@ def main() -> None:
         backend = BACKENDS.get(args.backend)(args.model)
         label = args.model or backend.model_id
     load_s = time.perf_counter() - t0
-    spec = RunSpec(
+    spec = EvalSpec(
         method=args.method,
         bench=args.bench,
         model=label,

@@ -73,7 +73,7 @@ def main() -> None:
     from trainers.engine.config import build_flat
     from trainers.engine.data import decontaminated, load_training
     from trainers.engine.loop import RunSpec, train
-    from trainers.pkpo import PKPO, PKPOConfig
+    from trainers.algorithms.pkpo import PKPO, PKPOConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="train-step-"))
     model_dir = args.model or str(ensure_default_model())

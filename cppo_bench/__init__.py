@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "verify": "cppo_bench.api:verify",
     "run": "cppo_bench.api:run",
     "Run": "cppo_bench.api:Run",
-    "load_runs": "cppo_bench.frames:load_runs",
+    "load_runs": "cppo_bench.store.frames:load_runs",
     "stats": "cppo_bench.stats:",
     "Problem": "cppo_bench.problem:Problem",
     "Verdict": "cppo_bench.verifier.records:VerifyResult",
@@ -49,8 +49,9 @@ __all__ = [
 if TYPE_CHECKING:
     from cppo_bench import stats
     from cppo_bench.api import Run, load_benchmark, run, verify
-    from cppo_bench.frames import load_runs
-    from cppo_bench.problem import DataError, Problem
+    from cppo_bench.store.frames import load_runs
+    from cppo_bench.errors import DataError
+    from cppo_bench.problem import Problem
     from cppo_bench.verifier.records import VerifyResult as Verdict
 
 

@@ -1,7 +1,7 @@
 """The Python API: the functions behind `cppo-bench data`, `verify` and `run`, callable from a
 script or a notebook. The CLI commands call these, so the two cannot drift. Re-exported from
 `cppo_bench` (``from cppo_bench import load_benchmark, verify, run``); `load_runs` and
-`stats` are in cppo_bench.frames and cppo_bench.stats.
+`stats` are in cppo_bench.store.frames and cppo_bench.stats.
 
 Every function raises one-line errors (DataError, OptionError, UnknownNameError: all
 ValueError or KeyError) naming the input that is wrong.
@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.problem import DataError, LoadResult, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult, Problem
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from cppo_bench.backends.base import Backend
-    from cppo_bench.pipeline import Reporter, RunResult
+    from cppo_bench.runner.pipeline import Reporter, RunResult
     from cppo_bench.verifier.records import VerifyResult
 
 Verdict = Any  # cppo_bench.verifier.VerifyResult (imported lazily: the verifier is not small)
@@ -125,7 +126,7 @@ class Run:
         """The runs' per-problem rows (`load_runs` on each run directory)."""
         import pandas as pd
 
-        from cppo_bench.frames import load_runs
+        from cppo_bench.store.frames import load_runs
 
         return pd.concat([load_runs(d) for d in self.run_dirs], ignore_index=True)
 
@@ -183,7 +184,7 @@ def run(
     defaults to the backend's default model (for hf: the embedded SmolLM2-135M-Instruct).
     `tags` go into the manifest (``{"trained": "pkpo", "base_model": ..., "train_seed": 0}``
     for a trained checkpoint). `session(seed)` may give a context yielding a progress
-    reporter (cppo_bench.pipeline.Reporter); `on_loaded` and `on_result` hear about the
+    reporter (cppo_bench.runner.pipeline.Reporter); `on_loaded` and `on_result` hear about the
     data loaded and each seed's result. `tests`: an augmented test set (`cppo-bench augment`
     folder, or its TestSet) whose tests are added to every problem it covers; its hash is part
     of the run's identity, so a run on augmented tests is a different run."""
@@ -191,7 +192,7 @@ def run(
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
     from cppo_bench.methods import METHODS
-    from cppo_bench.pipeline import RunSpec, execute
+    from cppo_bench.runner.pipeline import EvalSpec, execute
 
     METHODS.get(method)  # an unknown method before anything loads
     seed_list = _seeds(seeds)
@@ -216,7 +217,7 @@ def run(
     results = []
     with opened as live:
         for seed in seed_list:
-            spec = RunSpec(
+            spec = EvalSpec(
                 method=method,
                 bench=bench,
                 model=label,

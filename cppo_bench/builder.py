@@ -1,7 +1,7 @@
 """The one strict typed builder: frozen dataclasses filled from untrusted mappings.
 
 Method options (``-m KEY=VAL`` or a Python dict), report specs (YAML), the train config
-(presets, ``--config``, ``--set``) and the stored run documents (``cppo_bench.schema``) all
+(presets, ``--config``, ``--set``) and the stored run documents (``cppo_bench.store.schema``) all
 take their type rules from here, so they cannot disagree: an ``int`` is an integer (never
 ``true``, never ``3.7`` truncated to 3), a ``float`` is a finite number, a ``bool`` is
 ``true``/``false`` (never ``1`` or ``"yes"``), a ``Literal`` is one of its values, a tuple is a
@@ -9,7 +9,7 @@ list of its item type. A bad key or value is one ``BuildError`` line naming its 
 
 ``from_text=True`` is for callers whose values may still be the text a user typed (the
 Python API's method options took ``{"tuple_size": "4"}``): a text value is then read as JSON
-first (``cppo_bench.keyvals.parse_value``, the CLI's one KEY=VALUE rule) and the result is
+first (``cppo_bench.util.keyvals.parse_value``, the CLI's one KEY=VALUE rule) and the result is
 checked as strictly as any other value, so ``"4"`` is 4 and ``"3.7"`` is still refused.
 """
 
@@ -23,8 +23,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from cppo_bench.keyvals import parse_value
-from cppo_bench.problem import DataError
+from cppo_bench.util.keyvals import parse_value
+from cppo_bench.errors import DataError
 
 
 class BuildError(DataError):

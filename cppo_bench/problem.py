@@ -170,7 +170,7 @@ class LoadResult:
     # summary showing fewer problems than the source holds says why
     notes: list[str] = field(default_factory=list)
     # records read but left out on purpose, by reason (a loader option's filter): with
-    # `problems` and `errors` it accounts for every record read (cppo_bench.loadreport)
+    # `problems` and `errors` it accounts for every record read (cppo_bench.benchmarks.loadreport)
     dropped: dict[str, int] = field(default_factory=dict)
 
 
@@ -201,7 +201,7 @@ def _parse_record(record: Any) -> Problem:
 def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
     """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
     their line number and problem id) unless `strict`, which raises DataError on the first."""
-    from cppo_bench import jsonio
+    from cppo_bench.util import jsonio
 
     path = Path(path)
     try:

@@ -1,4 +1,4 @@
-"""Statistics on a results frame (`cppo_bench.load_runs` or `cppo_bench.frames.read_outcomes`),
+"""Statistics on a results frame (`cppo_bench.load_runs` or `cppo_bench.store.frames.read_outcomes`),
 as DataFrames; `cppo-bench stats` prints exactly these. The math is cppo_bench.metrics'
 (pass@K estimators, the study's uncertainty rule in metrics/uncertainty.py, the hierarchical
 bootstrap, the per-seed t interval); this module only groups and tabulates.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +31,7 @@ def _ks(k: int | Sequence[int]) -> list[int]:
 
 
 def _scored(frame: pd.DataFrame, k: int, estimator: str, select: str | None, seed: int) -> Any:
-    from cppo_bench.frames import rows_of
+    from cppo_bench.store.frames import rows_of
     from cppo_bench.metrics.table import group_scores, row_scores
 
     rows = rows_of(frame)

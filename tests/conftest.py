@@ -24,7 +24,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The toy task's tiny random policy (tests/toy_task.py), saved once per session."""
+    """The toy task's tiny random policy (tests/helpers/toy_task.py), saved once per session."""
     pytest.importorskip("transformers")
     from toy_task import toy_model_dir
 

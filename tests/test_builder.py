@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from cppo_bench import builder, schema
-from cppo_bench.keyvals import parse_pairs
+from cppo_bench import builder
+from cppo_bench.store import schema
+from cppo_bench.util.keyvals import parse_pairs
 from cppo_bench.methods import METHODS, OptionError
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.specs import load_specs
 from trainers.engine.config import TrainConfig
 from trainers.engine.layers import ConfigError, build

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.problem import DataError
-from cppo_bench.registry import UnknownNameError
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import UnknownNameError
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
 # cppo's own options: parameter name -> the flag a user typed
@@ -128,7 +128,7 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 def train(algo: str, **opts: object) -> None:
     """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
     from cppo_bench.cli.options import parse_kv
-    from cppo_bench.keyvals import nest
+    from cppo_bench.util.keyvals import nest
     from trainers.api import resolve
     from trainers.api import train as api_train
     from trainers.cppo_pipeline.pipeline import parse_stages

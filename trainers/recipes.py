@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
-from cppo_bench.registry import Registry
-from cppo_bench.training_schema import STAGES
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import Registry
+from cppo_bench.store.training_schema import STAGES
 from trainers.engine.layers import CONFIG_DIR, ConfigError
 
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
-from cppo_bench.runstore import ProblemRecord, RunManifest
-from cppo_bench.storefs import write_atomic
+from cppo_bench.store.runs import ProblemRecord, RunManifest
+from cppo_bench.store.fs import write_atomic
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name
 log = logging.getLogger(__name__)

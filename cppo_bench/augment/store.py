@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cppo_bench import jsonio
-from cppo_bench.problem import DataError, Problem, Test
-from cppo_bench.storefs import open_file, write_atomic
+from cppo_bench.util import jsonio
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem, Test
+from cppo_bench.store.fs import open_file, write_atomic
 
 CONFIG = "augment.json"
 TESTS = "tests.jsonl"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, SamplingParams
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 # name -> factory(model: str | None, **options) -> Backend
 BACKENDS: Registry = Registry(

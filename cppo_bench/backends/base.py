@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 
 class BackendError(DataError):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 
 def backend_factory(name: str) -> Callable[..., Any]:
@@ -38,7 +38,7 @@ def open_backend(name: str, model: str | None, options: dict[str, Any]) -> Itera
     """The backend `name` for `model`, built on first use (a fully cached run never loads a
     model) and closed when the block ends, however it ends: a model left open holds its
     memory, and a vLLM engine its GPU, until the process exits."""
-    from cppo_bench.gencache import LazyBackend
+    from cppo_bench.store.gencache import LazyBackend
 
     factory = backend_factory(name)
     backend = LazyBackend(lambda: factory(model, **options), name)

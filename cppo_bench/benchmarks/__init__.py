@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cppo_bench.problem import DataError, LoadResult
-from cppo_bench.registry import Registry
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult
+from cppo_bench.util.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Field helpers shared by the loaders: dates, date windows, JSON-or-decoded fields (within
-`cppo_bench.jsonio`'s nesting bound), option checks."""
+`cppo_bench.util.jsonio`'s nesting bound), option checks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from cppo_bench import jsonio
-from cppo_bench.problem import DataError
+from cppo_bench.util import jsonio
+from cppo_bench.errors import DataError
 
 
 def iso_date(value: Any) -> str | None:

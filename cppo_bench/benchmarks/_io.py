@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlparse
 
-from cppo_bench import jsonio
+from cppo_bench.util import jsonio
 from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the loaders
     as_int,
     in_window,
@@ -31,7 +31,8 @@ from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the l
     parse_date_option,
     reject_unknown,
 )
-from cppo_bench.problem import DataError, LoadResult, Problem, RecordError
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult, Problem, RecordError
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 LOCAL_FORMATS = "JSONL/JSON/parquet/save_to_disk folder"

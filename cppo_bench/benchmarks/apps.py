@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from cppo_bench import jsonio
+from cppo_bench.util import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     LOCAL_FORMATS,
@@ -34,7 +34,8 @@ from cppo_bench.benchmarks._io import (
     local_rows,
     reject_unknown,
 )
-from cppo_bench.problem import DataError, LoadResult, Problem, RecordError, SourceIds, Test
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult, Problem, RecordError, SourceIds, Test
 
 HUB_ID = "codeparrot/apps"
 DIFFICULTIES = ("introductory", "interview", "competition")

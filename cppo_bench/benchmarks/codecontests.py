@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cppo_bench import jsonio
+from cppo_bench.util import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test

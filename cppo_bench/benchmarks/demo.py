@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
-from cppo_bench.problem import DataError, LoadResult, load_problem_jsonl
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult, load_problem_jsonl
 
 PACKAGED_FILE = "demo_problems.jsonl"
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks.demo import load_problem_jsonl
-from cppo_bench.problem import DataError, LoadResult
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult
 
 PACKAGED_FILE = "demo_train_problems.jsonl"
 

@@ -26,7 +26,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cppo_bench import jsonio
+from cppo_bench.util import jsonio
 from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     RawRow,
@@ -40,15 +40,8 @@ from cppo_bench.benchmarks._io import (
     reject_unknown,
 )
 from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
-from cppo_bench.problem import (
-    MAX_TEST_CHARS,
-    MAX_TESTS,
-    DataError,
-    LoadResult,
-    Problem,
-    SourceIds,
-    Test,
-)
+from cppo_bench.errors import DataError
+from cppo_bench.problem import MAX_TEST_CHARS, MAX_TESTS, LoadResult, Problem, SourceIds, Test
 
 HUB_ID = "livecodebench/code_generation_lite"
 DEFAULT_RELEASE = "release_v6"

@@ -60,7 +60,7 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
-            from cppo_bench.termsafe import safe
+            from cppo_bench.util.termsafe import safe
 
             exc.message = safe(exc.message)
             raise

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.cli.options import parse_kv
-from cppo_bench.termsafe import safe
+from cppo_bench.util.termsafe import safe
 
 
 @click.command("audit")
@@ -36,11 +36,11 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
     """Re-judge every AC program of stored runs with an augmented test set."""
     from cppo_bench.augment.audit import audit_run, plus_rows, store_audit, weakest
     from cppo_bench.cli.testsets import load_tests
-    from cppo_bench.pipeline import load_problems
-    from cppo_bench.problem import DataError
-    from cppo_bench.registry import UnknownNameError
-    from cppo_bench.runstore import read_manifest, read_records
-    from cppo_bench.termsafe import console as Console
+    from cppo_bench.runner.pipeline import load_problems
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.store.runs import read_manifest, read_records
+    from cppo_bench.util.termsafe import console as Console
     from cppo_bench.verifier import SandboxError
 
     options = parse_kv(option_pairs)

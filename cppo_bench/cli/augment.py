@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, open_backend, parse_kv
-from cppo_bench.termsafe import safe
+from cppo_bench.util.termsafe import safe
 
 
 def model_references(problems: list, backend_name: str, model: str | None, n: int, seed: int):
@@ -65,11 +65,11 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
     from cppo_bench.augment.generate import Settings, augment_problem
     from cppo_bench.augment.mutate_call import mutator_name
     from cppo_bench.augment.store import append, open_test_set
-    from cppo_bench.pipeline import load_problems
-    from cppo_bench.problem import DataError
-    from cppo_bench.progress import progress_bar
-    from cppo_bench.registry import UnknownNameError
-    from cppo_bench.runstore import ids_hash
+    from cppo_bench.runner.pipeline import load_problems
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.progress import progress_bar
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.store.runs import ids_hash
     from cppo_bench.verifier import Limits, SandboxError
 
     if oracle == "model" and not generator_model:

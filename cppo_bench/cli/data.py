@@ -11,7 +11,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.problem import LoadResult, Problem
-from cppo_bench.termsafe import json_line, safe
+from cppo_bench.util.termsafe import json_line, safe
 
 MAX_ERRORS_SHOWN = 20
 
@@ -28,7 +28,7 @@ def list_benchmarks() -> None:
     from rich.table import Table
 
     from cppo_bench.benchmarks import BENCHMARKS
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     table = Table("name", escape("hub dataset [split]"), "description")
     table.columns[1].overflow = "fold"
@@ -55,10 +55,10 @@ def show(
     """Print a benchmark's problems as the loaders normalise them: a summary table, or JSON
     lines of Problem records with --json."""
     from cppo_bench.api import load_result
-    from cppo_bench.loadreport import load_line
-    from cppo_bench.problem import DataError
-    from cppo_bench.registry import UnknownNameError
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.benchmarks.loadreport import load_line
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     options = parse_kv(option_pairs)
     err = Console(stderr=True)
@@ -122,7 +122,7 @@ def summary_renderables(bench: str, result: LoadResult) -> list[Any]:
     from rich.markup import escape
     from rich.table import Table
 
-    from cppo_bench.loadreport import load_line
+    from cppo_bench.benchmarks.loadreport import load_line
 
     table = Table(title=escape(f"{bench}: {result.source}"), show_header=False)
     table.add_column(style="bold")

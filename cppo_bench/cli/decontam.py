@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.termsafe import markup
+from cppo_bench.util.termsafe import markup
 
 SPEC_HELP = "BENCH, BENCH=PATH, or a JSONL file of Problem dicts."
 
@@ -101,9 +101,9 @@ def decontam(
 
     from cppo_bench.decontam import DecontamConfig, decontaminate
     from cppo_bench.decontam.sources import load_source_result, unique_labels
-    from cppo_bench.loadreport import load_line
-    from cppo_bench.problem import DataError
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.benchmarks.loadreport import load_line
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     err = Console(stderr=True)

@@ -1,4 +1,4 @@
-"""`cppo-bench doctor`: what this machine can do and what is missing (see cppo_bench/doctor.py)."""
+"""`cppo-bench doctor`: what this machine can do and what is missing (see cppo_bench/cli/doctor_checks.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ MARKS = {"ok": "ok", "weak": "WEAK", "missing": "MISSING", "info": "-"}
 def doctor(as_json: bool) -> None:
     """Say what this machine can do (verifier sandbox, models, encoders, vLLM, GPUs, lm-eval)
     and print the exact install line for each missing piece. Always exits 0: it reports."""
-    from cppo_bench.doctor import run_checks, summary
+    from cppo_bench.cli.doctor_checks import run_checks, summary
 
     checks = run_checks()
     if as_json:

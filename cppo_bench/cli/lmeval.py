@@ -105,7 +105,7 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
         raise click.ClickException("lm-eval is not installed: pip install 'cppo-bench[lmeval]'")
     if needs_default_model(args):
         from cppo_bench.backends.default_model import ensure_default_model
-        from cppo_bench.problem import DataError
+        from cppo_bench.errors import DataError
 
         try:
             model_dir = str(ensure_default_model())

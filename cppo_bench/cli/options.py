@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cppo_bench.keyvals import KeyValueError, parse_pairs
+from cppo_bench.util.keyvals import KeyValueError, parse_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -16,7 +16,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def parse_kv(
     pairs: tuple[str, ...], what: str = "-o/--option", dotted: bool = False
 ) -> dict[str, Any]:
-    """`KEY=VALUE` pairs through the CLI's one parser (cppo_bench.keyvals): JSON where the
+    """`KEY=VALUE` pairs through the CLI's one parser (cppo_bench.util.keyvals): JSON where the
     value parses as JSON, text otherwise; a key given twice is an error."""
     try:
         return parse_pairs(pairs, dotted=dotted)
@@ -55,7 +55,7 @@ def bench_options(func: F) -> F:
 def backend_factory(name: str) -> Callable[..., Any]:
     """A registered backend name, or `package.module:factory` (cppo_bench.backends.opening)."""
     from cppo_bench.backends import opening
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
 
     try:
         return opening.backend_factory(name)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.util.termsafe import markup, safe
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -120,9 +120,9 @@ def report(
     spread: str,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from cppo_bench.report import build_report, check_text, compute
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     fmts = _formats(formats)
     console = Console(stderr=True)

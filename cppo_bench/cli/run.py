@@ -9,8 +9,8 @@ import click
 
 from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.problem import DataError
-from cppo_bench.registry import UnknownNameError
+from cppo_bench.errors import DataError
+from cppo_bench.util.registry import UnknownNameError
 
 # flag -> method option it sets (only the methods that have the option accept it)
 METHOD_FLAGS = ("inference", "select", "strategies", "fill")
@@ -28,7 +28,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
     """Read / kept / dropped-and-why (stderr), and how many of the kept ones --limit uses."""
-    from cppo_bench.loadreport import load_line
+    from cppo_bench.benchmarks.loadreport import load_line
 
     click.echo(load_line(bench, loaded), err=True)
     n = len(loaded.problems)
@@ -221,7 +221,7 @@ def run(**opts: Any) -> None:
         print_summary,
     )
     from cppo_bench.methods import OptionError
-    from cppo_bench.runstore import parse_shard
+    from cppo_bench.store.runs import parse_shard
     from cppo_bench.verifier import SandboxError
 
     seeds = parse_seeds(opts["seeds"])

@@ -7,8 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
-from cppo_bench.termsafe import markup
+from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import markup
 
 
 def _fmt(x: float | None) -> str:
@@ -27,7 +27,7 @@ class RichReporter:
             TimeElapsedColumn,
         )
 
-        from cppo_bench.termsafe import console as Console  # escapes data it prints
+        from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
         self.k = k
         self.passed = self.done = self.total = 0
@@ -78,7 +78,7 @@ def print_summary(result: Any, skipped: int = 0) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     s, st, t, k = result.summary, result.stats, result.timings, result.manifest.k
     n = max(1, s["problems"])
@@ -132,8 +132,8 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
     """What an interrupted run kept, and the command that resumes it (to stderr)."""
     import click
 
-    from cppo_bench.gencache import GEN_CACHE
-    from cppo_bench.runstore import read_records
+    from cppo_bench.store.gencache import GEN_CACHE
+    from cppo_bench.store.runs import read_records
 
     if run_dir is None:
         click.echo("interrupted before any generation: nothing stored", err=True)
@@ -157,13 +157,13 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
 
 def validity_text(records: list[Any]) -> str:
     """The tuple validity / fallback line of a run ('' for a method with nothing to say)."""
-    from cppo_bench.validity import run_tally
+    from cppo_bench.plan.validity import run_tally
 
     return run_tally(records).text()
 
 
 def print_seed_table(results: list[Any]) -> None:
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     values = [r.summary["pass_at_k"] for r in results if r.summary["pass_at_k"] is not None]
     k = results[0].manifest.k
@@ -180,9 +180,9 @@ def print_seed_table(results: list[Any]) -> None:
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
     """One row per stored run (shards merged); an unreadable run is listed with the reason,
     not skipped, and so is what keeps a sharded run from merging."""
-    from cppo_bench.runindex import scan
-    from cppo_bench.scoring import summarize
-    from cppo_bench.validity import run_tally
+    from cppo_bench.store.index import scan
+    from cppo_bench.runner.scoring import summarize
+    from cppo_bench.plan.validity import run_tally
 
     store = scan(out)
     rows: list[dict] = [
@@ -228,7 +228,7 @@ def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> 
 def print_runs(rows: list[dict], out: Path) -> None:
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     console = Console()
     if not console.is_terminal:  # piped or logged: no width to fit, so never fold a cell

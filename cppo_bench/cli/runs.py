@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.problem import DataError
-from cppo_bench.termsafe import safe
+from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import safe
 
 
 def registered_names(what: str) -> list[str]:
@@ -25,7 +25,7 @@ def registered_names(what: str) -> list[str]:
 def unmatched_filter(out: Path, bench: str | None, method: str | None) -> None:
     """A --bench / --method that matches no stored run is an error naming what exists (a
     typo such as `--method dirct` must not read as "no runs yet")."""
-    from cppo_bench.runindex import scan
+    from cppo_bench.store.index import scan
 
     runs_ = scan(out).runs
     parts = []
@@ -95,9 +95,9 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
     problem missing or in two shards); a run that fails is named with the reason, the others
     are still merged, and the exit status is non-zero.
     """
-    from cppo_bench.progress import progress_bar
-    from cppo_bench.runindex import scan
-    from cppo_bench.runmerge import merge_run
+    from cppo_bench.util.progress import progress_bar
+    from cppo_bench.store.index import scan
+    from cppo_bench.store.merge import merge_run
 
     store = scan(out)
     todo = [

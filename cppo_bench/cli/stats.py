@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.util.termsafe import markup, safe
 
 PATH = click.Path(exists=True, path_type=Path)
 
@@ -20,7 +20,7 @@ PATH = click.Path(exists=True, path_type=Path)
 @contextmanager
 def _clean_errors() -> Iterator[None]:
     """Bad input ends in one line naming the file or record, never a traceback."""
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
 
     try:
         yield
@@ -49,13 +49,13 @@ def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
-    """The results frame the API's statistics take (cppo_bench.frames)."""
-    from cppo_bench.frames import load_runs, read_outcomes
+    """The results frame the API's statistics take (cppo_bench.store.frames)."""
+    from cppo_bench.store.frames import load_runs, read_outcomes
 
     if (runs is None) == (csv_path is None):
         raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
     if runs is not None:
-        from cppo_bench.progress import progress_bar
+        from cppo_bench.util.progress import progress_bar
 
         with progress_bar("reading runs") as advance:
             frame = load_runs(
@@ -72,7 +72,7 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
 
 def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
     """The frame's rows as OutcomeRows (for `stats diversity`)."""
-    from cppo_bench.frames import rows_of
+    from cppo_bench.store.frames import rows_of
 
     return rows_of(_frame(runs, csv_path, bench))
 
@@ -90,7 +90,7 @@ def _ks(text: str) -> list[int]:
 def _table(title: str, columns: list[str], body: list[list[str]]) -> None:
     from rich.table import Table
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     table = Table(title=title)
     for c in columns:

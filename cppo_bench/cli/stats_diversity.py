@@ -32,7 +32,7 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
         raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
     from rich.progress import Progress
 
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     encoder_obj = judge = None
     console = Console(stderr=True)

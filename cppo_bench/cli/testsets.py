@@ -28,7 +28,7 @@ def load_tests(tests_dir: Path | None, bench: str) -> Any:
     if tests_dir is None:
         return None
     from cppo_bench.augment.store import read_test_set
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
 
     try:
         ts = read_test_set(tests_dir)
@@ -47,7 +47,7 @@ def apply_tests(problems: list, ts: Any) -> list:
     if ts is None:
         return problems
     from cppo_bench.augment.store import with_tests
-    from cppo_bench.termsafe import safe
+    from cppo_bench.util.termsafe import safe
 
     out = with_tests(problems, ts)
     covered = [p for p, q in zip(problems, out, strict=True) if p is not q]

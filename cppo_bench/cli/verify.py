@@ -14,7 +14,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.termsafe import markup, safe
+from cppo_bench.util.termsafe import markup, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
@@ -26,7 +26,7 @@ MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
 def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     """(line number, text or None, error) per line: split on \\n only, each line decoded on
     its own, so one bad line is named and the others are still read."""
-    from cppo_bench.jsonio import split_lines
+    from cppo_bench.util.jsonio import split_lines
 
     try:
         with path.open("rb") as fh:
@@ -53,7 +53,7 @@ def read_programs(
     path: Path, problems: dict[str, Any], ambiguous: set[str] = frozenset()
 ) -> tuple[list[dict], list[str]]:
     """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
-    from cppo_bench.jsonio import loads
+    from cppo_bench.util.jsonio import loads
 
     records, errors = [], []
     for lineno, line, why in _program_lines(path):
@@ -93,7 +93,7 @@ def read_programs(
 def named_problems(path: Path) -> list[str]:
     """The problem ids a programs file names (lines that are not such records are left to
     `read_programs` to report)."""
-    from cppo_bench.jsonio import loads
+    from cppo_bench.util.jsonio import loads
 
     try:
         lines = _program_lines(path)
@@ -227,9 +227,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            unsafe_no_sandbox: bool = False, tests_dir: Path | None = None) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox."""
     from cppo_bench import api
-    from cppo_bench.problem import DataError
-    from cppo_bench.registry import UnknownNameError
-    from cppo_bench.termsafe import console as Console  # escapes data it prints
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.registry import UnknownNameError
+    from cppo_bench.util.termsafe import console as Console  # escapes data it prints
     from cppo_bench.verifier import SandboxError
 
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)

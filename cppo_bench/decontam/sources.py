@@ -12,7 +12,8 @@ from typing import Any
 
 from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
 from cppo_bench.decontam.overlap import Role, Source
-from cppo_bench.problem import DataError, LoadResult, RecordError, load_problem_jsonl
+from cppo_bench.errors import DataError
+from cppo_bench.problem import LoadResult, RecordError, load_problem_jsonl
 
 
 def _load_jsonl(path: Path, strict: bool) -> LoadResult:

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cppo_bench.lm_eval_tasks import DATA_ENV
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.lm_eval_tasks.docs import problem_for
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ the class's typed options dataclass (`Method.from_options({...})`).
 from __future__ import annotations
 
 from cppo_bench.methods.base import Attempt, Method, MethodOptions, MethodOutput, OptionError
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 METHODS: Registry[type[Method]] = Registry(
     "method",

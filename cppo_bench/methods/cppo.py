@@ -10,7 +10,7 @@ a full tuple; K is then met by selection or pooling (the study's K-sweep protoco
 
 `inference`: joint (default) = the tuples above; iid = K separate planner draws of the same
 prompt, each stopped after its first method, so no strategy sees another (no shared
-history). A tuple that parses short is completed by `fill` (see cppo_bench.plans.fill_plans)
+history). A tuple that parses short is completed by `fill` (see cppo_bench.plan.contract.fill_plans)
 and the report records which slots were filled. `fill=fail` (`--strict-plans`) fills
 nothing: every branch of a tuple that breaks the PLAN contract is scored as a failed
 branch (no solver call; finish reason `invalid_plan`), so a planner that never produces a
@@ -39,10 +39,10 @@ from cppo_bench.methods.base import (
     prompt_request,
     solver_attempts,
 )
-from cppo_bench.plans import ValidityReport, fill_plans, parse_plans, plan_tuple, validate_plans
+from cppo_bench.plan.contract import ValidityReport, fill_plans, parse_plans, plan_tuple, validate_plans
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
-from cppo_bench.validity import tuple_flags
+from cppo_bench.plan.validity import tuple_flags
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ class CPPO(Method):
 
 
 def contract_valid(report: ValidityReport) -> bool:
-    """Valid as the tallies count it (cppo_bench.validity): a repaired tuple is not."""
+    """Valid as the tallies count it (cppo_bench.plan.validity): a repaired tuple is not."""
     return tuple_flags(report.to_dict())["valid"]
 
 

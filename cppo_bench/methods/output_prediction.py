@@ -25,7 +25,8 @@ from cppo_bench.methods.base import (
     per_problem,
     request,
 )
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 from cppo_bench.prompts import Messages, load_prompt, render
 
 _TAGGED = re.compile(r"\[ANSWER\](.*?)(?:\[/ANSWER\]|$)", re.DOTALL | re.IGNORECASE)

@@ -65,7 +65,7 @@ from cppo_bench.methods.plansearch_stages import (
     select_spread,
     tree_combos,
 )
-from cppo_bench.plans import fill_plans, validate_plans
+from cppo_bench.plan.contract import fill_plans, validate_plans
 from cppo_bench.problem import Problem
 
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cppo_bench.plans import parse_labelled, validate_plans
+from cppo_bench.plan.contract import parse_labelled, validate_plans
 
 Combo = tuple[str, ...]
 NO_OBSERVATIONS = "(none: this problem needs no particular observation)"

@@ -9,7 +9,7 @@ Inference-only methods have a single "seed", so only problems vary for them.
 Calibration: with one run per method this is a paired problem bootstrap and rejects a true
 null at about alpha. With several seeds it compares the all-seed mean against resamples
 built from ONE seed, whose spread is wider: the test is conservative (with 3 seeds of one
-distribution, under 1% false positives at alpha = 0.05; see tests/test_metrics_bootstrap.py).
+distribution, under 1% false positives at alpha = 0.05; see tests/metrics/test_metrics_bootstrap.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import numpy as np
 
 from cppo_bench.metrics.table import OutcomeRow, Scores
 from cppo_bench.metrics.uncertainty import Spread, Uncertainty, cell_uncertainty
-from cppo_bench.validity import Tally
+from cppo_bench.plan.validity import Tally
 
 
 @dataclass

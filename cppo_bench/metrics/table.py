@@ -1,5 +1,5 @@
 """Per-problem results as the statistics read them, from a run store or from a CSV file
-(both read into a pandas DataFrame by cppo_bench.frames, then into OutcomeRows here).
+(both read into a pandas DataFrame by cppo_bench.store.frames, then into OutcomeRows here).
 
 CSV schema (a header row; comma-separated; one row per benchmark, method, seed and problem):
 
@@ -39,7 +39,7 @@ from cppo_bench.metrics.passk import (
     pass_at_k,
     pass_at_k_first,
 )
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",
@@ -66,14 +66,14 @@ class OutcomeRow:
     # std over training seeds; an untagged method is inference-only (bootstrap SE)
     trained: str | None = None
     dataset_size: int = 0  # the benchmark's full evaluation set (the run's dataset); 0: unknown
-    # the record's tuple validity / fallbacks (cppo_bench.validity.Tally); runs only
+    # the record's tuple validity / fallbacks (cppo_bench.plan.validity.Tally); runs only
     validity: Any = field(default=None, compare=False, repr=False)
 
 
 def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
     """Rows of a per-problem outcome CSV (schema in the module docstring), read by pandas
-    and checked in cppo_bench.frames.read_outcomes."""
-    from cppo_bench.frames import read_outcomes, rows_of
+    and checked in cppo_bench.store.frames.read_outcomes."""
+    from cppo_bench.store.frames import read_outcomes, rows_of
 
     return rows_of(read_outcomes(path))
 
@@ -97,9 +97,9 @@ def rows_from_runs(
     warn: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[OutcomeRow]:
-    """One row per problem record of every run under `root` (cppo_bench.frames.load_runs:
+    """One row per problem record of every run under `root` (cppo_bench.store.frames.load_runs:
     the shared run-store reader, shards merged, one run per configuration and seed)."""
-    from cppo_bench.frames import load_runs, rows_of
+    from cppo_bench.store.frames import load_runs, rows_of
 
     return rows_of(load_runs(root, warn=warn, progress=progress))
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 
 # v2: the study's PLAN contract (A:..D: labels), SFT-candidate rules and SOLVE clause, and
 # the released PlanSearch stages (issue #15); v1 stays as it was, so v1 runs replay exactly

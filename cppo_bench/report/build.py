@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
 from cppo_bench.report.escape import md_fenced, shell_comment
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import TableSpec, load_specs
-from cppo_bench.report.store import RunIndex
+from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.tables import build_table
 
 FORMATS = ("md", "tex", "csv")
@@ -50,8 +50,8 @@ class Computed:
     def shown(self) -> dict[str, int]:
         """Cells a reader sees a number in (not cells that merely have some run), and how
         many of those are partial (fewer problems than the benchmark's evaluation set) or
-        computed from a degraded method (see cppo_bench.validity)."""
-        from cppo_bench.validity import DEGRADED_MARK
+        computed from a degraded method (see cppo_bench.plan.validity)."""
+        from cppo_bench.plan.validity import DEGRADED_MARK
 
         cells = [c for t in self.tables for _, _, c in t.cells() if not c.empty]
         return {

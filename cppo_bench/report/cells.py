@@ -24,8 +24,8 @@ from cppo_bench.metrics.uncertainty import cell_uncertainty
 from cppo_bench.report.measures import METRICS, Ctx, MetricDef, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest
 from cppo_bench.report.specs import MetricSpec, Selector, TableSpec
-from cppo_bench.report.store import CellRuns, RunIndex
-from cppo_bench.validity import DEGRADED_MARK, Tally, run_tally
+from cppo_bench.report.run_index import CellRuns, RunIndex
+from cppo_bench.plan.validity import DEGRADED_MARK, Tally, run_tally
 
 __all__ = ["METRICS", "SPREAD_NOTE", "CellEngine", "Computed", "metric_digits", "metric_label"]
 

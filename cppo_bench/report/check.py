@@ -10,9 +10,9 @@ from pathlib import Path
 from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.report.escape import shell_arg
 from cppo_bench.report.model import CellRequest, Table
-from cppo_bench.report.store import RunIndex
-from cppo_bench.runstore import RunManifest
-from cppo_bench.termsafe import safe
+from cppo_bench.report.run_index import RunIndex
+from cppo_bench.store.runs import RunManifest
+from cppo_bench.util.termsafe import safe
 
 TUPLE_SIZE = 4  # a run of K >= 4 attempts also fills the pass@K' < K cells of a sweep
 

@@ -1,7 +1,7 @@
 """What the report reads from `cppo-bench train cppo` pipeline folders (JSON artifacts only).
 
 A pipeline folder holds one sub-folder per stage whose ``train_manifest.json`` names its
-``stage`` (the layout of cppo_bench.training_schema). From these the report takes:
+``stage`` (the layout of cppo_bench.store.training_schema). From these the report takes:
 
 * the reward-model diagnostics: ``rm/val_scores.jsonl`` (held-out judge labels) and
   ``joint/gate_log.jsonl`` (gate scores with the tuple's pass@K outcome) as one gate log;
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError, Problem, SourceIds
-from cppo_bench.training_schema import (
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem, SourceIds
+from cppo_bench.store.training_schema import (
     GATE_LOG,
     STAGES,
     TRAIN_MANIFEST,

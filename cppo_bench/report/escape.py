@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from cppo_bench.schema import has_control
-from cppo_bench.termsafe import safe
+from cppo_bench.store.schema import has_control
+from cppo_bench.util.termsafe import safe
 
 _MD_SPECIAL = re.compile(r"([\\`\[\]|<>])")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from cppo_bench.metrics import mean_std
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import Selector, TableSpec

@@ -4,7 +4,7 @@ Kinds, named by a table spec's ``figures`` list: grouped_bars (a grid table's fi
 per benchmark), pass_at_k_curves (a K-sweep grid), diversity_gain (a diversity grid: its
 metric against the pass@K gain over a baseline, with an OLS line and 95% band). The
 reward-model diagnostics (ROC with AUC, validity x outcome heat map) are drawn whenever
-trainer logs exist (see cppo_bench.training_schema). A figure without data is skipped
+trainer logs exist (see cppo_bench.store.training_schema). A figure without data is skipped
 with a reason, never drawn empty.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from cppo_bench.metrics.roc import roc_auc, roc_points
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.model import Table
 from cppo_bench.report.specs import MetricSpec, TableSpec, parse_selector
 from cppo_bench.report.tables import bench_label, model_label
-from cppo_bench.training_schema import GateLog
+from cppo_bench.store.training_schema import GateLog
 
 
 @dataclass(frozen=True)

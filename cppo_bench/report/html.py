@@ -20,7 +20,7 @@ from cppo_bench.report.escape import shell_comment
 from cppo_bench.report.figures import Figure
 from cppo_bench.report.model import Table
 from cppo_bench.report.render import to_html
-from cppo_bench.report.store import RunRef
+from cppo_bench.report.run_index import RunRef
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;

@@ -17,10 +17,10 @@ import numpy as np
 
 from cppo_bench.metrics import maj_at_k, pass_per_10k_tokens, summarise_tokens
 from cppo_bench.metrics.table import OutcomeRow, row_scores, tuple_texts
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from cppo_bench.report.specs import MetricSpec, Selector
-from cppo_bench.report.store import RunRef
-from cppo_bench.runstore import ProblemRecord
+from cppo_bench.report.run_index import RunRef
+from cppo_bench.store.runs import ProblemRecord
 
 
 @dataclass
@@ -114,7 +114,7 @@ def _pass_per_10k(ctx: Ctx) -> float | None:
 
 
 def _has_duplicate(report: dict[str, Any]) -> bool | None:
-    """Whether one tuple's validity report (cppo_bench.plans.ValidityReport.to_dict) finds
+    """Whether one tuple's validity report (cppo_bench.plan.contract.ValidityReport.to_dict) finds
     a method repeating an earlier one of the tuple; None if the report does not say."""
     if "n_duplicates" in report:
         return int(report["n_duplicates"]) > 0

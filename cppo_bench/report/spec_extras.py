@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 
 @dataclass(frozen=True)

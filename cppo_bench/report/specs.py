@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from cppo_bench.builder import SCALARS, why_not
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from cppo_bench.report.spec_extras import (
     ExampleProblem,
     ExternalCell,

@@ -18,7 +18,7 @@ from cppo_bench.metrics import (
     hierarchical_bootstrap,
     seed_difference_ci,
 )
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from cppo_bench.report.cells import SPREAD_NOTE, CellEngine, metric_digits, metric_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import BENCH_LABELS, Selector, TableSpec

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 
 TRAIN_DIR = "train"
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from cppo_bench.verifier.compare_text import (
     DIGEST_ABOVE,
     concat_equals,

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from cppo_bench.problem import DataError, Problem
-from cppo_bench.registry import UnknownNameError
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
+from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from trainers.core.cppo import CPPOConfig, PlanReward, outcome_reward, plan_reward
 
 STUDY_K = 4  # strategies per tuple = solver branches (the pass@K budget)

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 StdKind = Literal["bessel", "population"]
 Aggregation = Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"]
-# TRL's GRPOTrainer ``loss_type`` names for the same aggregations (tests/test_trainers_trl_oracle.py
+# TRL's GRPOTrainer ``loss_type`` names for the same aggregations (tests/trainers/test_trainers_trl_oracle.py
 # checks loss and gradient against TRL for each pair). TRL's "bnpo" is a token mean over one
 # micro-batch; ours is over the global batch, which is what TRL's "dapo" does.
 TRL_NAMES: dict[str, str] = {"grpo": "sequence-mean", "dapo": "token-mean", "dr_grpo": "constant"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cppo_bench.training_schema import TAU
+from cppo_bench.store.training_schema import TAU
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
 from trainers.engine.config import TrainConfig
 

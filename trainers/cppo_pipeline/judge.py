@@ -1,7 +1,7 @@
 """The offline plan judge: labels (problem, methods) items against the plan-validity rubric.
 
 Three judges, registered by name: ``rules`` (deterministic: the PLAN-contract checks of
-cppo_bench.plans plus three rubric checks that need no model: generic advice, off-topic
+cppo_bench.plan.contract plus three rubric checks that need no model: generic advice, off-topic
 methods, and near-duplicate methods, word-set Jaccard >= 0.8 as in the SFT funnel), ``llm``
 (any backend, prompt ``judge_plan_rubric``), and ``combined`` (valid only when both agree it
 is valid; an LLM reply that breaks format falls back to the rules). Every verdict
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cppo_bench.backends import Backend, GenRequest, SamplingParams
-from cppo_bench.plans import GENERIC_PLAN, format_plans, parse_judge_verdict, validate_plans
+from cppo_bench.plan.contract import GENERIC_PLAN, format_plans, parse_judge_verdict, validate_plans
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 RUBRIC_PROMPT = "judge_plan_rubric"
 _WORD = re.compile(r"[a-z][a-z0-9]+")

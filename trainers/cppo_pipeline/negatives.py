@@ -18,9 +18,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cppo_bench.plans import format_plans
+from cppo_bench.plan.contract import format_plans
 from cppo_bench.problem import Problem
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.plans import validate_plans
+from cppo_bench.plan.contract import validate_plans
 from trainers.core.gate import GateClassifier, GateConfig
 from trainers.cppo_pipeline.judge import GENERIC_ADVICE, STOPWORDS
 from trainers.cppo_pipeline.negatives import LabelledTuple
@@ -139,7 +139,7 @@ def create(seed: int) -> NgramRM:
 
 
 def load(folder: Path, meta: dict) -> NgramRM:
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from trainers.engine.artifacts import load_tensors
 
     try:

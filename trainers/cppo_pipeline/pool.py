@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cppo_bench.problem import DataError
-from cppo_bench.training_schema import read_jsonl
+from cppo_bench.errors import DataError
+from cppo_bench.store.training_schema import read_jsonl
 from trainers.cppo_pipeline.negatives import LabelledTuple
 
 POOL = "pool.jsonl"

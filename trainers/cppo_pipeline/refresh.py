@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from cppo_bench.training_schema import read_jsonl
+from cppo_bench.store.training_schema import read_jsonl
 from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.negatives import (
@@ -85,7 +85,7 @@ def result_dict(r: RefreshResult) -> dict[str, object]:
 # -- bookkeeping for a resumable joint stage ---------------------------------------------------
 # A phase-boundary refresh runs after the engine has saved that step's state, so a SIGKILL
 # during it resumes *after* the boundary. Hence: the step's tuples are kept on disk before the
-# state is saved (trainers.cppo ``write_recent``), a refresh counts as done only once its record is in the log
+# state is saved (trainers.algorithms.cppo ``write_recent``), a refresh counts as done only once its record is in the log
 # (``record_refresh``, written last and atomically), and a resumed stage redoes a boundary whose
 # record is missing.
 

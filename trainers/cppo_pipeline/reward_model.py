@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.registry import Registry
-from cppo_bench.training_schema import TAU
+from cppo_bench.util.registry import Registry
+from cppo_bench.store.training_schema import TAU
 from trainers.core.gate_metrics import (
     PREREGISTERED_RULE,
     AcceptanceRule,
@@ -232,7 +232,7 @@ def save(
 
 
 def _meta(folder: Path) -> dict[str, Any]:
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
     from trainers.engine import artifacts
 
     artifacts.read_manifest(folder, "reward_model")

@@ -10,10 +10,10 @@ from typing import Any
 
 import torch
 
-from cppo_bench import training_schema as schema
+from cppo_bench.store import training_schema as schema
 from cppo_bench.backends import Backend, GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend, load_model
-from cppo_bench.plans import plan_tuple
+from cppo_bench.plan.contract import plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from trainers.cppo_pipeline import ranks
@@ -36,7 +36,7 @@ from trainers.engine import artifacts
 CHECKPOINT = "planner"  # the SFT planner: an artifact of the one checkpoint format
 SFT_SET = "sft_set.jsonl"
 RM_DIR = "reward_model"
-VAL_SCORES = schema.VAL_SCORES  # GateRecords (cppo_bench.training_schema)
+VAL_SCORES = schema.VAL_SCORES  # GateRecords (cppo_bench.store.training_schema)
 RM_DATA = "rm_data.jsonl"  # train + val items, label, source, text, score (diagnosis)
 
 

@@ -1,6 +1,6 @@
 """Stages 3 (RM-guided warm-up), 4 (audit) and 5 (joint CPPO) on the shared training engine.
 
-Warm-up and joint training are engine runs of the ``cppo`` algorithm (trainers/cppo.py) in the
+Warm-up and joint training are engine runs of the ``cppo`` algorithm (trainers/algorithms/cppo.py) in the
 stage folder itself (the engine's manifest, metrics.jsonl, resumable state and HF folders are
 the stage's), so a SIGKILL mid-stage resumes from the engine's last state. The warm-up ends
 through the engine's stop signal (its plateau rule returns a reason from ``on_step``). The
@@ -24,10 +24,10 @@ import torch
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.hf import load_model
 from cppo_bench.problem import Problem
-from cppo_bench.training_schema import GATE_LOG, read_metrics
+from cppo_bench.store.training_schema import GATE_LOG, read_metrics
 from trainers.core.cppo_ablation import ablation
 from trainers.core.cppo_joint import PlateauRule
-from trainers.cppo import CPPO, CPPOAlgoConfig, read_recent
+from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig, read_recent
 from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.audit import AuditThresholds, audit

@@ -1,6 +1,6 @@
 """The stage runner: one folder per stage, skip what is complete, manifests name their inputs.
 
-A stage writes ``DIR/<stage>/`` in the layout every training run has (cppo_bench.training_schema):
+A stage writes ``DIR/<stage>/`` in the layout every training run has (cppo_bench.store.training_schema):
 ``train_manifest.json``, ``metrics.jsonl`` and its artifacts. The manifest is completed last:
 ``status``, the artifacts the stage produced, its ``outputs`` (e.g. the policy it hands on) and
 what it consumed (path + sha256 of the producing stage's manifest). A stage is complete exactly
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
-from cppo_bench.training_schema import STAGES, TRAIN_MANIFEST
-from cppo_bench.training_schema import read_manifest as read_training_manifest
+from cppo_bench.errors import DataError
+from cppo_bench.store.training_schema import STAGES, TRAIN_MANIFEST
+from cppo_bench.store.training_schema import read_manifest as read_training_manifest
 from trainers.cppo_pipeline import ranks
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.manifest import provenance

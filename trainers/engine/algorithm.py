@@ -1,6 +1,6 @@
 """What an algorithm gives the engine: how a problem's group is sampled, how rows are formed.
 
-``Algorithm`` subclasses (one file each: trainers/pkpo.py, passk_rl.py, upskill.py, and CPPO
+``Algorithm`` subclasses (one file each: trainers/algorithms/pkpo.py, passk_rl.py, upskill.py, and CPPO
 next) set ``name`` and ``Config`` (a frozen dataclass of their own keys) and implement
 
 * ``requests(problem, ctx)``: the rollouts to draw for one problem (its group, with kinds);
@@ -22,7 +22,7 @@ import torch
 
 from cppo_bench.methods.base import derive_seed
 from cppo_bench.problem import Problem
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from trainers.core.batch import Region, Row
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import Rollout, RolloutRequest
@@ -84,10 +84,10 @@ class Algorithm:
 ALGORITHMS: Registry[type[Algorithm]] = Registry(
     "algorithm",
     lazy={
-        "pkpo": "trainers.pkpo",
-        "passk_rl": "trainers.passk_rl",
-        "upskill": "trainers.upskill",
-        "cppo": "trainers.cppo",
+        "pkpo": "trainers.algorithms.pkpo",
+        "passk_rl": "trainers.algorithms.passk_rl",
+        "upskill": "trainers.algorithms.upskill",
+        "cppo": "trainers.algorithms.cppo",
     },
 )
 

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cppo_bench import jsonio
-from cppo_bench.problem import DataError
+from cppo_bench.util import jsonio
+from cppo_bench.errors import DataError
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"

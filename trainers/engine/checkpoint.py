@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.problem import DataError
+from cppo_bench.errors import DataError
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 
 STATE_DIR = "state"

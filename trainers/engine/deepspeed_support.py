@@ -1,6 +1,6 @@
 """What the engine does differently under DeepSpeed (``accelerate launch`` with a DeepSpeed
 config). Run on the CPU with accelerate 1.15 / DeepSpeed 0.19.8 (2 gloo processes, ZeRO-2 and
-ZeRO-3: tests/test_train_deepspeed.py); on a GPU: never (docs/gpu.md).
+ZeRO-3: tests/trainers/test_trainers_deepspeed.py); on a GPU: never (docs/gpu.md).
 
 * ``accelerator_kwargs``: without CUDA the engine asked accelerate for ``cpu=True``, and
   accelerate then ignores a DeepSpeed launch and runs DDP; a DeepSpeed launch on a CPU now
@@ -132,7 +132,7 @@ def reference(path: str, dtype: Any, accelerator: Any) -> Any:
 
 
 # The classes DeepSpeed 0.19 pickles into a ZeRO-1/2/3 training state (found by reading back
-# every file of the CPU runs in tests/test_train_deepspeed.py with weights_only=True), plus
+# every file of the CPU runs in tests/trainers/test_trainers_deepspeed.py with weights_only=True), plus
 # the dynamic loss scaler of fp16 runs; a state that holds anything else is refused.
 STATE_GLOBALS = (
     "deepspeed.runtime.zero.config.ZeroStageEnum",
@@ -162,7 +162,7 @@ def check_state_pickles(folder: Path, trusted: str = "") -> None:
 
     import torch
 
-    from cppo_bench.problem import DataError
+    from cppo_bench.errors import DataError
 
     names = [*STATE_GLOBALS, *(n for n in trusted.split(",") if n.strip())]
     allowed = [obj for obj in map(_resolve, names) if obj is not None]

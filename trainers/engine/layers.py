@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from cppo_bench import builder as typed
-from cppo_bench.jsonio import read_capped
+from cppo_bench.util.jsonio import read_capped
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is never a real one

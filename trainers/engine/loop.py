@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.methods.direct import render_messages, stop_strings
-from cppo_bench.problem import DataError, Problem
+from cppo_bench.errors import DataError
+from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION
 from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, deepspeed_support, manifest, sharding
@@ -257,7 +258,7 @@ def _train(spec: RunSpec) -> TrainResult:
     saved: Path | None = None
     stopped: str | None = None
     warned_overlong = False
-    from cppo_bench.progress import progress_bar
+    from cppo_bench.util.progress import progress_bar
 
     quiet = not (spec.progress and accelerator.is_main_process)
     bar_cm = progress_bar("train", total, quiet=quiet, completed=start)

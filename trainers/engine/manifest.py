@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.gitinfo import git_commit
-from cppo_bench.problem import DataError
-from cppo_bench.training_schema import TRAIN_MANIFEST, read_manifest
+from cppo_bench.errors import DataError
+from cppo_bench.store.training_schema import TRAIN_MANIFEST, read_manifest
 from trainers.engine.artifacts import atomic_write_text
 
 MANIFEST = TRAIN_MANIFEST

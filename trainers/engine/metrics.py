@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 
-from cppo_bench.training_schema import METRICS
+from cppo_bench.store.training_schema import METRICS
 
-METRICS_FILE = METRICS  # the one name (cppo_bench.training_schema)
+METRICS_FILE = METRICS  # the one name (cppo_bench.store.training_schema)
 VARIANCE_OF = ("reward", "transformed_reward", "combined_reward", "r_mi", "r_correct")
 
 
@@ -122,7 +122,7 @@ class MetricsLog:
         """Drop lines past ``step`` (a resumed run recomputes them)."""
         if not self.enabled or not self.path.is_file():
             return
-        from cppo_bench.training_schema import read_jsonl
+        from cppo_bench.store.training_schema import read_jsonl
         from trainers.engine.artifacts import atomic_write_text
 
         kept = [

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 from cppo_bench.verifier import VerifyJob, verify_batch
 from trainers.engine.rollout import Rollout
 

@@ -26,7 +26,7 @@ from cppo_bench.backends.base import GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend
 from cppo_bench.methods.base import close_fence
 from cppo_bench.problem import Problem
-from cppo_bench.registry import Registry
+from cppo_bench.util.registry import Registry
 
 
 @dataclass(frozen=True)

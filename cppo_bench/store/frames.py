@@ -1,0 +1,242 @@
+"""Per-problem results as pandas DataFrames: `load_runs` (a run store) and `read_outcomes`
+(the outcome CSV of cppo_bench/metrics/table.py), and the conversion to the OutcomeRows the
+metrics take, so `cppo_bench.stats` and `cppo-bench stats` compute from the same frame.
+
+A run frame has one row per benchmark, method, model, trained-from (base model), seed and
+problem, read through the validated run-store reader (cppo_bench.store.index: manifests and
+records checked against cppo_bench.store.schema, shards merged, one run per configuration and
+seed). Columns:
+
+    benchmark, method, model      the manifest's; `method_label` is what stats group by:
+                                  the method, or "method[model]" when a benchmark/method was
+                                  run with several models (so they are never averaged)
+    trained, base_model, train_seed   a trained checkpoint's tags (None: inference-only)
+    seed, problem_id, k, select   the run's seed, the problem, the budget, its K-of-4 rule
+    outcomes                      per-branch 0/1 in rollout order, e.g. "0110"
+    n_branches, n_passed          len(outcomes) and its count of 1s
+    planner_tokens, solver_tokens decoded tokens for the problem (prompt excluded)
+    run_dir                       the run's directory
+    answers, answer_label, texts, texts_kind, validity, dataset_size
+                                  what maj@K, diversity and the plan-validity tally read
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cppo_bench.metrics.table import OutcomeRow, tuple_texts
+from cppo_bench.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_COLUMNS = (
+    "benchmark", "method", "model", "trained", "base_model", "train_seed", "seed",
+    "problem_id", "k", "select", "outcomes", "n_branches", "n_passed", "planner_tokens",
+    "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
+    "texts_kind", "validity", "dataset_size",
+)  # fmt: skip
+_TRUE = {"1", "true", "yes", "t", "y"}
+_FALSE = {"0", "false", "no", "f", "n"}
+
+
+def _bits(outcomes: Any) -> str:
+    return "".join("1" if o else "0" for o in outcomes)
+
+
+def load_runs(
+    path: str | Path,
+    *,
+    warn: Callable[[str], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Every run under `path` (a run store, or one run directory) as one DataFrame row per
+    problem record (columns in this module's docstring). A manifest that fails its schema
+    is a DataError; records that fail theirs, duplicate runs of one configuration and seed,
+    and missing shards are named through `warn` and left out, never averaged in."""
+    import pandas as pd
+
+    from cppo_bench.store.index import one_per_slot, scan
+    from cppo_bench.store.runs import slug
+    from cppo_bench.plan.validity import record_tally
+
+    store = scan(Path(path))
+    if store.unreadable:  # a bad manifest is bad input, not something to average around
+        raise DataError(store.unreadable[0][1])
+    if not store.runs:
+        raise DataError(f"{path}: no run directories (none holds a manifest.json)")
+    runs, dropped = one_per_slot(store.runs)
+    for line in [*store.warnings, *dropped]:
+        if warn:
+            warn(line)
+    loaded = []
+    for run in runs:
+        loaded.append((run, run.manifest, run.records()))
+        for line in run.skipped:  # records that failed the schema: named, never counted
+            if warn:
+                warn(line)
+        if progress:
+            progress(1)
+    models: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for _, man, _ in loaded:
+        models[(man.bench, man.method)].add(man.model)
+    rows: list[dict[str, Any]] = []
+    for run, man, records in loaded:
+        label = man.method
+        if len(models[(man.bench, man.method)]) > 1:
+            label = f"{man.method}[{slug(man.model)}]"
+        extra = man.extra
+        for rec in records.values():
+            outcomes = _bits(rec.outcomes)
+            answers = tuple(b.answer for b in rec.branches)
+            rows.append({
+                "benchmark": man.bench, "method": man.method, "model": man.model,
+                "trained": str(extra["trained"]) if extra.get("trained") else None,
+                "base_model": extra.get("base_model"), "train_seed": extra.get("train_seed"),
+                "seed": man.seed, "problem_id": rec.problem_id, "k": man.k,
+                "select": str(man.method_options.get("select", "first")),
+                "outcomes": outcomes, "n_branches": len(outcomes),
+                "n_passed": outcomes.count("1"), "planner_tokens": rec.planner_tokens,
+                "solver_tokens": rec.solver_tokens, "method_label": label,
+                "run_dir": str(run.path),
+                "answers": answers if rec.label is not None else (),
+                "answer_label": rec.label, "texts": tuple_texts(rec),
+                "texts_kind": "plan" if rec.plans else "code", "validity": record_tally(rec),
+                "dataset_size": man.dataset_size,
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def read_outcomes(path: str | Path) -> pd.DataFrame:
+    """A per-problem outcome CSV (schema in cppo_bench/metrics/table.py) as a checked
+    DataFrame: `outcomes` a 0/1 string or None, `passed` a bool or None, `seed` an int,
+    token counts ints or None. A bad cell is one DataError naming FILE:LINE and the column."""
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except pd.errors.EmptyDataError:
+        raw = pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: not a readable CSV ({first})") from None
+    header = {str(c).strip() for c in raw.columns}
+    raw.columns = [str(c).strip() for c in raw.columns]
+    missing = {"method", "problem_id"} - header
+    if missing or not header & {"outcomes", "passed"}:
+        need = sorted(missing) or ["outcomes or passed"]
+        raise DataError(f"{path}: missing column(s) {', '.join(need)} in the header")
+    raw = raw.fillna("")
+    records: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str, int, str], int] = {}
+    for line, cells in enumerate(raw.to_dict("records"), start=2):
+        records.append(_checked(cells, f"{path}:{line}", line, seen))
+    if not records:
+        raise DataError(f"{path}: no data rows")
+    frame = pd.DataFrame(records)
+    if "trained" not in header:  # `seed` is a training seed: several seeds = trained
+        n_seeds = frame.groupby(["benchmark", "method"])["seed"].transform("nunique")
+        frame["trained"] = frame["trained"].where(n_seeds <= 1, "(several seeds)")
+    return frame
+
+
+def _checked(
+    cells: dict[str, str], where: str, line: int, seen: dict[tuple[str, str, int, str], int]
+) -> dict[str, Any]:
+    """One CSV row, typed and checked."""
+    method = cells.get("method", "").strip()
+    pid = cells.get("problem_id", "").strip()
+    if not method or not pid:
+        raise DataError(f"{where}: empty method or problem_id")
+    text = "".join(cells.get("outcomes", "").replace("|", " ").split())
+    if text and set(text) - {"0", "1"}:
+        raise DataError(f"{where}: 'outcomes' must be a string of 0/1, got {text!r}")
+    passed_text = cells.get("passed", "").strip().lower()
+    if passed_text and passed_text not in _TRUE | _FALSE:
+        raise DataError(f"{where}: 'passed' must be 0/1 or true/false, got {passed_text!r}")
+    passed = (passed_text in _TRUE) if passed_text else None
+    if not text and passed is None:
+        raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
+    seed = _int(cells.get("seed"), where, "seed", 0) or 0  # never None: the default is 0
+    bench = cells.get("benchmark", "").strip() or "-"
+    key = (bench, method, seed, pid)
+    if key in seen:
+        raise DataError(
+            f"{where}: duplicate of line {seen[key]} ({bench}/{method}/seed {seed}/{pid})"
+        )
+    seen[key] = line
+    return {
+        "benchmark": bench, "method": method, "seed": seed, "problem_id": pid,
+        "outcomes": text or None, "passed": passed,
+        "planner_tokens": _int(cells.get("planner_tokens"), where, "planner_tokens", None),
+        "solver_tokens": _int(cells.get("solver_tokens"), where, "solver_tokens", None),
+        "trained": cells.get("trained", "").strip() or None,
+    }  # fmt: skip
+
+
+def _int(text: str | None, where: str, column: str, default: int | None) -> int | None:
+    if text is None or not text.strip():
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise DataError(f"{where}: {column!r} must be an integer, got {text!r}") from None
+
+
+def _cell(row: dict[str, Any], name: str, default: Any = None) -> Any:
+    """A frame cell, with pandas' missing values (NaN, None, pd.NA) as `default`."""
+    value = row.get(name, default)
+    if value is None:
+        return default
+    try:
+        import pandas as pd
+
+        if not isinstance(value, tuple | list | dict) and pd.isna(value):
+            return default
+    except (TypeError, ValueError):
+        pass
+    return value
+
+
+def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
+    """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
+    frame has it, else `method`). A frame filtered or built by hand works too: only
+    `method`, `problem_id` and `outcomes` or `passed` are required."""
+    missing = {"method", "problem_id"} - set(frame.columns)
+    if missing or not {"outcomes", "passed"} & set(frame.columns):
+        need = sorted(missing) or ["outcomes or passed"]
+        raise DataError(f"results frame: missing column(s) {', '.join(need)}")
+    out = []
+    for row in frame.to_dict("records"):
+        outcomes = _cell(row, "outcomes")
+        if outcomes is not None and not isinstance(outcomes, tuple):
+            outcomes = tuple(ch == "1" for ch in str(outcomes))
+        passed = _cell(row, "passed")
+        tokens = [_cell(row, f"{part}_tokens") for part in ("planner", "solver")]
+        out.append(
+            OutcomeRow(
+                benchmark=str(_cell(row, "benchmark", "-")),
+                method=str(_cell(row, "method_label") or row["method"]),
+                seed=int(_cell(row, "seed", 0)),
+                problem_id=str(row["problem_id"]),
+                outcomes=outcomes,
+                passed=None if passed is None else bool(passed),
+                planner_tokens=None if tokens[0] is None else int(tokens[0]),
+                solver_tokens=None if tokens[1] is None else int(tokens[1]),
+                select=str(_cell(row, "select", "first")),
+                answers=tuple(_cell(row, "answers", ())),
+                label=_cell(row, "answer_label"),
+                texts=tuple(_cell(row, "texts", ())),
+                texts_kind=str(_cell(row, "texts_kind", "plan")),
+                trained=_cell(row, "trained"),
+                dataset_size=int(_cell(row, "dataset_size", 0)),
+                validity=_cell(row, "validity"),
+            )
+        )
+    return out

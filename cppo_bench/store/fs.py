@@ -1,0 +1,128 @@
+"""Opening run-store files without following links out of the store.
+
+A run store may come from someone else, and one that holds a symbolic link
+(`records.jsonl -> ~/.bashrc`, `manifest.json.tmp -> /some/file`, a run directory linked
+elsewhere) must never make a resume or a merge write, truncate or append outside it.
+Every store file is opened here, with O_NOFOLLOW (a link in the last component fails with
+ELOOP) and O_NONBLOCK (a FIFO planted as a store file cannot block the open), then checked
+to be a regular file; a file opened for writing must also have no other hard link (a
+hard link is a path to a file outside the store too). Directories from the store root
+down to a run are checked with lstat and created one level at a time, never through a link.
+The root itself (`--out`) is the user's choice and may be a link (a scratch mount).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from pathlib import Path
+from typing import IO, Any
+
+from cppo_bench.errors import DataError
+
+_MODES = {
+    "rb": os.O_RDONLY,
+    "r+b": os.O_RDWR,
+    "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+}
+NOT_LINK = "is a symbolic link; a run store's files are never followed through links"
+
+
+class StoreLinkError(DataError):
+    """A store path is a link, not a regular file/directory, or hard-linked elsewhere."""
+
+
+def check_dir(path: Path) -> None:
+    """`path` is a directory and not a symbolic link (lstat: the link itself is looked at)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreLinkError(f"{path}: {NOT_LINK}")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreLinkError(f"{path}: not a directory")
+
+
+def check_under(root: Path, path: Path) -> None:
+    """Every directory from below `root` down to `path` is a real directory (or absent)."""
+    root, path = Path(root), Path(path)
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        raise StoreLinkError(f"{path}: not inside the run store {root}") from None
+    if ".." in rel.parts:
+        raise StoreLinkError(f"{path}: leaves the run store {root}")
+    current = root
+    for part in rel.parts:
+        current = current / part
+        check_dir(current)
+
+
+def make_dirs(root: Path, path: Path) -> None:
+    """mkdir -p of `path` below `root`, refusing any link on the way."""
+    root, path = Path(root), Path(path)
+    check_under(root, path)
+    current = root
+    root.mkdir(parents=True, exist_ok=True)
+    for part in path.relative_to(root).parts:
+        current = current / part
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            check_dir(current)
+
+
+def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
+    """Open a store file ("rb", "r+b", "ab"; "a"/"r" for text with `encoding`) without
+    following a link, and only if it is a regular file (for writing: with one link)."""
+    path = Path(path)
+    binary = mode if mode.endswith("b") else {"r": "rb", "a": "ab"}[mode]
+    check_dir(path.parent)
+    flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreLinkError(f"{path}: {NOT_LINK}") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreLinkError(f"{path}: not a regular file")
+        if binary != "rb" and st.st_nlink > 1:
+            raise StoreLinkError(
+                f"{path}: has {st.st_nlink} hard links; refusing to write through it"
+            )
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    if mode.endswith("b"):
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding=encoding or "utf-8")
+
+
+def exists(path: Path) -> bool:
+    """A store file is there (a dangling or foreign link counts as there: it is refused on
+    open, never silently treated as absent and recreated through)."""
+    return os.path.lexists(path)
+
+
+def write_atomic(path: Path, data: str) -> None:
+    """Replace `path` with `data` through a fresh temporary file: an old temp file (or a
+    link planted under its name) is unlinked, never written through; the rename replaces a
+    link at `path` itself, not its target."""
+    path = Path(path)
+    check_dir(path.parent)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
+    os.replace(tmp, path)  # atomic: a reader never sees half a file

@@ -1,0 +1,258 @@
+"""Generation cache: every generation a run made, keyed by model + prompt + sampling + seed.
+
+`gen_cache.jsonl` in the run directory is append-only: one line per finished generation,
+written and flushed as soon as it finishes (backends that stream results: hf, openai) or
+its batch returns (the others, e.g. vllm's offline engine). `CachedBackend` wraps a backend, serves
+hits from the file and sends all misses to the real backend in one batch, so a resumed or
+re-verified run never regenerates what it already has, and a run whose generations are all
+cached never even loads the model (the inner backend is built on the first miss).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cppo_bench.util import jsonio
+from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn, ResultFn
+from cppo_bench.store.runs import repair_tail
+from cppo_bench.store.fs import exists, open_file
+
+GEN_CACHE = "gen_cache.jsonl"
+MAX_CACHE_LINE = 256 << 20  # one generation (a long completion is well below this)
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    calls: int = 0  # generate calls that reached the real backend
+    generated_tokens: int = 0
+    generate_s: float = 0.0  # wall time spent inside the real backend
+    cache_s: float = 0.0  # the rest of generate(): cache keys, lookups, appends (overhead)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.generate_s if self.generate_s > 0 else 0.0
+
+
+class GenCache:
+    """The JSONL file plus its in-memory index. A torn last line (killed writer) is cut off
+    on open; other unreadable lines are skipped and counted (a cache line is never data)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.entries: dict[str, GenResult] = {}
+        self.skipped = 0
+        if exists(self.path):
+            repair_tail(self.path)
+            self._load()
+
+    def _load(self) -> None:
+        # lines split on \n only and decoded one by one: an invalid UTF-8 line, a foreign or
+        # over-long one is skipped (and counted), never the end of the cache
+        with open_file(self.path, "rb") as fh:
+            for line in jsonio.split_lines(fh, MAX_CACHE_LINE):
+                entry = _entry(line.text) if line.text is not None else None
+                if entry is None:
+                    self.skipped += line.text is None or bool(line.text.strip())
+                else:
+                    self.entries[entry[0]] = entry[1]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, key: str) -> GenResult | None:
+        return self.entries.get(key)
+
+    def put_many(self, items: Sequence[tuple[str, GenRequest, GenResult]]) -> None:
+        """Append results (errors are not cached: a resumed run retries them)."""
+        lines = []
+        for key, req, res in items:
+            if res.finish_reason == "error":
+                continue
+            self.entries[key] = res
+            lines.append(
+                json.dumps(
+                    {
+                        "key": key,
+                        "tag": req.tag,
+                        "seed": req.params.seed,
+                        "text": res.text,
+                        "num_tokens": res.num_tokens,
+                        "finish_reason": res.finish_reason,
+                        "prompt_tokens": res.prompt_tokens,
+                        "extra": res.extra,
+                    },
+                    default=str,
+                )
+            )
+        if not lines:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open_file(self.path, "a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+
+
+def _takes_on_result(backend: Backend) -> bool:
+    """The backend streams (`streams_results`) and its generate takes on_result (a
+    subclass may override generate without it)."""
+    if not getattr(backend, "streams_results", False):
+        return False
+    try:
+        return "on_result" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
+
+
+def generate_streaming(
+    backend: Backend,
+    requests: Sequence[GenRequest],
+    progress: ProgressFn | None,
+    on_result: ResultFn | None,
+) -> list[GenResult]:
+    """`backend.generate`, with `on_result` called for each result: as it finishes when
+    the backend streams (`streams_results`), else after the whole batch."""
+    if on_result is not None and _takes_on_result(backend):
+        return backend.generate(requests, progress, on_result=on_result)  # type: ignore[call-arg]
+    results = backend.generate(requests, progress)
+    if on_result is not None:
+        for i, result in enumerate(results):
+            on_result(i, result)
+    return results
+
+
+def _entry(text: str) -> tuple[str, GenResult] | None:
+    """(key, result) of a cache line, or None for a line of the wrong shape."""
+    try:
+        d = jsonio.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(d, dict):
+        return None
+    key, out, reason = d.get("key"), d.get("text"), d.get("finish_reason")
+    n, prompt, extra = d.get("num_tokens"), d.get("prompt_tokens", 0), d.get("extra") or {}
+    if not (isinstance(key, str) and isinstance(out, str) and isinstance(reason, str)):
+        return None
+    if type(n) is not int or type(prompt) is not int or n < 0 or prompt < 0:
+        return None
+    if not isinstance(extra, dict):
+        return None
+    return key, GenResult(
+        text=out, num_tokens=n, finish_reason=reason, prompt_tokens=prompt, extra=extra
+    )
+
+
+class LazyBackend:
+    """Builds its backend on first use, so a run whose generations are all cached never
+    loads a model. One LazyBackend is shared by the runs of all seeds; its creator closes it."""
+
+    def __init__(self, factory: Callable[[], Backend], name: str) -> None:
+        self._factory = factory
+        self._backend: Backend | None = None
+        self.name = name
+        self.load_s = 0.0  # time the factory took (the model load)
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    def get(self) -> Backend:
+        if self._backend is None:
+            start = time.perf_counter()
+            self._backend = self._factory()
+            self.load_s += time.perf_counter() - start
+        return self._backend
+
+    @property
+    def model_id(self) -> str:
+        return self.get().model_id
+
+    streams_results = True  # forwards on_result, or calls it after the batch (see below)
+
+    def generate(
+        self,
+        requests: Sequence[GenRequest],
+        progress: ProgressFn | None = None,
+        on_result: ResultFn | None = None,
+    ) -> list[GenResult]:
+        return generate_streaming(self.get(), requests, progress, on_result)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            close = getattr(self._backend, "close", None)  # a plug-in backend may have none
+            if close is not None:
+                close()
+            self._backend = None
+
+
+class CachedBackend:
+    """A Backend that answers from a GenCache and sends only the misses, in one batch, to
+    `inner`. `model_id` keys the cache: the run's model label, known before any model loads.
+    Closing it leaves `inner` open (the inner backend is shared across runs)."""
+
+    def __init__(self, inner: Backend, cache: GenCache, model_id: str) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = model_id
+        self.name = inner.name
+        self.stats = CacheStats()
+
+    def generate(
+        self, requests: Sequence[GenRequest], progress: ProgressFn | None = None
+    ) -> list[GenResult]:
+        entered, outside_s = time.perf_counter(), 0.0  # outside: the backend's own time
+        keys = [r.cache_key(self.model_id) for r in requests]
+        out: list[GenResult | None] = [self.cache.get(k) for k in keys]
+        # identical requests (same key) are generated once
+        todo: dict[str, int] = {}
+        for i, (key, hit) in enumerate(zip(keys, out, strict=True)):
+            if hit is None and key not in todo:
+                todo[key] = i
+        n_hits = sum(r is not None for r in out)
+        self.stats.hits += n_hits
+        if progress and n_hits:
+            progress(n_hits)
+        if todo:
+            misses = [requests[i] for i in todo.values()]
+            self.stats.misses += len(misses)
+            self.stats.calls += 1
+            start = time.perf_counter()
+            if hasattr(self.inner, "get"):
+                self.inner.get()  # a lazy model loads outside the timed generation
+            load_end = time.perf_counter()
+            miss_keys = list(todo)
+            stored: set[str] = set()
+
+            def store_one(i: int, result: GenResult) -> None:
+                # each generation is on disk as soon as it finishes (an interrupt keeps it)
+                self.cache.put_many([(miss_keys[i], misses[i], result)])
+                stored.add(miss_keys[i])
+
+            fresh = generate_streaming(self.inner, misses, progress, store_one)
+            self.stats.generate_s += time.perf_counter() - load_end
+            outside_s = time.perf_counter() - start
+            if len(fresh) != len(misses):
+                raise RuntimeError(
+                    f"backend {self.name} returned {len(fresh)} results for {len(misses)} requests"
+                )
+            self.stats.generated_tokens += sum(r.num_tokens for r in fresh)
+            self.cache.put_many(
+                [
+                    (k, requests[i], r)
+                    for (k, i), r in zip(todo.items(), fresh, strict=True)
+                    if k not in stored
+                ]
+            )
+            by_key = dict(zip(todo, fresh, strict=True))
+            out = [r if r is not None else by_key[k] for k, r in zip(keys, out, strict=True)]
+        self.stats.cache_s += time.perf_counter() - entered - outside_s
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Nothing to release: the cache file is closed after every write."""

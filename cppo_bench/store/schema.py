@@ -1,0 +1,348 @@
+"""One schema for every file a run store holds, checked on read.
+
+A run store may come from anyone (a shared results folder, a colleague's tarball), so a
+reader never trusts a stored value's type or range: `"passed": "false"` must not count as a
+pass, `"k": "four"` must not reach the metrics, a record of a problem the manifest does not
+list must not be counted. Each kind of stored document is a `Schema` registered by name in
+`SCHEMAS` (`run_manifest`, `run_record`; training artifacts register theirs the same way);
+`check` returns the first thing wrong, as a short phrase naming the field, and the reader
+puts the file (and line) in front of it.
+
+Names that later reach generated shell commands, report cells or the terminal (method,
+benchmark, model, backend, problem ids, checkpoint tags) must be printable: no control
+characters (a newline in a model name would end a comment in `fill_missing.sh`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cppo_bench.builder import why_not
+from cppo_bench.util.registry import Registry
+
+# a checker returns None when the value is acceptable, else why not (a short phrase)
+Check = Callable[[Any], str | None]
+
+MAX_NAME = 1024  # characters in a name (model ids and paths are well below this)
+MAX_K = 1 << 16
+MAX_PROBLEMS = 10_000_000
+MAX_INT = 1 << 63
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+VERDICT = re.compile(r"^[A-Za-z0-9_@.:+-]{1,64}$")  # AC, WA, ..., or a maj@K answer check
+
+
+def has_control(text: str) -> bool:
+    """Control, line-separator or bidi-override characters: never part of a name."""
+    return _CONTROL.search(text) is not None
+
+
+# --- value checkers ----------------------------------------------------------------------------
+# The scalar type rules are the typed builder's (`cppo_bench.builder.why_not`): a stored
+# document, a method option, a report spec and the train config take the same values.
+
+
+def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
+    def check(v: Any) -> str | None:
+        return why_not(int, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
+
+    return check
+
+
+def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
+    def check(v: Any) -> str | None:
+        return why_not(float, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
+
+    return check
+
+
+def boolean(v: Any) -> str | None:
+    return why_not(bool, v)
+
+
+def text(v: Any) -> str | None:
+    return why_not(str, v)
+
+
+def name(v: Any) -> str | None:
+    """A printable, non-empty, bounded string (it may reach a shell command or a terminal)."""
+    if not isinstance(v, str):
+        return f"expected a string, got {type(v).__name__}"
+    if not v or len(v) > MAX_NAME:
+        return f"expected 1..{MAX_NAME} characters, got {len(v)}"
+    return "holds a control character" if has_control(v) else None
+
+
+def optional(check: Check) -> Check:
+    return lambda v: None if v is None else check(v)
+
+
+def one_of(*values: str) -> Check:
+    return lambda v: None if v in values else f"expected one of {', '.join(values)}"
+
+
+def mapping(v: Any) -> str | None:
+    return None if isinstance(v, dict) else f"expected an object, got {type(v).__name__}"
+
+
+def list_of(check: Check, max_len: int = MAX_PROBLEMS) -> Check:
+    def checked(v: Any) -> str | None:
+        if not isinstance(v, list):
+            return f"expected a list, got {type(v).__name__}"
+        if len(v) > max_len:
+            return f"more than {max_len} items"
+        for i, item in enumerate(v):
+            why = check(item)
+            if why:
+                return f"item {i}: {why}"
+        return None
+
+    return checked
+
+
+def matches(pattern: re.Pattern[str], what: str) -> Check:
+    return lambda v: None if isinstance(v, str) and pattern.match(v) else f"expected {what}"
+
+
+# --- schemas -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Fields (name -> checker), which of them may be absent, and checks across fields."""
+
+    name: str
+    fields: Mapping[str, Check]
+    optional: frozenset[str] = frozenset()
+    relations: tuple[Callable[[dict[str, Any]], str | None], ...] = ()
+    open_ended: bool = False  # fields beyond `fields` are recorded context, not an error
+
+    def check(self, doc: Any) -> str | None:
+        """None when `doc` conforms, else the first problem found ("field k: ...")."""
+        if not isinstance(doc, dict):
+            return f"expected a JSON object, got {type(doc).__name__}"
+        unknown = sorted(set(doc) - set(self.fields))
+        if unknown and not self.open_ended:
+            return f"unknown field(s) {', '.join(map(repr, unknown[:5]))}"
+        for key, check in self.fields.items():
+            if key not in doc:
+                if key in self.optional:
+                    continue
+                return f"missing field {key!r}"
+            why = check(doc[key])
+            if why:
+                return f"field {key!r}: {why}"
+        for relation in self.relations:
+            why = relation(doc)
+            if why:
+                return why
+        return None
+
+
+SCHEMAS: Registry[Schema] = Registry("schema")
+
+
+def _shard(v: Any) -> str | None:
+    if v is None:
+        return None
+    why = mapping(v)
+    if why:
+        return why
+    if set(v) != {"index", "count", "positions"}:
+        return "expected exactly index, count and positions"
+    return (
+        integer(1, MAX_PROBLEMS)(v["count"])
+        or integer(0, MAX_PROBLEMS)(v["index"])
+        or list_of(integer(0, MAX_PROBLEMS))(v["positions"])
+    )
+
+
+def _sampling(v: Any) -> str | None:
+    why = mapping(v)
+    if why:
+        return why
+    for key, value in v.items():
+        if value is not None and type(value) not in (int, float, str, bool):
+            return f"{key}: expected a number or string, got {type(value).__name__}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{key}: {value} is not finite"
+        if isinstance(value, str) and has_control(value):
+            return f"{key}: holds a control character"
+    return None
+
+
+def _options(v: Any) -> str | None:
+    """Method options: scalars or small lists of them; keys and strings printable (they
+    are written into the `cppo-bench run` commands a report prints)."""
+    why = mapping(v)
+    if why:
+        return why
+    for key, value in v.items():
+        if name(key):
+            return f"option {key!r}: {name(key)}"
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is not None and type(item) not in (int, float, str, bool):
+                return f"option {key!r}: expected a scalar, got {type(item).__name__}"
+            if isinstance(item, str) and has_control(item):
+                return f"option {key!r}: holds a control character"
+            if isinstance(item, float) and not math.isfinite(item):
+                return f"option {key!r}: {item} is not finite"
+    return None
+
+
+def _tags(v: Any) -> str | None:
+    """manifest.extra: a dict; the tags that place a run in a report are names or ints."""
+    why = mapping(v)
+    if why:
+        return why
+    for key in ("trained", "base_model"):
+        if v.get(key) is not None and name(v[key]):
+            return f"field 'extra.{key}': {name(v[key])}"
+    if v.get("train_seed") is not None and integer()(v["train_seed"]):
+        return f"field 'extra.train_seed': {integer()(v['train_seed'])}"
+    if not isinstance(v.get("invocations", []), list):
+        return "field 'extra.invocations': expected a list"
+    return None
+
+
+def _ids_consistent(d: dict[str, Any]) -> str | None:
+    ids = d["problem_ids"]
+    if len(set(ids)) != len(ids):
+        dup = next(i for n, i in enumerate(ids) if i in ids[:n])
+        return f"problem id {dup!r} is listed twice"
+    shard = d.get("shard")
+    if shard is not None:
+        if not shard["index"] < shard["count"]:
+            return "shard index is not below the shard count"
+        if len(shard["positions"]) != len(ids):
+            return "shard positions and problem_ids differ in length"
+    if d.get("selected", 0) > MAX_PROBLEMS or d.get("dataset_size", 0) > MAX_PROBLEMS:
+        return "selected/dataset_size too large"
+    return None
+
+
+SCHEMAS.register("run_manifest")(
+    Schema(
+        "run_manifest",
+        {
+            "method": name,
+            "bench": name,
+            "model": name,
+            "backend": name,
+            "k": integer(1, MAX_K),
+            "seed": integer(),
+            "sampling": _sampling,
+            "method_options": _options,
+            "data_source": text,
+            "problem_ids": list_of(name),
+            "problem_ids_hash": text,
+            "package_version": text,
+            "git_commit": optional(text),
+            "created_at": text,
+            "status": one_of("running", "complete"),
+            "extra": _tags,
+            "dataset_hash": text,
+            "dataset_size": integer(0, MAX_PROBLEMS),
+            "selected": integer(0, MAX_PROBLEMS),
+            "shard": _shard,
+        },
+        optional=frozenset({"extra", "dataset_hash", "dataset_size", "selected", "shard"}),
+        relations=(_ids_consistent,),
+    )
+)
+
+
+def _counts(d: dict[str, Any]) -> str | None:
+    if d.get("tests_passed", 0) > d.get("tests_total", 0):
+        return "tests_passed exceeds tests_total"
+    return None
+
+
+BRANCH = SCHEMAS.register("run_branch")(
+    Schema(
+        "run_branch",
+        {
+            "index": integer(0, MAX_K),
+            "code": text,
+            "completion": text,
+            "verdict": matches(VERDICT, "a verdict like AC or WA"),
+            "passed": boolean,
+            "tests_passed": integer(0),
+            "tests_total": integer(0),
+            "time_s": number(),
+            "solver_tokens": integer(0),
+            "plan": optional(text),
+            "tuple_index": integer(0, MAX_K),
+            "answer": optional(text),
+            "finish_reason": text,
+            "seed": integer(),
+            "first_failed": optional(integer(0)),
+            "detail": text,
+        },
+        optional=frozenset(
+            {
+                "tests_passed",
+                "tests_total",
+                "time_s",
+                "solver_tokens",
+                "plan",
+                "tuple_index",
+                "answer",
+                "finish_reason",
+                "seed",
+                "first_failed",
+                "detail",
+            }
+        ),
+        relations=(_counts,),
+    )
+)
+
+
+def _branches(v: Any) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "expected a non-empty list of branches"
+    if len(v) > MAX_K:
+        return f"more than {MAX_K} branches"
+    for i, b in enumerate(v):
+        why = BRANCH.check(b)
+        if why:
+            return f"branch {i}: {why}"
+    return None
+
+
+SCHEMAS.register("run_record")(
+    Schema(
+        "run_record",
+        {
+            "problem_id": name,
+            "branches": _branches,
+            "planner_tokens": integer(0),
+            "solver_tokens": integer(0),
+            "plans": list_of(list_of(text, MAX_K), MAX_K),
+            "plan_validity": list_of(mapping, MAX_K),
+            "label": optional(text),
+            "extra": mapping,
+        },
+        optional=frozenset(
+            {"planner_tokens", "solver_tokens", "plans", "plan_validity", "label", "extra"}
+        ),
+    )
+)
+
+
+def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | None) -> str | None:
+    """A run record's problem: its schema, then its place in the run (`ids`: the problem
+    ids the manifest lists; `k`: the attempts per problem)."""
+    why = SCHEMAS.get("run_record").check(doc)
+    if why:
+        return why
+    if ids is not None and doc["problem_id"] not in ids:
+        return f"problem {doc['problem_id']!r} is not in the run's manifest"
+    if k is not None and len(doc["branches"]) != k:
+        return f"{len(doc['branches'])} branches, the run has k={k}"
+    return None
