@@ -36,8 +36,21 @@ def toy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return toy_model_dir(tmp_path_factory.mktemp("toy") / "model")
 
 
-# Tests too long for CI (tens of minutes on a 2-core CPU): run them with CPPO_RUN_MANUAL=1.
+MULTIPROCESS = "multiprocess"  # the xdist group of the tests that launch several processes
+
+
+# Under pytest-xdist (the README's `-n 2 --dist loadgroup`) the tests of one module run on
+# one worker, in order, as without xdist: they share module-level state (fixtures, a process
+# mark the hostile-program tests look for in /proc). A module that launches several processes
+# (torchrun, DeepSpeed, mp.spawn, vLLM) marks itself `xdist_group(MULTIPROCESS)`, so two such
+# launches never compete for rendezvous ports, cores and memory at once
+# (tests/structure/test_suite_layout.py checks the marks). tryfirst: before xdist reads the groups.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # Tests too long for CI (tens of minutes on a 2-core CPU): run them with CPPO_RUN_MANUAL=1.
     if os.environ.get("CPPO_RUN_MANUAL") == "1":
         return
     skip = pytest.mark.skip(reason="manual: tens of minutes on a CPU; set CPPO_RUN_MANUAL=1")

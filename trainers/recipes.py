@@ -57,7 +57,12 @@ class Recipe:
     has_stages: bool = False
 
 
-def _engine_recipe(algo: str, eval_method: str) -> Recipe:
+def engine_recipe(algo: str, eval_method: str) -> Recipe:
+    """The recipe of an algorithm the shared engine trains (registered in ALGORITHMS as
+    ``algo``): its ``demo`` preset files, its typed config, and a run whose checkpoints
+    ``cppo-bench run --method eval_method`` evaluates. Register it in RECIPES by name to get
+    ``cppo-bench train ALGO`` (docs/extending.md, "A trainer")."""
+
     def presets(preset: str) -> list[Path]:
         if preset != "demo":
             return []
@@ -146,9 +151,9 @@ def _cppo_recipe() -> Recipe:
 RECIPES: Registry[Recipe] = Registry("training algorithm")
 for _recipe in (
     _cppo_recipe(),
-    _engine_recipe("pkpo", "direct"),
-    _engine_recipe("passk_rl", "direct"),
-    _engine_recipe("upskill", "skills"),  # UpSkill samples one program per skill prefix
+    engine_recipe("pkpo", "direct"),
+    engine_recipe("passk_rl", "direct"),
+    engine_recipe("upskill", "skills"),  # UpSkill samples one program per skill prefix
 ):
     RECIPES.register(_recipe.name)(_recipe)
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, SamplingParams
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
+from cppo_bench.util.builder import coerce
 
 
 @dataclass
@@ -70,41 +71,26 @@ class OptionError(ValueError):
     """A method option that does not exist or does not parse."""
 
 
-def _coerce(name: str, hint: Any, value: Any) -> Any:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.Literal:
-        if value not in args:
-            raise OptionError(f"option {name}: {value!r} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is tuple:
-        if isinstance(value, str):
-            # ";" separates items (strategy hints contain commas); "@file" reads one per line
-            if value.startswith("@"):
-                from cppo_bench.util import userfiles
+def _text_list(name: str, value: str) -> list[str]:
+    """A tuple option given as text: ";" separates items (strategy hints contain commas);
+    "@file" reads one item per line."""
+    if not value.startswith("@"):
+        return [v.strip() for v in value.split(";") if v.strip()]
+    from cppo_bench.util import userfiles  # the one reader: a FIFO or a device is one line
 
-                try:
-                    text = userfiles.read_text(value[1:], userfiles.MAX_SMALL)
-                except userfiles.UserFileError as exc:
-                    raise OptionError(f"option {name}: {exc}") from None
-                value = [line.strip() for line in text.split("\n") if line.strip()]
-            else:
-                value = [v.strip() for v in value.split(";") if v.strip()]
-        return tuple(str(v) for v in value)
-    if hint is bool and isinstance(value, str):
-        if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
-            raise OptionError(f"option {name}: {value!r} is not a boolean")
-        return value.lower() in ("1", "true", "yes")
-    kinds = {int: "an integer", float: "a number", str: "a string"}
-    if hint in kinds:
-        try:
-            return hint(value)
-        except (TypeError, ValueError):
-            raise OptionError(f"option {name}: {value!r} is not {kinds[hint]}") from None
-    return value
+    try:
+        text = userfiles.read_text(value[1:], userfiles.MAX_SMALL)
+    except userfiles.UserFileError as exc:
+        raise OptionError(f"option {name}: {exc}") from None
+    return [line.strip() for line in text.split("\n") if line.strip()]
 
 
 def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str) -> MethodOptions:
-    """Typed options from strings (CLI) or values (Python), naming bad keys and values."""
+    """Typed options from the CLI's values or a Python dict, naming bad keys and values.
+
+    The type rules are the harness's one strict builder (``cppo_bench.util.builder``): text is
+    read as the CLI reads a value (JSON where it parses), then checked, so ``tuple_size=3.7``
+    and ``planner_max_tokens=true`` are refused, never truncated to 3 or taken as 1."""
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     values = {}
@@ -114,7 +100,10 @@ def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str)
             raise OptionError(
                 f"method {method!r} has no option {key!r}; its options: {', '.join(sorted(known))}"
             )
-        values[name] = _coerce(name, hints[name], value)
+        hint = hints[name]
+        if typing.get_origin(hint) is tuple and isinstance(value, str):
+            value = _text_list(name, value)
+        values[name] = coerce(name, hint, value, label="option", error=OptionError, from_text=True)
     try:
         return cls(**values)
     except ValueError as exc:

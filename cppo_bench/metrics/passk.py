@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -70,7 +70,7 @@ def _as_matrix(outcomes: ArrayLike | Sequence[Sequence[bool]], need: int) -> np.
         if mat.ndim == 1:
             mat = mat[None, :]
     else:
-        rows = [list(r) for r in outcomes]
+        rows = [list(r) for r in cast(Sequence[Sequence[bool]], outcomes)]
         short = [i for i, r in enumerate(rows) if len(r) < need]
         if short:
             raise ValueError(

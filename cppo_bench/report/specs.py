@@ -23,6 +23,7 @@ from cppo_bench.report.spec_extras import (
     parse_problems,
     parse_study,
 )
+from cppo_bench.util.builder import SCALARS, why_not
 
 BENCH_LABELS = {
     "apps": "APPS",
@@ -156,15 +157,16 @@ class _Reader:
                 raise DataError(f"{self.path}: {self._at(key)}: required key missing")
             return default
         value = self.data[key]
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            raise DataError(f"{self.path}: {self._at(key)}: expected {_name(typ)}, got {value!r}")
-        return value
+        why = _why_not(typ, value)
+        if why:
+            raise DataError(f"{self.path}: {self._at(key)}: {why}")
+        return float(value) if typ == (int, float) else value
 
     def ints(self, key: str, default: tuple[int, ...] | None) -> tuple[int, ...] | None:
         value = self.get(key, list, None)
         if value is None:
             return default
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if any(why_not(int, v) for v in value):
             raise DataError(f"{self.path}: {self._at(key)}: expected a list of integers")
         return tuple(value)
 
@@ -173,6 +175,22 @@ class _Reader:
 
 
 _REQUIRED = object()
+
+
+def _why_not(typ: type | tuple[type, ...], value: Any) -> str | None:
+    """The builder's type rules (``cppo_bench.util.builder.why_not``) for scalars, so a spec's
+    ``k: true`` or ``alpha: .nan`` is refused as a method option or train config value is;
+    ``(int, float)`` is a finite number; mappings and lists by their Python type."""
+    options = (float,) if typ == (int, float) else typ if isinstance(typ, tuple) else (typ,)
+    whys = [
+        why_not(t, value) if t in SCALARS else None if isinstance(value, t) else "no"
+        for t in options
+    ]
+    if None in whys:
+        return None
+    if len(whys) == 1 and whys[0] != "no":
+        return whys[0]
+    return f"expected {_name(typ)}, got {value!r:.60}"
 
 
 def _name(typ: type | tuple[type, ...]) -> str:
@@ -300,7 +318,7 @@ def parse_spec(path: str, data: Any) -> TableSpec:
         s = _Reader(path, "significance", sig, ("candidates", "alpha", "mark", "metrics"))
         significance = Significance(
             candidates=s.get("candidates", str, "cppo"),
-            alpha=float(s.get("alpha", (int, float), 0.05)),
+            alpha=s.get("alpha", (int, float), 0.05),
             mark=s.get("mark", str, "†"),
             metrics=tuple(s.get("metrics", list, ["pass", "maj"])),
         )

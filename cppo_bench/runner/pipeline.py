@@ -37,7 +37,7 @@ from cppo_bench.store.fs import check_under, exists, make_dirs
 from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
 from cppo_bench.store.identity import check_new_run, check_served_model, content_hash
 from cppo_bench.store.lock import RunLock
-from cppo_bench.store.opener import adopt_legacy, adopt_unidentified, git_commit, open_run
+from cppo_bench.store.opener import adopt_legacy, adopt_unidentified, open_run
 from cppo_bench.store.runs import (
     MANIFEST,
     ProblemRecord,
@@ -51,6 +51,7 @@ from cppo_bench.store.runs import (
     write_manifest,
 )
 from cppo_bench.store.summary import summarize
+from cppo_bench.util.gitinfo import git_commit
 from cppo_bench.util.termsafe import warn
 from cppo_bench.util.version import __version__
 

@@ -71,7 +71,7 @@ def new_manifest(source: RunManifest, source_dir: Path, test_set: Any) -> RunMan
     identity, so its directory differs from the source's) and as a fresh run."""
     import cppo_bench
     from cppo_bench.augment.store import identity
-    from cppo_bench.store.opener import git_commit
+    from cppo_bench.util.gitinfo import git_commit
 
     m = copy.deepcopy(source)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

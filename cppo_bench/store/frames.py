@@ -237,7 +237,7 @@ def _checked(
     passed = (passed_text in _TRUE) if passed_text else None
     if not text and passed is None:
         raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
-    seed = _int(cells.get("seed"), where, "seed", 0)
+    seed = _int(cells.get("seed"), where, "seed", 0) or 0  # never None: the default is 0
     estimator = cells.get("estimator", "").strip() or None
     if estimator is not None and estimator not in ESTIMATORS:
         raise DataError(

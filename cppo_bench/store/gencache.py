@@ -118,6 +118,8 @@ def _entry(text: str) -> tuple[str, GenResult] | None:
         return None
     if token_count(n) or token_count(prompt):  # the run store's own range (cppo_bench.store.schema)
         return None
+    if not isinstance(n, int) or not isinstance(prompt, int):  # token_count checked: for mypy
+        return None
     if not isinstance(extra, dict):
         return None
     return key, GenResult(

@@ -134,7 +134,7 @@ def _merge(base: Path, members: list[tuple[Path, RunManifest]]) -> StoredRun:
         )
     selected = max(m.selected for _, m in members)
     if len(pos) < selected:
-        have = {(m.shard["index"], m.shard["count"]) for m in shards}
+        have = {(s["index"], s["count"]) for m in shards if (s := m.shard) is not None}
         for n in sorted({c for _, c in have}):
             problems += [
                 f"shard {i}/{n} missing (no {base.name}{shard_suffix(i, n)})"

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
-import subprocess
 from collections.abc import Collection
 from pathlib import Path
 
@@ -23,26 +21,8 @@ from cppo_bench.store.runs import (
     run_dir_for,
     write_manifest,
 )
-from cppo_bench.util.version import PACKAGE_DIR, __version__
-
-
-@functools.cache
-def git_commit() -> str | None:
-    """The commit of the checkout the package runs from, or None outside a git checkout."""
-    root = PACKAGE_DIR.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+from cppo_bench.util.gitinfo import git_commit
+from cppo_bench.util.version import __version__
 
 
 def _extend(old: RunManifest, new: RunManifest) -> RunManifest:

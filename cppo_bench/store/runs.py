@@ -216,9 +216,9 @@ def read_manifest(run_dir: Path) -> RunManifest:
             raise
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise DataError(f"{path}: not a valid run manifest ({why})") from None
-    why = SCHEMAS.get("run_manifest").check(doc)
-    if why:
-        raise DataError(f"{path}: not a valid run manifest ({why})")
+    wrong = SCHEMAS.get("run_manifest").check(doc)
+    if wrong:
+        raise DataError(f"{path}: not a valid run manifest ({wrong})")
     return RunManifest(**doc)
 
 

@@ -1,5 +1,7 @@
 """Value checkers: small functions that return None when a value is acceptable, else a short
-phrase saying why not. The vocabulary of every schema and range check (the run store's
+phrase saying why not: the scalar type rules are the typed builder's
+(`cppo_bench.util.builder.why_not`), so a stored document, a method option, a report spec and
+the train config take the same values. The vocabulary of every schema and range check (the run store's
 documents in cppo_bench.store.schema, the verifier's limits), kept at the bottom layer so
 the verifier and the store share one meaning of "an integer" or "a finite number"."""
 
@@ -9,6 +11,8 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+
+from cppo_bench.util.builder import why_not
 
 # a checker returns None when the value is acceptable, else why not (a short phrase)
 Check = Callable[[Any], str | None]
@@ -33,10 +37,8 @@ def has_control(text: str) -> bool:
 
 def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
     def check(v: Any) -> str | None:
-        # bool is an int subclass: `true` is not a count
-        if type(v) is not int:
-            return f"expected an integer, got {type(v).__name__}"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
+        # the builder's rule (cppo_bench.util.builder): bool is not a count, 3.0 is not an int
+        return why_not(int, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
 
     return check
 
@@ -44,7 +46,7 @@ def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
 def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
     def check(v: Any) -> str | None:
         if type(v) not in (int, float):
-            return f"expected a number, got {type(v).__name__}"
+            return why_not(float, v)
         if not math.isfinite(v):
             return f"{v} is not finite"
         return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
@@ -53,11 +55,11 @@ def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
 
 
 def boolean(v: Any) -> str | None:
-    return None if type(v) is bool else f"expected true/false, got {type(v).__name__}"
+    return why_not(bool, v)
 
 
 def text(v: Any) -> str | None:
-    return None if isinstance(v, str) else f"expected a string, got {type(v).__name__}"
+    return why_not(str, v)
 
 
 def name(v: Any) -> str | None:

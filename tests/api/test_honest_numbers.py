@@ -241,14 +241,16 @@ def test_sigint_keeps_every_finished_generation_and_prints_the_resume_command(tm
     # so what survives the interrupt is the per-generation cache
     cmd = [sys.executable, "-m", "cppo_bench", "run", "--method", "direct", "--bench", "demo",
            "--limit", "4", "--backend", "run_scripted:make", "--out", str(out), "--quiet"]  # fmt: skip
+    # the backend holds after its 3rd generation and says so by creating `ready`: the
+    # interrupt lands mid-chunk however slow the machine is (no race against a sleep)
+    ready = tmp_path / "ready"
     proc = subprocess.Popen(
-        [*cmd, "-b", "delay_s=0.2"], env=toy_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        [*cmd, "-b", "pause_after=3", "-b", f"ready={ready}"], env=toy_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and _gen_lines(out) < 3:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be interrupted"
+    while not ready.exists() and proc.poll() is None:
+        time.sleep(0.05)  # waiting for the event, however long it takes
+    assert proc.poll() is None, f"the run ended before it held: {proc.communicate()[1][-2000:]}"
     seen = _gen_lines(out)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -107,3 +107,55 @@ def test_extending_examples_run(tmp_path, monkeypatch):
         except ImportError:
             pass
     assert (tmp_path / "runs-extending").is_dir()
+
+
+# paths a page cites in backticks: repository paths from the root, and in a package's own
+# README paths below that package (`engine/loop.py` in trainers/README.md); placeholders
+# (`benchmarks/NAME.py`), globs and run-store folders (`runs/...`) are not files of the tree
+REPO_PREFIXES = ("cppo_bench/", "trainers/", "tests/", "docs/", "benchmarks/", ".ci/",
+                 "sandbox_images/", "reports/specs/", "reports/README.md")  # fmt: skip
+ROOT_FILES = ("README.md", "CONTRIBUTING.md", "pyproject.toml", ".pre-commit-config.yaml")
+SOURCE_DIRS = ("cppo_bench", "trainers", "reports", "sandbox_images", "benchmarks", "tests")
+CITING_PAGES = sorted(
+    {"README.md", "CONTRIBUTING.md", *(f"docs/{p.name}" for p in DOCS.glob("*.md"))}
+    | {p.relative_to(REPO).as_posix() for d in SOURCE_DIRS for p in (REPO / d).rglob("README.md")}
+)
+
+
+def cited_paths(page: Path) -> list[str]:
+    text = re.sub(r"(?ms)^```.*?^```$", "", page.read_text())
+    out = []
+    for token in re.findall(r"`([^`\s]+)`", text):
+        path = re.split(r"::|:(?=[A-Za-z_])", token)[0].rstrip(".,")  # file.py:function
+        if any(c in path for c in "*<{$~") or "..." in path or path.startswith("/"):
+            continue
+        if any(re.match(r"[A-Z][A-Z_]+(\.|$)", part) for part in path.split("/")):
+            continue  # a placeholder segment: NAME.py, ALGO/
+        out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("page", CITING_PAGES)
+def test_paths_cited_in_backticks_exist(page):
+    path = REPO / page
+    missing = []
+    for cited in cited_paths(path):
+        if cited.startswith(REPO_PREFIXES) or cited in ROOT_FILES:
+            where = REPO / cited
+        elif path.parent != REPO and "/" in cited and (path.parent / cited.split("/")[0]).is_dir():
+            where = path.parent / cited  # below the package whose README this is
+        else:
+            continue
+        if not where.exists():
+            missing.append(cited)
+    assert not missing, f"{page} cites files that do not exist: {missing}"
+
+
+def test_the_backtick_check_sees_a_missing_file(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "See `tests/test_docs_examples.py` and `trainers/engine/loop.py:_train`, not\n"
+        "`cppo_bench/benchmarks/NAME.py` or `tests/test_train_*.py`.\n"
+        "```bash\ncat `docs/in-a-code-block.md`\n```\n"
+    )
+    assert cited_paths(page) == ["tests/test_docs_examples.py", "trainers/engine/loop.py"]

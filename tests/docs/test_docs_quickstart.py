@@ -1,5 +1,6 @@
 """The README's quick start runs as written, in a fresh virtual environment: the venv sees the
-machine's packages (torch, transformers: the README's set-up installed them), this checkout is
+packages of the Python running the tests (torch, transformers: the README's set-up installed
+them; `.ci/setup --venv` layers it over that Python, a venv itself or not), this checkout is
 installed into it with `pip install --no-deps -e .`, and its command lines run with the venv's
 own `cppo-bench`, then its Python block and the blocks of docs/python-api.md with the venv's
 python, all in one scratch folder, with the embedded model on the CPU (about two minutes). The Python run resumes the CLI's run (same identity), so
@@ -8,6 +9,7 @@ both must agree; the stats table the Python prints is checked against the CLI's.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,8 +33,10 @@ def quick_start() -> tuple[list[str], str]:
 def fresh_venv(where: Path) -> tuple[Path, dict[str, str]]:
     """(venv bin folder, environment) of a new venv with this checkout installed into it."""
     venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, timeout=300)  # fmt: skip
+    # layered over the Python running the tests by the set-up's own helper (a venv built with
+    # --system-site-packages reaches the BASE Python, which under a user's venv lacks rich)
+    subprocess.run(["bash", str(REPO / ".ci" / "setup"), "--venv", str(venv)],
+                   env={**os.environ, "PYTHON": sys.executable}, check=True, timeout=300)  # fmt: skip
     env = {k: v for k, v in toy_env().items() if k != "PYTHONPATH"}  # the venv's install only
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     done = subprocess.run(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from cppo_bench.backends.base import GenRequest, GenResult
 from cppo_bench.problem import Problem
@@ -30,8 +31,15 @@ class ScriptedBackend:
         model_id: str = "scripted-model",
         respond: Callable[[GenRequest], str] | None = None,
         delay_s: float = 0.0,
+        pause_after: int = 0,
+        ready: str = "",
     ) -> None:
         self.model_id = model_id
+        # after `pause_after` results have been handed on, create the file `ready` and block
+        # until the process is interrupted (unless `ready` exists already): a test then signals a run at a known point, by
+        # an event rather than by timing a sleep (which a loaded machine outruns)
+        self.pause_after, self.ready = pause_after, ready
+        self.handed = 0
         self.references = {
             p.statement.strip(): p.reference_solutions[0] for p in problems if p.reference_solutions
         }
@@ -102,7 +110,20 @@ class ScriptedBackend:
                 on_result(i, out[-1])
             if progress:
                 progress(1)
+            self.handed += 1
+            if self.pause_after and self.handed == self.pause_after:
+                self.hold()
         return out
+
+    def hold(self) -> None:
+        """Say so through the `ready` file, then wait for the signal (SIGINT in the test).
+        Once per `ready` file: the run resumed with the same options does not hold."""
+        if self.ready:
+            if Path(self.ready).exists():
+                return
+            Path(self.ready).touch()
+        while True:
+            time.sleep(3600)
 
     def close(self) -> None:
         self.closed = True
@@ -112,12 +133,24 @@ class ScriptedBackend:
         return sum(len(c) for c in self.calls)
 
 
-def make(model: str | None = None, delay_s: float = 0.0, **_: object) -> ScriptedBackend:
+def make(
+    model: str | None = None,
+    delay_s: float = 0.0,
+    pause_after: int = 0,
+    ready: str = "",
+    **_: object,
+) -> ScriptedBackend:
     """Factory for `--backend run_scripted:make`: knows the demo references."""
     from cppo_bench.benchmarks import load_benchmark
 
     problems = load_benchmark("demo").problems
-    return ScriptedBackend(problems, model_id=model or "scripted-model", delay_s=float(delay_s))
+    return ScriptedBackend(
+        problems,
+        model_id=model or "scripted-model",
+        delay_s=float(delay_s),
+        pause_after=int(pause_after),
+        ready=str(ready),
+    )
 
 
 LIVE: list = []  # what `--backend run_scripted:live` hands out: a backend a test made

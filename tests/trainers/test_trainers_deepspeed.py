@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from tests_paths import REPO, toy_env, venv_python
 
+pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
+
 torch = pytest.importorskip("torch")
 
 VENV = venv_python("deepspeed", "DEEPSPEED_PYTHON", "/tmp/dsvenv/bin/python")
@@ -129,6 +131,7 @@ def test_deepspeed_state_pickles_are_read_restricted_first(tmp_path: Path) -> No
         check_state_pickles(state, trusted="fractions.Fraction")
 
 
+@pytest.mark.slow  # minutes: two DeepSpeed processes, JIT-built ops on first use
 def test_zero3_partitions_decodes_unevenly_and_pads_the_update(tmp_path: Path) -> None:
     from tiny_models import build
 

@@ -15,7 +15,7 @@ from cppo_bench.problem import Test as ProblemTest
 
 torch = pytest.importorskip("torch")
 
-from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
+from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
 from trainers.api import resolve  # noqa: E402
 from trainers.engine.config import ConfigError, build_flat  # noqa: E402
 from trainers.engine.data import decontaminated, step_problems, steps_for  # noqa: E402

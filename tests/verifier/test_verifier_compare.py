@@ -199,6 +199,7 @@ def _peak_mib(fn, *args) -> tuple[object, float]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # minutes: 5 MB outputs through each rule under tracemalloc
 def test_huge_outputs_compare_in_bounded_memory() -> None:
     # 5 MB on one line (750 k tokens) and on 750 k lines, differing only at the end (a
     # 100 MB expected output took 6.5 GB as the originals' lists of Decimals / sets of

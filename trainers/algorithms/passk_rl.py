@@ -1,7 +1,7 @@
 """Pass@k training (Chen et al. 2025): n samples per problem, every correct sample gets the
 closed-form A_pos and every failed one A_neg of the group's pass@k reward (no subset draws).
 
-Study settings (trainers/configs/passk_rl.yaml): k = 4, n = 16 (PKPO's sample count).
+Study settings (the defaults of its Config below): k = 4, n = 16 (PKPO's sample count).
 """
 
 from __future__ import annotations

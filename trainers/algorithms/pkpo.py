@@ -2,7 +2,7 @@
 gradient estimates the gradient of pass@k_opt; the transformed rewards are the advantages,
 used as they are (no re-normalisation: it would bias the estimator).
 
-Study settings (trainers/configs/pkpo.yaml): n = 16, k_opt = 4, SLOO-minus-one.
+Study settings (the defaults of PKPOConfig below): n = 16, k_opt = 4, SLOO-minus-one.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ likelier the response is under its own skill than under the average skill (seque
 the released code computes it; ``mi_level: token`` is the token-level variant). Advantages are
 the combined rewards group-normalised within each prompt (GRPO).
 
-Study settings (trainers/configs/upskill.yaml): n_skills = 4 (the K = 4 budget), enumerated
+Study settings (the defaults of its Config below): n_skills = 4 (the K = 4 budget), enumerated
 (one completion per skill, not random draws), alpha_mi = 5.0, full fine-tuning (no LoRA).
 """
 

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -48,7 +49,7 @@ class Row:
         prompt: Sequence[int],
         completion: Sequence[int],
         region: Region,
-        advantage: float,
+        advantage: float | Tensor,
         sampling_logprobs: Sequence[float] | None = None,
     ) -> Row:
         lp = tuple(float(x) for x in sampling_logprobs) if sampling_logprobs is not None else None
@@ -78,7 +79,7 @@ class PolicyBatch:
     def loss_mask(self) -> Tensor:
         return (self.region != Region.NONE) & self.attention_mask.bool()
 
-    def replace(self, **changes: Tensor | None) -> PolicyBatch:
+    def replace(self, **changes: Any) -> PolicyBatch:
         return dataclasses.replace(self, **changes)
 
     def validate(self) -> None:

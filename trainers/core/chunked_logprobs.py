@@ -107,7 +107,7 @@ def head_logprobs(
 
 def final_softcap(model: nn.Module) -> float | None:
     """The model's ``final_logit_softcapping`` (Gemma 2/3/4), None when it has none."""
-    cfg = getattr(model, "config", None)
+    cfg: Any = getattr(model, "config", None)
     text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     return getattr(text, "final_logit_softcapping", None)
 
@@ -115,7 +115,7 @@ def final_softcap(model: nn.Module) -> float | None:
 @contextlib.contextmanager
 def _softcap_off(model: nn.Module) -> Iterator[None]:
     # the chunks apply the softcap themselves; the model must not apply it a second time
-    cfg = getattr(model, "config", None)
+    cfg: Any = getattr(model, "config", None)
     saved: list[tuple[Any, float]] = []
     for c in (cfg, _text(cfg)):  # the text config may be the config itself (Gemma4ForCausalLM)
         if _has_cap(c) and all(c is not d for d, _ in saved):

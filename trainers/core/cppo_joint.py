@@ -116,9 +116,10 @@ def update(
     grad = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
     before = [p.detach().clone() for p in model.parameters()]
     optimizer.step()
-    step = torch.sqrt(
-        sum(((p.detach() - b) ** 2).sum() for p, b in zip(model.parameters(), before, strict=True))
-    )
+    squares = [
+        ((p.detach() - b) ** 2).sum() for p, b in zip(model.parameters(), before, strict=True)
+    ]
+    step = torch.sqrt(sum(squares[1:], squares[0]))
     model.eval()
     return {
         **diag.as_dict(),

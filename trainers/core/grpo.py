@@ -15,7 +15,7 @@ Plus the two model-precision helpers the study prescribes:
 from __future__ import annotations
 
 import copy
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 from torch import Tensor, nn
@@ -29,7 +29,7 @@ TRL_NAMES: dict[str, str] = {"grpo": "sequence-mean", "dapo": "token-mean", "dr_
 AGGREGATIONS = ("sequence-mean", "token-mean", "constant", *TRL_NAMES)
 # The study's loss (Eq. cppo-loss) is a sum of per-sequence GRPO objectives: each sequence's
 # token mean, then the mean over sequences, TRL's "grpo".
-DEFAULT_AGGREGATION = "sequence-mean"
+DEFAULT_AGGREGATION: Aggregation = "sequence-mean"
 
 CLIP_EPS = 0.2
 KL_BETA = 0.01
@@ -89,11 +89,11 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return torch.exp(d) - d - 1.0
 
 
-def canonical_aggregation(mode: str) -> str:
+def canonical_aggregation(mode: str) -> Aggregation:
     """Our name for an aggregation given by our name or by TRL's (``TRL_NAMES``)."""
     if mode not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {mode!r}: one of {', '.join(AGGREGATIONS)}")
-    return TRL_NAMES.get(mode, mode)
+    return cast(Aggregation, TRL_NAMES.get(mode, mode))
 
 
 def aggregate(
@@ -110,8 +110,6 @@ def aggregate(
     mode = canonical_aggregation(mode)
     m = mask.to(per_token.dtype)
     total = (per_token * m).sum()
-    if mode == "constant" and (max_tokens is None or max_tokens < 1):
-        raise ValueError("aggregation 'constant' (Dr.GRPO) needs max_tokens >= 1")
     count = denominator if denominator is not None else aggregation_count(mask, mode)
     count = max(float(count), 1.0)
     if mode == "token-mean":  # DAPO Eq. token-mean: sum over all tokens / number of tokens
@@ -120,6 +118,8 @@ def aggregate(
         per_row = (per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)
         return per_row.sum() / count
     # Dr.GRPO Eq. const-norm: sum / (rows * max_tokens), length-unbiased
+    if max_tokens is None or max_tokens < 1:
+        raise ValueError("aggregation 'constant' (Dr.GRPO) needs max_tokens >= 1")
     return total / (count * max_tokens)
 
 

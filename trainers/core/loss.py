@@ -206,9 +206,11 @@ def _logprobs_at(
     keep[j] + 1); 0 where ``only`` is false. Same math as ``logprobs_from_logits``."""
     b, t = input_ids.shape
     out = logits.new_zeros((b, t), dtype=torch.float32) + logits[:, :1, 0].float() * 0.0
-    targets = input_ids[:, keep + 1] if keep.numel() and int(keep.max()) + 1 < t else None
+    if not keep.numel() or int(keep.max()) + 1 >= t:
+        return out  # no kept position predicts a token of the sequence
+    targets = input_ids[:, keep + 1]
     for i in range(b):
-        cols = only[i, keep + 1].nonzero(as_tuple=True)[0] if targets is not None else keep[:0]
+        cols = only[i, keep + 1].nonzero(as_tuple=True)[0]
         if cols.numel() == 0:
             continue
         lg = logits[i, cols].float()

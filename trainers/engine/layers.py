@@ -11,22 +11,20 @@ key or a bad value is one ``ConfigError`` line naming its dotted path.
 from __future__ import annotations
 
 import dataclasses
-import math
-import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-from cppo_bench.errors import DataError
+from cppo_bench.util import builder as typed
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is never a real one
 
 
-class ConfigError(DataError):
+class ConfigError(typed.BuildError):
     """A bad configuration key or value; the CLI prints the one line."""
 
 
@@ -73,81 +71,17 @@ def merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _type_name(hint: Any) -> str:
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
-
-
 def coerce(name: str, hint: Any, value: Any) -> Any:
-    """``value`` (from YAML, JSON or a keyword) as the field's type, or a ConfigError."""
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        choices = typing.get_args(hint)
-        if value not in choices:
-            raise ConfigError(f"config {name}: {value!r} is not one of {', '.join(choices)}")
-        return value
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None:
-            return None
-        return coerce(name, args[0], value)
-    if origin in (tuple, list):
-        (item,) = typing.get_args(hint)[:1] or (Any,)
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"config {name}: expected a list, got {value!r:.60}")
-        return tuple(coerce(f"{name}[{i}]", item, v) for i, v in enumerate(value))
-    bad = ConfigError(f"config {name}: expected {_type_name(hint)}, got {value!r:.60}")
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise bad
-        if isinstance(value, float) and not value.is_integer():
-            raise bad
-        return int(value)
-    if hint is float:
-        if isinstance(value, str):
-            try:
-                value = float(value)  # YAML reads 5e-7 (no dot) as text
-            except ValueError:
-                raise bad from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise bad
-        if not math.isfinite(value):
-            raise ConfigError(f"config {name}: must be a finite number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise bad
-        return value
-    return value
+    """``value`` (from YAML, JSON or a keyword) as the field's type, or a ConfigError: the
+    harness's one typed builder (``cppo_bench.util.builder``), so method options, report specs
+    and the train config take the same values."""
+    return typed.coerce(name, hint, value, label="config", error=ConfigError)
 
 
 def build(cls: type, values: Mapping[str, Any], where: str = "") -> Any:
     """An instance of the frozen dataclass ``cls`` from ``values`` (nested mappings for
     dataclass-typed fields); unknown keys, bad types and the class's own checks are one line."""
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"config {where.rstrip('.') or 'file'}: expected a mapping of keys")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        if key not in names:
-            raise ConfigError(
-                f"unknown config key {where}{key!s:.60} (known here: {', '.join(names)})"
-            )
-        hint = hints[key]
-        if dataclasses.is_dataclass(hint):
-            kwargs[key] = build(hint, value, f"{where}{key}.")
-        else:
-            kwargs[key] = coerce(f"{where}{key}", hint, value)
-    try:
-        return cls(**kwargs)
-    except ConfigError:
-        raise
-    except (ValueError, TypeError) as exc:  # the dataclass's own check
-        raise ConfigError(f"config {where.rstrip('.') or cls.__name__}: {exc}") from None
+    return typed.build(cls, values, where, label="config", error=ConfigError)
 
 
 def defaults(cls: type) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
-import subprocess
 import time
 from importlib import metadata
 from pathlib import Path
@@ -19,30 +18,10 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store.training_schema import TRAIN_MANIFEST, read_manifest
+from cppo_bench.util.gitinfo import git_commit
 from trainers.engine.artifacts import atomic_write_text
 
 MANIFEST = TRAIN_MANIFEST
-
-
-def _git_commit() -> str | None:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _version(pkg: str) -> str | None:
@@ -58,7 +37,7 @@ def provenance() -> dict[str, Any]:
         "package_version": _version("cppo-bench"),
         "versions": {k: _version(k) for k in ("torch", "transformers", "accelerate")},
         "python": platform.python_version(),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(mark_dirty=True),
     }
 
 

@@ -1,0 +1,26 @@
+"""The suite runs in parallel safely (pytest-xdist, the README's test command): a test module
+that launches several processes (torchrun, DeepSpeed's launcher, mp.spawn, a side venv's vLLM)
+is in the one `multiprocess` xdist group, so no two launches share the machine at once
+(rendezvous ports, cores, memory); conftest.py keeps every other module on one worker."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+MULTIPROCESS = "multiprocess"  # conftest.MULTIPROCESS
+LAUNCHES = re.compile(r"torchrun|mp\.spawn|nproc_per_node|main_process_port|venv_python\(")
+
+
+def test_every_module_that_launches_processes_is_in_the_multiprocess_group():
+    unmarked = [
+        p.name
+        for p in sorted(TESTS.rglob("test_*.py"))  # the test folders mirror the package
+        if p.name != Path(__file__).name
+        and LAUNCHES.search(p.read_text())
+        and f'xdist_group("{MULTIPROCESS}")' not in p.read_text()
+    ]
+    assert not unmarked, (
+        f"launch several processes without xdist_group({MULTIPROCESS!r}): {unmarked}"
+    )
