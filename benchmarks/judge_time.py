@@ -31,7 +31,9 @@ def cases(mb: float) -> dict[str, str]:
         "one long line": " ".join(str(i) for i in range(n // 8)),
         "many lines": "\n".join(str(i) for i in range(n // 8)),
         "long token": "9" * n,
-        "spellings of one float": " ".join(f"1{'0' * (i % 40)}e{300 - i % 40}" for i in range(n // 48)),
+        "spellings of one float": " ".join(
+            f"1{'0' * (i % 40)}e{300 - i % 40}" for i in range(n // 48)
+        ),
     }
 
 

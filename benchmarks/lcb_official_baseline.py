@@ -45,8 +45,13 @@ _INT = re.compile(r"(?<![\w.-])\d+(?![\w.])")
 
 def _perturb(text: str, rng: random.Random, scale: int = 1) -> str:
     first, sep, rest = text.partition("\n")
-    return first + sep + _INT.sub(
-        lambda m: str(rng.randint(1, max(1, int(m.group()) * rng.randint(1, scale)))), rest)
+    return (
+        first
+        + sep
+        + _INT.sub(
+            lambda m: str(rng.randint(1, max(1, int(m.group()) * rng.randint(1, scale)))), rest
+        )
+    )
 
 
 def _run_ref(code: str, data: str) -> str | None:
@@ -58,8 +63,15 @@ def _run_ref(code: str, data: str) -> str | None:
     return done.stdout if done.returncode == 0 and done.stdout.strip() else None
 
 
-def build_workload(data: Path, programs: int, tests: int, seed: int, mix: str = "competition",
-                   numpy_share: float = 0.3, scale: int = 4) -> list[dict]:
+def build_workload(
+    data: Path,
+    programs: int,
+    tests: int,
+    seed: int,
+    mix: str = "competition",
+    numpy_share: float = 0.3,
+    scale: int = 4,
+) -> list[dict]:
     """mix "competition" (issue 36: like real competition programs): the references that
     import numpy first, and `numpy_share` of the others made to import it at the top, as
     much competition Python does; inputs redrawn up to `scale` times larger, keeping the

@@ -145,7 +145,6 @@ class Problem:
         return cls(**d)
 
 
-
 @dataclass(frozen=True)
 class RecordError:
     """A malformed source record that a loader skipped (non-strict mode)."""

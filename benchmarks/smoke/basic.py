@@ -89,7 +89,9 @@ def train_pkpo(tmp: Path) -> str:
     if moved <= 0:
         raise AssertionError("parameters did not move")
     AutoModelForCausalLM.from_pretrained(out / "checkpoints" / "final")
-    return f"loss {lines[-1]['loss']:.4f}, max |dtheta| {moved:.2e}, bf16 ref on {device()}, reloads"
+    return (
+        f"loss {lines[-1]['loss']:.4f}, max |dtheta| {moved:.2e}, bf16 ref on {device()}, reloads"
+    )
 
 
 @check("train-offload", "fsdp2_offload on one GPU matches the plain run; peak memory")

@@ -122,7 +122,9 @@ def ckpt_memory(tmp: Path) -> str:
     n = sum(p.numel() for p in _qwen(tmp, gpu).parameters()) / 1e6
     if gpu and not peaks[1] < peaks[0]:
         raise AssertionError(f"checkpointing saved nothing: {peaks[0]:.2f} vs {peaks[1]:.2f} GiB")
-    return f"{n:.0f}M params, 1536 tokens: peak {peaks[0]:.2f} GiB plain, {peaks[1]:.2f} checkpointed"
+    return (
+        f"{n:.0f}M params, 1536 tokens: peak {peaks[0]:.2f} GiB plain, {peaks[1]:.2f} checkpointed"
+    )
 
 
 @check("state-save", "a full training state (weights + AdamW) saved, timed", gpu=False)

@@ -44,8 +44,6 @@ def vllm_sync(tmp: Path) -> str:
     return "greedy vLLM == HF after an in-place sync"
 
 
-
-
 @check("vllm-train", "3 steps, vLLM rollouts at T=0.7 with sleep mode, Qwen3.5-shaped; logp gap")
 def vllm_train(tmp: Path) -> str:
     """The path a GPU user runs: rollout_engine vllm with sleep mode (weights and KV cache

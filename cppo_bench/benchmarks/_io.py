@@ -72,9 +72,7 @@ def _jsonl_rows(path: Path) -> Iterator[RawRow]:
         try:
             yield RawRow(str(path), pos, jsonio.loads(line.text))
         except json.JSONDecodeError as exc:
-            yield RawRow(
-                str(path), pos, error=f"invalid JSON ({exc.msg} at column {exc.colno})"
-            )
+            yield RawRow(str(path), pos, error=f"invalid JSON ({exc.msg} at column {exc.colno})")
         except ValueError as exc:
             yield RawRow(str(path), pos, error=str(exc))
 

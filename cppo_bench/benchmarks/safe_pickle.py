@@ -20,7 +20,6 @@ from cppo_bench.errors import UnsafePickleError
 PLAIN_TYPES = (str, bytes, int, float, bool, type(None), list, dict)
 
 
-
 class _DataOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> NoReturn:
         raise UnsafePickleError(

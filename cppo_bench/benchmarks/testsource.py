@@ -42,7 +42,9 @@ def describe(summary: Mapping[str, Any] | None) -> str:
     only = int(summary.get("public_only") or 0)
     per = " + ".join(f"{kind} {count / n:.1f}" for kind, count in kinds.items())
     if only == n and kinds:
-        return f"public tests only: {only}/{n} problems ({kinds.get('public', 0) / n:.1f} tests each)"
+        return (
+            f"public tests only: {only}/{n} problems ({kinds.get('public', 0) / n:.1f} tests each)"
+        )
     text = f"{per} tests per problem" if per else "no tests"
     if only:
         text += f"; {only}/{n} problems judged on public tests only"

@@ -64,6 +64,7 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             # error messages quote ids, names and paths from data: one line, escaped
             from cppo_bench.cli.run_help import foreign_hint
+
             exc.message = safe(exc.message)
             hint = foreign_hint(getattr(exc, "option_name", None))
             if isinstance(exc, click.NoSuchOption) and hint:  # our text: a line of its own

@@ -36,9 +36,7 @@ def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
     echo(load_line(bench, loaded), err=True)
     n = len(loaded.problems)
     if limit is not None and limit < n:
-        echo(
-            f"--limit {limit}: the first {limit} of these {n} problems (a partial run)", err=True
-        )
+        echo(f"--limit {limit}: the first {limit} of these {n} problems (a partial run)", err=True)
 
 
 def resume_command() -> str:
@@ -174,9 +172,7 @@ def _method_help() -> str:
     "merge with `cppo-bench runs merge`.",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
-@click.option(
-    "--temperature", default=0.7, show_default=True, type=float, help="0 = greedy; >= 0."
-)
+@click.option("--temperature", default=0.7, show_default=True, type=float, help="0 = greedy; >= 0.")
 @click.option("--top-p", "--top_p", "top_p", default=0.95, show_default=True, type=float)
 @click.option(
     "--max-tokens",
@@ -242,7 +238,9 @@ def _method_help() -> str:
 )
 @_LOCK_WAIT
 @click.option(
-    "--trained", default=None, help="Tag of the trained checkpoint in --model: the training algorithm (cppo, pkpo, "
+    "--trained",
+    default=None,
+    help="Tag of the trained checkpoint in --model: the training algorithm (cppo, pkpo, "
     "passk_rl, upskill).",
 )
 @click.option("--base-model", default=None, help="Model the checkpoint was trained from.")
@@ -338,7 +336,12 @@ def run(**opts: Any) -> None:
                 on_result=lambda result: print_summary(result, skipped=skipped[0]),
             )
     except (
-        DataError, OptionError, UnknownNameError, ModelLoadError, SandboxError, SamplingError
+        DataError,
+        OptionError,
+        UnknownNameError,
+        ModelLoadError,
+        SandboxError,
+        SamplingError,
     ) as exc:
         raise click.ClickException(str(exc)) from None
     except TypeError as exc:  # a backend factory refusing an option

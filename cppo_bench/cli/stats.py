@@ -271,8 +271,9 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
                               estimator=estimator, select=select, seed=seed)  # fmt: skip
             for r in table.to_dict("records"):
                 deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
-                body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"]),
-                             r["estimator"]])
+                body.append(
+                    [r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]]
+                )
     if not body:
         raise click.ClickException(f"no benchmark has results for both {a!r} and {b!r}")
     _table(
@@ -297,8 +298,18 @@ def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     body = []
     for r in table.to_dict("records"):
         if r["tokens"] is None or r["tokens"] != r["tokens"]:  # None, or NaN in a float column
-            body.append([r["benchmark"], r["method"], "-", "-", "-", f"{r['pass_at_k']:.3f}", "-",
-                         r["estimator"]])
+            body.append(
+                [
+                    r["benchmark"],
+                    r["method"],
+                    "-",
+                    "-",
+                    "-",
+                    f"{r['pass_at_k']:.3f}",
+                    "-",
+                    r["estimator"],
+                ]
+            )
             continue
         eff = "-" if r["per_10k"] is None or r["per_10k"] != r["per_10k"] else f"{r['per_10k']:.3f}"
         body.append([r["benchmark"], r["method"], f"{r['planner']:.1f}", f"{r['solver']:.1f}",

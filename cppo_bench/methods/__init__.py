@@ -27,7 +27,6 @@ METHODS: Registry[type[Method]] = Registry(
 )
 
 
-
 def passk_rule(method: str, options: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The (estimator, select) of pass@k < K for a run of `method` with `options` (the
     manifest's method_options): the one place a run's own options are read as a pass@K
@@ -40,4 +39,12 @@ def passk_rule(method: str, options: Mapping[str, Any] | None = None) -> tuple[s
     return cls.passk_rule(options or {})
 
 
-__all__ = ["METHODS", "Attempt", "Method", "MethodOptions", "MethodOutput", "OptionError", "passk_rule"]
+__all__ = [
+    "METHODS",
+    "Attempt",
+    "Method",
+    "MethodOptions",
+    "MethodOutput",
+    "OptionError",
+    "passk_rule",
+]

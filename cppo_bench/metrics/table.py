@@ -87,7 +87,9 @@ def row_scores(
     "unbiased": 1 - C(n-c,k)/C(n,k) over the row's branches.
     """
     if estimator not in ESTIMATOR_CHOICES:
-        raise DataError(f"estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {estimator!r}")
+        raise DataError(
+            f"estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {estimator!r}"
+        )
     out = np.empty(len(rows), dtype=np.float64)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
@@ -118,7 +120,9 @@ def row_scores(
     return out
 
 
-def estimator_name(rows: Iterable[OutcomeRow], estimator: str = "auto", select: str | None = None) -> str:
+def estimator_name(
+    rows: Iterable[OutcomeRow], estimator: str = "auto", select: str | None = None
+) -> str:
     """How `row_scores(rows, k, estimator=..., select=...)` scored these rows' pass@k, in
     words for a table cell or title: "unbiased", "first-K (select last)", "maj@K", or
     several joined by " + " when the rows differ (a table over many methods)."""
@@ -131,7 +135,11 @@ def estimator_name(rows: Iterable[OutcomeRow], estimator: str = "auto", select: 
         else:
             est = row.estimator if estimator == "auto" else estimator
             sel = select or row.select
-            name = "unbiased" if est == "unbiased" else "first-K" + (f" (select {sel})" if sel != "first" else "")
+            name = (
+                "unbiased"
+                if est == "unbiased"
+                else "first-K" + (f" (select {sel})" if sel != "first" else "")
+            )
         if name not in names:
             names.append(name)
     return " + ".join(names) or "-"

@@ -26,7 +26,6 @@ _MD_ENTITIES = {"<": "&lt;", ">": "&gt;"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-
 def shell_arg(value: object) -> str:
     """One shell word for `value`, or UnsafeName if it holds a control character."""
     text = str(value)

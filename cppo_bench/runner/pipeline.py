@@ -189,8 +189,12 @@ def build_manifest(
         package_version=__version__,
         git_commit=git_commit(),
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        extra={"chunk_size": spec.chunk_size, **spec.tags, "identity": run_identity(dataset),
-               "tests": summarize_tests(dataset)},  # fmt: skip
+        extra={
+            "chunk_size": spec.chunk_size,
+            **spec.tags,
+            "identity": run_identity(dataset),
+            "tests": summarize_tests(dataset),
+        },  # fmt: skip
         dataset_hash=ids_hash([p.problem_id for p in dataset]),
         dataset_size=len(dataset),
         selected=len(dataset) if spec.limit is None else min(spec.limit, len(dataset)),

@@ -75,9 +75,7 @@ def new_manifest(source: RunManifest, source_dir: Path, test_set: Any) -> RunMan
 
     m = copy.deepcopy(source)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    m.extra = {
-        k: v for k, v in m.extra.items() if k not in ("invocations", "summary", "test_set")
-    }
+    m.extra = {k: v for k, v in m.extra.items() if k not in ("invocations", "summary", "test_set")}
     m.extra["rejudged"] = {
         "from": str(source_dir),
         "from_config": source.config_hash(),

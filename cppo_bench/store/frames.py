@@ -172,8 +172,10 @@ def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> 
             if len(paths) < 2:
                 continue  # two runs one label and seed: an identity some lack; name the dirs
             if warn:
-                warn(f"{bench}/{label} seed {seed}: {len(paths)} runs whose identity cannot "
-                     "be told apart (older manifests): shown as separate rows by directory")
+                warn(
+                    f"{bench}/{label} seed {seed}: {len(paths)} runs whose identity cannot "
+                    "be told apart (older manifests): shown as separate rows by directory"
+                )
             for path in paths:
                 labels[path] = f"{label}[{Path(path).name}]"
     return labels

@@ -30,7 +30,6 @@ _MODES = {
 NOT_LINK = "is a symbolic link; a run store's files are never followed through links"
 
 
-
 class StoreWriteError(DataError):
     """The file system refused a write (read-only, full, no permission): nothing replaced."""
 
@@ -147,7 +146,9 @@ def write_atomic(path: Path, data: str) -> None:
     except FileNotFoundError:
         pass
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)
         os.replace(tmp, path)  # atomic: a reader never sees half a file
@@ -156,4 +157,6 @@ def write_atomic(path: Path, data: str) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        raise StoreWriteError(f"{path}: cannot write ({exc.strerror}); the old file is kept") from None
+        raise StoreWriteError(
+            f"{path}: cannot write ({exc.strerror}); the old file is kept"
+        ) from None

@@ -34,7 +34,6 @@ POLL_S = 0.5
 MAX_LOCK_BYTES = 4096
 
 
-
 def lock_path(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     return run_dir.with_name(run_dir.name + ".lock")
@@ -149,7 +148,9 @@ class RunLock:
                 time.sleep(POLL_S)
                 continue
             except OSError as exc:  # read-only folder, no permission, disk full
-                raise DataError(f"{self.path}: cannot take the run's lock ({exc.strerror})") from None
+                raise DataError(
+                    f"{self.path}: cannot take the run's lock ({exc.strerror})"
+                ) from None
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
@@ -158,7 +159,9 @@ class RunLock:
             except OSError as exc:  # disk full: no half-written lock is left behind
                 with contextlib.suppress(OSError):
                     os.unlink(self.path)
-                raise DataError(f"{self.path}: cannot write the run's lock ({exc.strerror})") from None
+                raise DataError(
+                    f"{self.path}: cannot write the run's lock ({exc.strerror})"
+                ) from None
             break
         self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run-lock")
         self._beat.start()

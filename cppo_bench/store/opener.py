@@ -117,9 +117,7 @@ def open_run(
 
             diff = differences(identity_fields(old), identity_fields(manifest))
             why = f" (differs in {'; '.join(diff)})" if diff else ""
-            raise DataError(
-                f"{run_dir / MANIFEST}: belongs to a different run configuration{why}"
-            )
+            raise DataError(f"{run_dir / MANIFEST}: belongs to a different run configuration{why}")
         # the original provenance stays; each resume is logged below it
         manifest = _extend(old, manifest)
     manifest.extra["invocations"] = [*manifest.extra.get("invocations", []), invocation]

@@ -304,8 +304,14 @@ def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | No
 
 # --- the door: options checked with the readers' ranges before any work starts -----------------
 
-RUN_OPTIONS: dict[str, Check] = {"method": name, "bench": name, "model": optional(name),
-                                  "backend": name, "k": integer(1, MAX_K), **SAMPLING_RANGES}
+RUN_OPTIONS: dict[str, Check] = {
+    "method": name,
+    "bench": name,
+    "model": optional(name),
+    "backend": name,
+    "k": integer(1, MAX_K),
+    **SAMPLING_RANGES,
+}
 
 
 def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> None:
@@ -316,5 +322,6 @@ def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> No
             why = check(options[key])
             if why:
                 raise ValueError(f"option {key!r}: {why}")
+
 
 token_count = integer(0, MAX_TOKENS)  # as the run store accepts it (the gen cache too)

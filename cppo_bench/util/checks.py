@@ -100,5 +100,3 @@ def list_of(check: Check, max_len: int = MAX_PROBLEMS) -> Check:
 
 def matches(pattern: re.Pattern[str], what: str) -> Check:
     return lambda v: None if isinstance(v, str) and pattern.match(v) else f"expected {what}"
-
-

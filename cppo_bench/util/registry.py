@@ -11,7 +11,6 @@ from cppo_bench.errors import UnknownNameError
 T = TypeVar("T")
 
 
-
 class Registry(Generic[T]):
     """Maps names to objects. Entries register themselves on import (decorator form).
 

@@ -48,7 +48,9 @@ def test_public_only_data_is_said_in_run_stats_and_report(tmp_path, shared_data)
                                 "public_only": len(problems)}  # fmt: skip
     stats = invoke(["stats", "passk", "--runs", str(tmp_path), "--k", "1"])
     assert stats.exit_code == 0 and "tests (lcb): public tests only" in stats.output
-    cells = json.loads(invoke(["stats", "passk", "--runs", str(tmp_path), "--k", "1", "--json"]).stdout)
+    cells = json.loads(
+        invoke(["stats", "passk", "--runs", str(tmp_path), "--k", "1", "--json"]).stdout
+    )
     assert "public tests only" in cells[0]["tests"][0]
     label = bench_label("lcb", RunIndex(tmp_path))
     assert label == "LCB release_v1" and "v6" not in label

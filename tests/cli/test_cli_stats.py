@@ -172,8 +172,10 @@ def test_default_estimator_is_unbiased_for_samples_and_first_k_for_tuples(outcom
     from scipy.special import comb
 
     path, truth = outcomes_csv
-    cells = {(c["method"], c["k"]): c for c in json.loads(run("passk", "--csv", str(path),
-                                                              "--k", "1,2", "--json").output)}
+    cells = {
+        (c["method"], c["k"]): c
+        for c in json.loads(run("passk", "--csv", str(path), "--k", "1,2", "--json").output)
+    }
     for k in (1, 2):
         mat = truth[("direct", 0)]
         n, c = mat.shape[1], mat.sum(axis=1)

@@ -27,8 +27,9 @@ from cppo_bench.errors import DataError
     # a number no float holds (OverflowError before): that point is not drawn, the run is
     ('{"algorithm": "pkpo"}', '{"step": 1, "grad_norm": ' + "9" * 400 + "}\n", False),
 ])  # fmt: skip
-def test_malformed_training_logs_skip_that_run(tmp_path: Path, manifest: str, metrics: str,
-                                               skipped: bool) -> None:
+def test_malformed_training_logs_skip_that_run(
+    tmp_path: Path, manifest: str, metrics: str, skipped: bool
+) -> None:
     runs = tmp_path / "runs"
     _write(runs, Plant("direct", "m", "demo", 0, [[True] * 4] * N, planner=[0] * N,
                        solver=[0] * N))  # fmt: skip
@@ -50,10 +51,14 @@ def test_model_names_in_figures_are_plain_text(tmp_path: Path, model: str) -> No
     good.mkdir(parents=True)
     _write(runs, Plant("direct", "m", "demo", 0, [[True] * 4] * N, planner=[0] * N,
                        solver=[0] * N))  # fmt: skip
-    (good / "train_manifest.json").write_text(json.dumps({"algorithm": "pkpo",
-                                                          "base_model": model, "seed": 0}))
-    (good / "metrics.jsonl").write_text("".join(
-        json.dumps({"step": s, "epoch": s / 4, "grad_norm": 1.0 + s}) + "\n" for s in range(4)))
+    (good / "train_manifest.json").write_text(
+        json.dumps({"algorithm": "pkpo", "base_model": model, "seed": 0})
+    )
+    (good / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"step": s, "epoch": s / 4, "grad_norm": 1.0 + s}) + "\n" for s in range(4)
+        )
+    )
     result = CliRunner().invoke(main, ["report", "--runs", str(runs), "--out",
                                        str(tmp_path / "out")])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -127,8 +132,9 @@ def test_full_disk_midway_leaves_the_old_file(tmp_path: Path, monkeypatch) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temp left
 
 
-def test_a_full_disk_during_a_run_is_one_line_and_the_resume_completes(tmp_path: Path,
-                                                                       monkeypatch) -> None:
+def test_a_full_disk_during_a_run_is_one_line_and_the_resume_completes(
+    tmp_path: Path, monkeypatch
+) -> None:
     from cppo_bench.store import fs as storefs
 
     out = tmp_path / "runs"

@@ -24,7 +24,9 @@ def venv_python(name: str, override: str, legacy: str) -> Path:
 
 def toy_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests" / "helpers"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), str(REPO / "tests" / "helpers"), env.get("PYTHONPATH", "")]
+    )
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env["OMP_NUM_THREADS"] = "1"  # two processes on a small CPU: no oversubscription
     return env

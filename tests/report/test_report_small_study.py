@@ -66,7 +66,9 @@ def test_the_uncertainty_is_named_once_per_table(page):
 
 
 def test_empty_rows_and_columns_are_left_out_unless_asked(store, page, tmp_path):
-    spec_rows = [r["label"] for r in yaml.safe_load((SPECS / "main_pass4.yaml").read_text())["rows"]]
+    spec_rows = [
+        r["label"] for r in yaml.safe_load((SPECS / "main_pass4.yaml").read_text())["rows"]
+    ]
 
     def labels(md: str) -> list[str]:
         body = [ln for ln in md.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
@@ -84,12 +86,17 @@ def test_empty_rows_and_columns_are_left_out_unless_asked(store, page, tmp_path)
 
 
 def test_examples_come_from_the_runs_at_hand(store, page):
-    fixed = [p["problem_id"] for p in yaml.safe_load((SPECS / "examples.yaml").read_text())["problems"]]
+    fixed = [
+        p["problem_id"] for p in yaml.safe_load((SPECS / "examples.yaml").read_text())["problems"]
+    ]
     md = (page / "tables" / "examples.md").read_text()
     assert not any(pid in md for pid in fixed)
     held = set()
     for manifest in store.rglob("manifest.json"):
-        held |= {json.loads(x)["problem_id"] for x in (manifest.parent / "records.jsonl").read_text().splitlines()}
+        held |= {
+            json.loads(x)["problem_id"]
+            for x in (manifest.parent / "records.jsonl").read_text().splitlines()
+        }
     first = load_benchmark("demo").problems[0].problem_id  # the benchmark's order, not outcome
     assert first in held and f"demo {first}" in md
     assert "not in this run" not in md and "never chosen by outcome" in md
@@ -123,7 +130,10 @@ def test_labels_go_to_the_table_the_column_or_the_row_that_shares_them():
     labels = Labels(table)
     assert labels.table_note() == ""
     assert [labels.column_note(j) for j in range(2)] == ["n=10/50 partial", "n=8"]
-    assert labels.row_note(0) == "bootstrap SE, 1 seed" and labels.row_note(1) == "sd over seeds, 3 seeds"
+    assert (
+        labels.row_note(0) == "bootstrap SE, 1 seed"
+        and labels.row_note(1) == "sd over seeds, 3 seeds"
+    )
     assert labels.cell_label(0, 0, rows[0].cells[0]) == ""
     shown = labels.present(table)
     assert shown.columns[0].header == ("apps (n=10/50 partial)",)

@@ -96,9 +96,10 @@ def test_verify_run_rejudges_into_a_new_run_and_never_touches_the_source(stored,
     manifest = read_manifest(new)
     assert manifest.extra["rejudged"]["from"] == str(stored)
     records = read_records(new)
-    assert sum(b.passed for r in records.values() for b in r.branches) == sum(
-        b["passed"] for rec in lines for b in rec["branches"]
-    ) - 1
+    assert (
+        sum(b.passed for r in records.values() for b in r.branches)
+        == sum(b["passed"] for rec in lines for b in rec["branches"]) - 1
+    )
     # again: the same verifier and tests make the same run, which is refused, not overwritten
     again = invoke(["verify", "--run", str(stored)])
     assert again.exit_code == 1 and "already re-judged" in again.output

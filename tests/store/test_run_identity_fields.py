@@ -52,9 +52,7 @@ def interrupted(out: Path, demo, *extra: str, model_id: str = "scripted-model") 
     return run_dir
 
 
-def test_a_changed_setting_does_not_start_silently_beside_an_incomplete_run(
-    tmp_path, demo, caplog
-):
+def test_a_changed_setting_does_not_start_silently_beside_an_incomplete_run(tmp_path, demo, caplog):
     run_dir = interrupted(tmp_path, demo, "--max-tokens", "256")
     other = invoke(run_args(tmp_path, "--max-tokens", "128"), ScriptedBackend(demo))
     assert other.exit_code == 1
@@ -77,7 +75,9 @@ def test_a_resume_served_by_another_model_is_refused(tmp_path, demo):
     assert other.exit_code == 1
     assert "model-a" in other.output and "now serves b" in other.output
     assert len(read_records(run_dir)) == 2 and read_manifest(run_dir).extra["model_id"] == "model-a"
-    same = invoke(run_args(tmp_path, "--model", "served"), ScriptedBackend(demo, model_id="model-a"))
+    same = invoke(
+        run_args(tmp_path, "--model", "served"), ScriptedBackend(demo, model_id="model-a")
+    )
     assert same.exit_code == 0 and "2 new, 2 already stored" in same.output
 
 

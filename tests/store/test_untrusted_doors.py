@@ -157,7 +157,7 @@ def test_lcb_blob_that_inflates_to_millions_of_tests_stops_early() -> None:
     code = (
         "import base64, pickle, resource, zlib\n"
         "from cppo_bench.benchmarks.livecodebench import decode_private_tests\n"
-        "t = '[' + ','.join(['{\"input\":\"\",\"output\":\"\",\"testtype\":\"stdin\"}'] * 1500000) + ']'\n"
+        't = \'[\' + \',\'.join([\'{"input":"","output":"","testtype":"stdin"}\'] * 1500000) + \']\'\n'
         "blob = base64.b64encode(zlib.compress(pickle.dumps(t), 9)).decode()\n"
         "del t\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"

@@ -85,7 +85,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
             if found:
                 return
             if state.get(d) == 1:
-                found.extend(path[path.index(d):] + [d])
+                found.extend(path[path.index(d) :] + [d])
             elif d not in state:
                 visit(d, [*path, d])
         state[m] = 2

@@ -139,7 +139,10 @@ def test_zero3_partitions_decodes_unevenly_and_pads_the_update(tmp_path: Path) -
     model = build("llama", tmp_path / "llama")
     out = tmp_path / "probe"
     # a hang (a collective one process never reaches) fails here through the timeout
-    _launch(_config(tmp_path, 3), [str(REPO / "tests" / "helpers" / "ds_probe.py"), str(out), str(model)])
+    _launch(
+        _config(tmp_path, 3),
+        [str(REPO / "tests" / "helpers" / "ds_probe.py"), str(out), str(model)],
+    )
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     for rec in ranks:
         # DeepSpeed really ran (accelerate falls back to DDP under cpu=True without a word)
@@ -218,7 +221,12 @@ def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
     shutil.copytree(resumed, planted)
     state = planted / "state" / "step-00000002"
     _plant(state, next(state.glob("pytorch_model/*optim_states.pt")), marker)
-    args = [str(REPO / "tests" / "helpers" / "toy_task.py"), str(planted), "--model", str(toy_model)]
+    args = [
+        str(REPO / "tests" / "helpers" / "toy_task.py"),
+        str(planted),
+        "--model",
+        str(toy_model),
+    ]
     args += ["--set", "micro_batch_rows=3", "--set", "max_tokens=3", "--parity-reward"]
     proc = _launch(config, [*args, "--steps", "3", "--resume"], ok=False)
     assert proc.returncode != 0 and not marker.exists()

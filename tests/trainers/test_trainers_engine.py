@@ -198,8 +198,10 @@ def test_training_rewards_run_every_test(monkeypatch: pytest.MonkeyPatch) -> Non
 
     def fake_verify(jobs, workers=None, all_tests=False):  # noqa: ANN001, ANN202
         seen.append(all_tests)
-        return [type("V", (), {"passed": True, "verdict": "AC", "tests_passed": 1,
-                               "tests_total": 1})() for _ in jobs]
+        return [
+            type("V", (), {"passed": True, "verdict": "AC", "tests_passed": 1, "tests_total": 1})()
+            for _ in jobs
+        ]
 
     monkeypatch.setattr(rewards, "verify_batch", fake_verify)
     req = RolloutRequest(_problem("p", "s"), 0, messages=())

@@ -48,7 +48,9 @@ def test_sharded_parameters_sync_shapes_uneven_rollouts_and_update(
     model = build(family, tmp_path / family)
     out = tmp_path / "probe"
     # a hang (a collective one process never reaches) fails here through the timeout
-    _torchrun([str(REPO / "tests" / "helpers" / "fsdp_probe.py"), str(out), str(model)], timeout=240)
+    _torchrun(
+        [str(REPO / "tests" / "helpers" / "fsdp_probe.py"), str(out), str(model)], timeout=240
+    )
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     for rec in ranks:
         assert rec["dtensor"] and rec["resharded"], rec  # really sharded, before and after

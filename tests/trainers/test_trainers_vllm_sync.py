@@ -56,7 +56,9 @@ def test_vllm_follows_the_policy_after_an_in_place_sync(family: str, tmp_path: P
         # torchvision; the language-model-only engine never calls it (tests/helpers/stand_ins)
         stand_ins = str(REPO / "tests" / "helpers" / "stand_ins")
         env["PYTHONPATH"] = os.pathsep.join([stand_ins, env["PYTHONPATH"]])
-    _run_in_venv([str(REPO / "tests" / "helpers" / "vllm_sync_probe.py"), str(tmp_path), family], env, 900)
+    _run_in_venv(
+        [str(REPO / "tests" / "helpers" / "vllm_sync_probe.py"), str(tmp_path), family], env, 900
+    )
     got = json.loads((tmp_path / "result.json").read_text())
     assert got["after"] == got["hf"]  # greedy vLLM == greedy HF on the moved weights
     assert got["before"] != got["hf"]  # and the sync is what made them agree
@@ -96,7 +98,9 @@ def test_closing_the_engine_leaves_the_trainers_process_group_working(tmp_path: 
     group even when the trainer made it: a collective after close() failed (tests/
     vllm_close_probe.py). A group the engine made itself is still torn down."""
     _needs_vllm()
-    _run_in_venv([str(REPO / "tests" / "helpers" / "vllm_close_probe.py"), str(tmp_path)], toy_env(), 900)
+    _run_in_venv(
+        [str(REPO / "tests" / "helpers" / "vllm_close_probe.py"), str(tmp_path)], toy_env(), 900
+    )
     got = json.loads((tmp_path / "result.json").read_text())
     assert got["foreign_initialized"] is True
     assert got["foreign_all_reduce"] == [1.0, 1.0, 1.0]

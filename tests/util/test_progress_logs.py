@@ -42,7 +42,9 @@ def test_ticker_writes_once_per_interval_and_closes_with_a_line():
 
 def test_quick_work_writes_nothing():
     out = io.StringIO()
-    with progress_bar("reading", 3, stream=out, interval=30, clock=FakeClock(), heartbeat=False) as bar:
+    with progress_bar(
+        "reading", 3, stream=out, interval=30, clock=FakeClock(), heartbeat=False
+    ) as bar:
         bar(3)
     assert out.getvalue() == ""
 

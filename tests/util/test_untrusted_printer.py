@@ -94,8 +94,8 @@ def test_every_terminal_write_goes_through_termsafe() -> None:
         for line, name in printing_calls(ast.parse(path.read_text(encoding="utf-8"))):
             if (rel, name) not in ALLOWED:
                 offenders.append(f"{rel}:{line}: {name}")
-    assert not offenders, "write through cppo_bench.util.termsafe.echo / warn / console:\n" + "\n".join(
-        offenders
+    assert not offenders, (
+        "write through cppo_bench.util.termsafe.echo / warn / console:\n" + "\n".join(offenders)
     )
 
 
@@ -108,8 +108,10 @@ def test_the_walk_sees_each_way_around() -> None:
         "bar.add_task(label)\nbar.update(t, description=f'{x}')\n"
     )
     assert len(printing_calls(bad)) == 10
-    good = ast.parse("echo(x)\nwarn(log, x)\nlog.warning('constant')\nconsole().print(x)\n"
-                     "bar.add_task(markup(x))\nbar.update(t, advance=1)\n")
+    good = ast.parse(
+        "echo(x)\nwarn(log, x)\nlog.warning('constant')\nconsole().print(x)\n"
+        "bar.add_task(markup(x))\nbar.update(t, advance=1)\n"
+    )
     assert printing_calls(good) == []
 
 

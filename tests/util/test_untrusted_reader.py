@@ -20,7 +20,11 @@ from cppo_bench.errors import DataError
 from cppo_bench.util import userfiles
 
 ROOT = Path(__file__).resolve().parents[2]
-DOORS = {"cppo_bench/util/userfiles.py", "cppo_bench/store/fs.py", "cppo_bench/store/outdir.py"}  # doors
+DOORS = {
+    "cppo_bench/util/userfiles.py",
+    "cppo_bench/store/fs.py",
+    "cppo_bench/store/outdir.py",
+}  # doors
 READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd.read_parquet",
               "pq.ParquetFile", "pq.read_table", "datasets.load_from_disk", "yaml.load", "yaml.safe_load", "yaml.full_load",
               "yaml.unsafe_load", "pickle.load", "np.load", "numpy.load", "torch.load",
@@ -46,7 +50,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/diversity/algorithmic.py", ".read_text"): "prompts shipped in the package",
     ("cppo_bench/prompts/__init__.py", ".read_text"): "prompts shipped in the package",
     ("cppo_bench/report/specs.py", ".read_text"): "specs shipped in the package (a user's "
-                                                  "--specs file goes through read_yaml)",
+    "--specs file goes through read_yaml)",
     ("cppo_bench/report/html.py", ".read_bytes"): "a figure PNG the report just drew",
     ("cppo_bench/diversity/semantic.py", ".open"): "joins its own downloaded model parts",
     ("cppo_bench/diversity/semantic.py", "open"): "its own downloaded model parts",
@@ -62,8 +66,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     "memory-mapped by datasets (a folder: no FIFO reaches it)",
 }
 # the sandbox's own plumbing: /proc, /dev, cgroup and mount files of the machine it runs on
-for _sandbox in ("inside/child", "inside/harness", "inside/mounts", "inside/nsutil",
-                 "inside/procs"):
+for _sandbox in (
+    "inside/child",
+    "inside/harness",
+    "inside/mounts",
+    "inside/nsutil",
+    "inside/procs",
+):
     ALLOWED[(f"cppo_bench/verifier/{_sandbox}.py", "os.open")] = "sandbox plumbing (/proc, /dev)"
 ALLOWED[("cppo_bench/verifier/launch.py", "os.open")] = "the memory cgroup's own control files"
 
@@ -87,7 +96,14 @@ def reading_calls(tree: ast.AST) -> list[tuple[int, str]]:
         elif isinstance(node.func, ast.Attribute) and node.func.attr in READ_METHODS:
             # path.read_text(), path.open("rb"): a method of a path (not os.open / io.open,
             # matched above, nor urllib / webbrowser opens of URLs)
-            if name.split(".")[0] not in ("os", "io", "urllib", "webbrowser", "userfiles", "storefs"):
+            if name.split(".")[0] not in (
+                "os",
+                "io",
+                "urllib",
+                "webbrowser",
+                "userfiles",
+                "storefs",
+            ):
                 found.append((node.lineno, "." + node.func.attr))
     return found
 
@@ -173,7 +189,10 @@ def test_long_line_is_skipped_without_being_held(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)  # fmt: skip
     listing, rss_kb = proc.stdout.splitlines()  # ru_maxrss: KiB on Linux
-    assert "(2, None, 'longer than 8388608 bytes')" in listing and "(3, '{\"b\": 2}\\n', None)" in listing
+    assert (
+        "(2, None, 'longer than 8388608 bytes')" in listing
+        and "(3, '{\"b\": 2}\\n', None)" in listing
+    )
     # bound: the 8 MiB cap plus a chunk, never the 64 MiB line
     assert int(rss_kb) < 24 << 10, f"peak RSS grew {int(rss_kb) >> 10} MiB for a 64 MiB line"
 

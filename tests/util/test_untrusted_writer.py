@@ -44,7 +44,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/benchmarks/build_demo_train.py", ".write_text"): "maintainer script: "
     "writes the packaged demo file",
 }
-for _name in ("inside/mounts", "inside/procs", "launch", "inside/nsutil", "inside/harness"):  # its own tmpfs / cgroups
+for _name in (
+    "inside/mounts",
+    "inside/procs",
+    "launch",
+    "inside/nsutil",
+    "inside/harness",
+):  # its own tmpfs / cgroups
     for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink"):
         ALLOWED[(f"cppo_bench/verifier/{_name}.py", _call)] = "sandbox plumbing"
 

@@ -163,8 +163,7 @@ CHANNELS = {
     # the scratch tmpfs's inode counter, advanced by files no directory shows
     "scratch inode counter": (
         # (O_TMPFILE: no directory entry, no directory time changed, the inode freed again)
-        "import tempfile\n"
-        "for _ in range(40):\n    tempfile.TemporaryFile(dir='/tmp').close()\n",
+        "import tempfile\nfor _ in range(40):\n    tempfile.TemporaryFile(dir='/tmp').close()\n",
         "import os\nfd = os.open('/tmp/probe', os.O_CREAT | os.O_RDWR)\n"
         "yes = os.fstat(fd).st_ino > 500\n",
     ),

@@ -282,7 +282,9 @@ def test_container_command_mode_speaks_the_same_protocol(monkeypatch, tmp_path) 
 
     images = launch.HERE.parents[1] / "sandbox_images"
     for name in ("Dockerfile", "cppo-verifier-sandbox.def"):
-        copied = set(re.findall(r"cppo_bench/verifier/inside/(\w+\.py)", (images / name).read_text()))
+        copied = set(
+            re.findall(r"cppo_bench/verifier/inside/(\w+\.py)", (images / name).read_text())
+        )
         assert copied == set(launch.SANDBOX_FILES), name
     for name in launch.SANDBOX_FILES:
         shutil.copy(launch.INSIDE_DIR / name, tmp_path / name)

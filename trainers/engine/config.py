@@ -130,7 +130,9 @@ class TrainConfig:
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"config {f.name}: must be a finite number, got {value}")
         if self.vllm_max_model_len < 0:
-            raise ConfigError("config vllm_max_model_len: must be >= 0 (0 = longest prompt + max_tokens)")
+            raise ConfigError(
+                "config vllm_max_model_len: must be >= 0 (0 = longest prompt + max_tokens)"
+            )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"config {name}: must be >= 1, got {getattr(self, name)}")

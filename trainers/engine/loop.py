@@ -152,8 +152,14 @@ def _longest_prompt(spec: RunSpec, parts: Parts) -> int:
     params = SamplingParams(max_tokens=cfg.max_tokens)
     longest = max(
         (
-            len(chatmod.encode(parts.tokenizer, GenRequest(params, messages=render(p)),
-                               spec.chat, cfg.enable_thinking))  # fmt: skip
+            len(
+                chatmod.encode(
+                    parts.tokenizer,
+                    GenRequest(params, messages=render(p)),
+                    spec.chat,
+                    cfg.enable_thinking,
+                )
+            )  # fmt: skip
             for p in spec.training.problems
         ),
         default=0,

@@ -132,4 +132,3 @@ class ServerSetup:
         if nsutil.unshare(nsutil.CLONE_NEWNET | nsutil.CLONE_NEWUTS) != 0:
             notes.append("no network namespace")
         return True
-
