@@ -140,6 +140,9 @@ def _check_run_door(method: str, bench: str, model: str | None, backend: Any, k:
     options = {"method": method, "bench": bench, "model": model, "k": k, **sampling}
     if isinstance(backend, str):
         options["backend"] = backend
+    from cppo_bench.backends.base import check_sampling
+
+    check_sampling(**sampling)  # SamplingError: the settings' own one range, named
     try:
         schema.check_options(options, schema.RUN_OPTIONS)
         for seed in seeds:

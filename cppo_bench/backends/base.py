@@ -9,11 +9,41 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F401
+from cppo_bench.util.checks import Check, integer, number
 from cppo_bench.util.progress import ProgressFn
 
 
-class SamplingError(ValueError):
+class SamplingError(DataError):
     """Sampling settings no backend can honour (a negative temperature, top_p outside (0, 1])."""
+
+
+# The one range of each sampling setting: SamplingParams checks itself with these, the run
+# door (cppo_bench.api.run) checks before any data loads, and the run store's readers
+# (cppo_bench.store.schema) accept back exactly these, so no run is started that is unreadable.
+TEMPERATURE = (0.0, 100.0)  # 0 = greedy
+MAX_NEW_TOKENS = 1 << 24
+
+
+def _top_p(v: Any) -> str | None:
+    # 0 keeps no token at all: vLLM and transformers both refuse it
+    return number(0.0, 1.0)(v) or (f"{v} is outside (0, 1]" if v == 0 else None)
+
+
+SAMPLING_RANGES: dict[str, Check] = {
+    "temperature": number(*TEMPERATURE),
+    "top_p": _top_p,
+    "max_tokens": integer(1, MAX_NEW_TOKENS),
+}
+
+
+def check_sampling(**settings: Any) -> None:
+    """Raise SamplingError ("option 'temperature': nan is not finite") for the first setting
+    outside its range; settings that are None or not listed pass."""
+    for key, check in SAMPLING_RANGES.items():
+        value = settings.get(key)
+        why = None if value is None else check(value)
+        if why:
+            raise SamplingError(f"option {key!r}: {why}")
 
 
 @dataclass(frozen=True)
@@ -27,12 +57,9 @@ class SamplingParams:
     def __post_init__(self) -> None:
         # every generation's settings pass here: a negative temperature was taken as greedy
         # by hf while the manifest recorded -1.0 (a run that is not what it says)
-        if not (isinstance(self.temperature, int | float) and self.temperature >= 0):
-            raise SamplingError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
-        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
-            raise SamplingError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not (isinstance(self.max_tokens, int) and self.max_tokens >= 1):
-            raise SamplingError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        check_sampling(
+            temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cppo_bench.backends.base import MAX_NEW_TOKENS, TEMPERATURE  # noqa: F401
+from cppo_bench.backends.base import SAMPLING_RANGES as _BACKEND_SAMPLING_RANGES
 from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's vocabulary)
     MAX_INT,
     MAX_NAME,
@@ -46,9 +48,6 @@ MAX_K = 1 << 16
 MAX_TOKENS = 1 << 40
 # what a command and the API accept for sampling and limits: the same ranges are what the
 # readers accept back from the store (run_manifest's `sampling`) and the verifier applies
-TEMPERATURE = (0.0, 100.0)
-TOP_P = (0.0, 1.0)
-MAX_NEW_TOKENS = 1 << 24
 VERDICT = re.compile(r"^[A-Za-z0-9_@.:+-]{1,64}$")  # AC, WA, ..., or a maj@K answer check
 
 
@@ -105,9 +104,8 @@ def _shard(v: Any) -> str | None:
     )
 
 
-SAMPLING_RANGES: dict[str, Check] = {"temperature": number(*TEMPERATURE),
-                                      "top_p": number(*TOP_P),
-                                      "max_tokens": integer(1, MAX_NEW_TOKENS)}  # fmt: skip
+# the ranges SamplingParams itself takes (cppo_bench.backends.base): one range per setting
+SAMPLING_RANGES: dict[str, Check] = dict(_BACKEND_SAMPLING_RANGES)
 
 
 def _sampling(v: Any) -> str | None:

@@ -41,7 +41,7 @@ def test_negative_temperature_is_one_line_from_the_cli(tmp_path):
     result = invoke(["run", "--method", "direct", "--bench", "demo", "--temperature", "-1",
                      "--out", str(tmp_path), "--quiet"], ScriptedBackend())  # fmt: skip
     assert result.exit_code == 1
-    assert result.output.strip() == "Error: temperature must be >= 0 (0 = greedy), got -1.0"
+    assert result.output.strip() == "Error: option 'temperature': -1.0 is outside 0.0..100.0"
 
 
 def test_aliases_go_through_the_registries_and_store_the_one_name(tmp_path):
