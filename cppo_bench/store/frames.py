@@ -137,7 +137,7 @@ def load_runs(
 
 
 # fields that place a trained checkpoint's run: they vary with the model, which labels it
-_MODEL_TAGS = ("seed", "model", "served_model", "trained", "base_model", "train_seed")
+_MODEL_TAGS = ("seed", "model", "served_model", "trained", "base_model", "train_seed", "rejudged")
 
 
 def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> dict[str, str]:
@@ -167,8 +167,8 @@ def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> 
             if keys:
                 parts.append(label_part(fields, keys))
             labels[path] = f"{method}[{','.join(parts)}]" if parts else method
-            taken[(labels[path], fields.get("seed"))].append(path)
-        for (label, seed), paths in taken.items():
+            taken[(labels[path], fields.get("seed"), fields.get("rejudged"))].append(path)
+        for (label, seed, _rejudged), paths in taken.items():
             if len(paths) < 2:
                 continue  # two runs one label and seed: an identity some lack; name the dirs
             if warn:

@@ -27,7 +27,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
 
 # fields that differ between the seeds (or the shards, the limits) of one experiment
-NOT_IDENTITY = ("seed",)
+NOT_IDENTITY = ("seed", "rejudged")  # a re-judged run is labelled apart by the frames
 NEW_RUN_HINT = "add --new-run to start a separate run beside it, or give another --out"
 
 
@@ -65,6 +65,9 @@ def identity_fields(manifest: Any) -> dict[str, Any]:
     fields["test_set"] = test_set.get("hash") if isinstance(test_set, dict) else None
     for tag in ("trained", "base_model", "train_seed"):
         fields[tag] = manifest.extra.get(tag)
+    # `verify --run` re-judged another run's completions: the store's frames label it
+    # "[rejudged]" themselves, so it is told apart from its source without being a field
+    fields["rejudged"] = isinstance(manifest.extra.get("rejudged"), dict)
     return fields
 
 
