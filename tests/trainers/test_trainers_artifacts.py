@@ -4,7 +4,7 @@ Each case saves version 1 of an artifact, then forks a child that saves version 
 SIGKILLed at one phase of the save (after the temporary folder is made, after the files are
 written, after fsync, between the two renames, after the swap). The folder must then load as
 a complete version 1 or version 2, never a torn mix, and the next save must succeed. The forks
-happen in a fresh process per kind (``python -m tests.test_train_artifacts KIND DIR``) that
+happen in a fresh process per kind (``python -m tests.trainers.test_trainers_artifacts KIND DIR``) that
 never starts torch's thread pool: a fork after the pool has run deadlocks in the child.
 """
 
@@ -156,7 +156,7 @@ def test_a_kill_at_any_phase_leaves_the_old_or_the_new_artifact(
 
     model_dir = tiny[2]
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.test_train_artifacts", kind, str(tmp_path), str(model_dir)],
+        [sys.executable, "-m", "tests.trainers.test_trainers_artifacts", kind, str(tmp_path), str(model_dir)],
         cwd=REPO,
         env={**toy_env(), "TOKENIZERS_PARALLELISM": "false"},
         capture_output=True,
