@@ -147,14 +147,17 @@ def data_files(folder: Path, split: str | None) -> list[Path]:
     where file names carry split names, only `split`'s. Never deeper: pointed at a large
     tree by mistake, a walk of every file would take minutes and read unrelated files."""
     entries = _visible(folder)
-    files = [p for p in entries if p.is_file() and p.suffix in DATA_SUFFIXES]
+    # userfiles.is_file: a FIFO or a device named like data is listed, then refused by name
+    files = [
+        p for p in entries if userfiles.is_file(p) and not p.is_dir() and p.suffix in DATA_SUFFIXES
+    ]
     if not files:
         files = [
             p
             for sub in entries
             if sub.is_dir()
             for p in _visible(sub)
-            if p.is_file() and p.suffix in DATA_SUFFIXES
+            if userfiles.is_file(p) and p.suffix in DATA_SUFFIXES
         ]
     by_split = [p for p in files if p.name.split("-")[0].split(".")[0] in SPLIT_NAMES]
     if split and by_split:

@@ -49,7 +49,8 @@ _CF_URL = re.compile(r"codeforces\.com/(?:problemset/problem|contest|gym)/(\d+)(
 
 
 def _problem_dirs(root: Path) -> list[Path]:
-    return [d for d in root.iterdir() if d.is_dir() and (d / "question.txt").is_file()]
+    # userfiles.is_file: a problem whose question.txt is a FIFO is read (and refused by name)
+    return [d for d in root.iterdir() if d.is_dir() and userfiles.is_file(d / "question.txt")]
 
 
 def release_root(path: Path, split: str) -> Path | None:

@@ -204,6 +204,23 @@ def test_benchmark_loader_names_a_fifo(fifo: Path) -> None:
         load_benchmark("demo", data=str(fifo))
 
 
+@pytest.mark.parametrize("layout", ["data folder", "apps problem folder"])
+def test_a_fifo_inside_a_data_folder_is_named_not_skipped(layout: str, tmp_path: Path) -> None:
+    """A FIFO named like data (a data folder's test.jsonl, a problem folder's question.txt)
+    was left out in silence: the folder then looked empty or short. It is named instead."""
+    from cppo_bench.benchmarks import load_benchmark
+
+    if layout == "data folder":
+        os.mkfifo(tmp_path / "test.jsonl")
+    else:
+        problem = tmp_path / "test" / "0001"
+        problem.mkdir(parents=True)
+        os.mkfifo(problem / "question.txt")
+        (problem / "input_output.json").write_text("{}")
+    with pytest.raises(DataError, match="is a FIFO"):
+        load_benchmark("apps", data=str(tmp_path))
+
+
 def test_problem_jsonl_reader_streams(tmp_path: Path) -> None:
     from cppo_bench.problem import load_problem_jsonl
 
