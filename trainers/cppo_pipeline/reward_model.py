@@ -237,7 +237,9 @@ def _meta(folder: Path) -> dict[str, Any]:
 
     artifacts.read_manifest(folder, "reward_model")
     try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
+        from cppo_bench.util import userfiles
+
+        meta = userfiles.read_json(folder / META, userfiles.MAX_SMALL)
         GateMetrics(**meta["metrics"])
         float(meta["tau"])
         if meta["kind"] not in RM_KINDS:

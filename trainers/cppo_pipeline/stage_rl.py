@@ -25,6 +25,7 @@ from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.hf import load_model
 from cppo_bench.problem import Problem
 from cppo_bench.store.training_schema import GATE_LOG, read_metrics
+from cppo_bench.util import userfiles
 from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig, read_recent
 from trainers.core.cppo_ablation import ablation
 from trainers.core.cppo_joint import PlateauRule
@@ -200,7 +201,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     own = inp.config.joint
     policy = ctx.output("audit", "policy")
     state = checkpoint.latest_state(ctx.folder)
-    start = json.loads((state / checkpoint.TRAINER_STATE).read_text())["step"] if state else 0
+    start = userfiles.read_json(state / checkpoint.TRAINER_STATE)["step"] if state else 0
     log = ctx.folder / REFRESH_LOG
     records = refresh_records(log)
     rm_dir = _latest_rm(ctx, start, records)

@@ -82,7 +82,16 @@ StageFn = Callable[[StageContext], StageResult]
 
 
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
+    """A file's short content hash, streamed through the one reader ('' when absent)."""
+    from cppo_bench.util import userfiles
+
+    if not path.is_file():
+        return ""
+    digest = hashlib.sha256()
+    with userfiles.open_bytes(path) as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import jsonio
+from cppo_bench.util import jsonio, userfiles
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"
@@ -164,12 +164,14 @@ def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:
     folder = Path(folder)
     recover(folder)
     path = folder / MANIFEST
-    try:
-        with path.open("rb") as fh:
+    if not path.exists() and not path.is_symlink():
+        raise ArtifactError(f"{folder}: not a cppo-bench artifact (no {MANIFEST})")
+    try:  # the one reader: a FIFO or device planted as the manifest is one line, not a hang
+        with userfiles.open_bytes(path, MAX_MANIFEST_BYTES) as fh:
             raw = jsonio.read_capped(fh, MAX_MANIFEST_BYTES)
         data = jsonio.loads(raw) if raw is not None else None
-    except FileNotFoundError:
-        raise ArtifactError(f"{folder}: not a cppo-bench artifact (no {MANIFEST})") from None
+    except userfiles.UserFileError as exc:
+        raise ArtifactError(str(exc)) from None
     except (OSError, ValueError):
         raise ArtifactError(f"{path}: unreadable artifact manifest") from None
     if not isinstance(data, dict):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util import userfiles
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 
 STATE_DIR = "state"
@@ -74,7 +75,7 @@ def latest_state(out_dir: Path) -> Path | None:
         return None
     if pointer.is_symlink() or not pointer.is_file():
         raise DataError(f"{pointer}: not a plain file; this run folder's state cannot be read")
-    name = pointer.read_text(encoding="utf-8", errors="replace").strip()
+    name = userfiles.read_bytes(pointer, 4096).decode("utf-8", "replace").strip()
     if not name.startswith("step-") or "/" in name:
         raise DataError(f"{pointer}: names {name[:40]!r}, not a state folder step-N")
     folder = pointer.parent / name
@@ -160,7 +161,7 @@ def _read_trainer_state(folder: Path, process: int) -> dict[str, Any]:
 
     artifacts.read_manifest(folder, "training_state")
     try:
-        state = json.loads((folder / TRAINER_STATE).read_text(encoding="utf-8"))
+        state = userfiles.read_json(folder / TRAINER_STATE, userfiles.MAX_SMALL)
         if not isinstance(state.get("step"), int) or state["step"] < 0:
             raise ValueError("no step")
     except (OSError, ValueError, AttributeError):

@@ -317,12 +317,13 @@ def _build(vllm: Any, kwargs: dict[str, Any]) -> tuple[Any, bool]:
 
 
 def _read_config(model_path: str) -> dict[str, Any]:
-    import json
     from pathlib import Path
 
     cfg = Path(model_path) / "config.json"
     if cfg.is_file():
-        loaded = json.loads(cfg.read_text(encoding="utf-8"))
+        from cppo_bench.util import userfiles  # a model folder may be a stranger's
+
+        loaded = userfiles.read_json(cfg, userfiles.MAX_SMALL)
         return loaded if isinstance(loaded, dict) else {}
     from transformers import AutoConfig  # a hub id: its config, as vLLM reads it
 

@@ -355,7 +355,9 @@ def read_sharded_state(folder: Path) -> dict[str, Any]:
     for name, tensor in load_file(str(folder / SHARDED_OPTIMIZER)).items():
         fqn, _, key = name.partition("\t")
         state.setdefault(fqn, {})[key] = tensor
-    groups = json.loads((folder / SHARDED_OPTIMIZER_META).read_text(encoding="utf-8"))
+    from cppo_bench.util import userfiles
+
+    groups = userfiles.read_json(folder / SHARDED_OPTIMIZER_META, userfiles.MAX_SMALL)
     if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
         raise ValueError("optimizer param groups are not a list of objects")
     return {"model": weights, "optimizer": {"state": state, "param_groups": groups}}
