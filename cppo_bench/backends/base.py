@@ -57,9 +57,7 @@ class SamplingParams:
     def __post_init__(self) -> None:
         # every generation's settings pass here: a negative temperature was taken as greedy
         # by hf while the manifest recorded -1.0 (a run that is not what it says)
-        check_sampling(
-            temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens
-        )
+        check_sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -156,7 +156,14 @@ def test_a_kill_at_any_phase_leaves_the_old_or_the_new_artifact(
 
     model_dir = tiny[2]
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.trainers.test_trainers_artifacts", kind, str(tmp_path), str(model_dir)],
+        [
+            sys.executable,
+            "-m",
+            "tests.trainers.test_trainers_artifacts",
+            kind,
+            str(tmp_path),
+            str(model_dir),
+        ],
         cwd=REPO,
         env={**toy_env(), "TOKENIZERS_PARALLELISM": "false"},
         capture_output=True,

@@ -261,8 +261,10 @@ def test_a_fifo_in_a_strangers_training_folder_is_one_line(planted: str, tmp_pat
     result = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
                             text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("refused:") and "FIFO" in result.stdout or (
-        "not a plain file" in result.stdout
+    assert (
+        result.stdout.startswith("refused:")
+        and "FIFO" in result.stdout
+        or ("not a plain file" in result.stdout)
     ), result.stdout
 
 
