@@ -69,10 +69,8 @@ ALLOWED: dict[tuple[str, str], str] = {
 # of a stranger's file), and the few reads that are not a stranger's bytes
 _OWN = "writes (or fsyncs) a file of the training run's own --out folder"
 ALLOWED.update({
-    ("trainers/algorithms/cppo.py", ".open"): _OWN,
     ("trainers/cppo_pipeline/pool.py", ".open"): _OWN,
     ("trainers/cppo_pipeline/stage_data.py", ".open"): _OWN,
-    ("trainers/engine/metrics.py", ".open"): _OWN + " (the metrics log, appended)",
     ("trainers/engine/artifacts.py", ".open"): _OWN + " (fsync of a file it just wrote)",
     ("trainers/engine/artifacts.py", "os.open"): _OWN + " (its temp files and folders)",
     ("trainers/engine/artifacts.py", "os.fdopen"): _OWN + " (its temp files)",

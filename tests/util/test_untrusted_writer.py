@@ -177,3 +177,19 @@ def test_out_that_is_not_a_folder_is_one_line(tmp_path: Path, kind: str) -> None
 
     with pytest.raises(StoreLinkError):  # the run store's root: the same refusal
         make_dirs(out, out / "demo")
+
+
+def test_training_logs_never_append_through_a_planted_link(tmp_path: Path) -> None:
+    """`train --resume` of a stranger's run folder: a metrics.jsonl linked to a file outside
+    was appended to (the engine opened it with a plain "a"). One line; the target is kept."""
+    from cppo_bench.errors import DataError
+    from trainers.engine.metrics import MetricsLog
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").symlink_to(victim)
+    with pytest.raises(DataError, match="symbolic link"):
+        MetricsLog(run, True).write({"step": 1})
+    assert victim.read_text() == "keep\n"

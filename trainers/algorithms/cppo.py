@@ -205,8 +205,10 @@ class CPPO(Algorithm):
         if not self.config.gate_log:
             return
         path = Path(self.config.gate_log)
+        from cppo_bench.store import fs as storefs
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
+        with storefs.open_file(path, "a", encoding="utf-8") as fh:  # never through a link
             for i, s in enumerate(planners):
                 meta = s.rollout.request.meta
                 rec = {

@@ -153,8 +153,11 @@ class MetricsLog:
     def write(self, record: Mapping[str, Any]) -> None:
         if not self.enabled:
             return
+        from cppo_bench.store import fs as storefs
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
+        # never through a link planted in a stranger's run folder (`train --resume`)
+        with storefs.open_file(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
