@@ -161,7 +161,7 @@ def _labels(runs: list[tuple[Any, Any]], warn: Callable[[str], None] | None) -> 
                 f"{bench}/{method} ({model}): {len(members)} runs differ in "
                 f"{', '.join(keys)}: shown as separate rows, never pooled"
             )
-        taken: dict[tuple[str, Any], list[str]] = defaultdict(list)
+        taken: dict[tuple[str, Any, Any], list[str]] = defaultdict(list)
         for path, fields in members:
             parts = [slug(model)] if len(models[(bench, method)]) > 1 else []
             if keys:

