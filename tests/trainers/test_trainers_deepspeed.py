@@ -228,6 +228,8 @@ def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
         str(toy_model),
     ]
     args += ["--set", "micro_batch_rows=3", "--set", "max_tokens=3", "--parity-reward"]
+    # the run's own settings: a resume that changes one is refused before any state is read
+    args += ["--set", "max_grad_norm=0.05"]
     proc = _launch(config, [*args, "--steps", "3", "--resume"], ok=False)
     assert proc.returncode != 0 and not marker.exists()
     assert "optim_states.pt: holds" in proc.stderr and "refused" in proc.stderr
