@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,6 +29,24 @@ def main() -> None:
         return StageResult((), {"rank": rank})
 
     stages = {name: stand_in for name in ("sft", "rm", "warmup")}
+    if os.environ.get("STAGES_PROBE_SLOW") and rank == "1":
+        # the race a loaded machine gives: this process looks at "rm" only once the main
+        # process could have finished it (bounded: where the runner decides before any stage
+        # runs, the manifest never comes and this waits out its cap)
+        from trainers.cppo_pipeline import stages as runner
+
+        real = runner.is_complete
+
+        def late(folder: Path) -> bool:
+            if folder.name == "rm":
+                manifest = folder / "train_manifest.json"
+                for _ in range(100):
+                    if manifest.exists():
+                        break
+                    time.sleep(0.1)
+            return real(folder)
+
+        runner.is_complete = late
     done = run_stages(out / "pipe", stages, list(stages), {}, echo=lambda _: None)
     (out / f"done{rank}.json").write_text(json.dumps(done))
 

@@ -146,9 +146,18 @@ def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
         torch.testing.assert_close(c[k], b[k], rtol=1e-5, atol=1e-6)
 
 
-def test_cppo_data_stages_run_on_the_main_process_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize("slow_rank", [False, True])
+def test_cppo_data_stages_run_on_the_main_process_only(tmp_path: Path, slow_rank: bool) -> None:
+    """slow_rank: the second process decides late (as under load) whether a stage is done;
+    the runner decided from live files, so it skipped the main process's fresh "rm" and its
+    barrier, and the processes hung or died at the next one."""
     out = tmp_path / "stages"
-    _torchrun([str(REPO / "tests" / "helpers" / "stages_probe.py"), str(out)], timeout=180)
+    if slow_rank:
+        os.environ["STAGES_PROBE_SLOW"] = "1"
+    try:
+        _torchrun([str(REPO / "tests" / "helpers" / "stages_probe.py"), str(out)], timeout=180)
+    finally:
+        os.environ.pop("STAGES_PROBE_SLOW", None)
     calls = sorted((out / "calls.txt").read_text().split("\n")[:-1])
     # sft and rm: one process wrote them; warmup (an engine run) runs on both
     assert calls == ["rm 0", "sft 0", "warmup 0", "warmup 1"]

@@ -158,9 +158,15 @@ def run_stages(
         raise ValueError(f"unknown stage(s) {unknown}; known: {', '.join(stages)}")
     done: dict[str, str] = {}
     main = ranks.is_main()
-    for name in [s for s in stages if s in selected]:
+    order = [s for s in stages if s in selected]
+    # which stages are already complete, decided by every process from the same files before
+    # any stage of this run writes one: read live, a slow process saw the main process's
+    # fresh manifest, skipped that stage's barrier and left the others waiting at the next
+    complete = {name: is_complete(out / name) for name in order}
+    ranks.barrier()
+    for name in order:
         folder = out / name
-        if is_complete(folder):
+        if complete[name]:
             echo(f"[{name}] complete, skipped")
             done[name] = "skipped"
             continue
