@@ -197,17 +197,21 @@ def test_a_program_finds_no_answers_in_the_host_files(mode: str, tmp_path: Path)
     answer = f"answer-{uuid.uuid4().hex}"
     data = tmp_path / "bench.jsonl"
     data.write_text(answer + "\n")
+    # a generous limit: the walk reads every visible .jsonl, and under a loaded CI machine
+    # the interpreter's own tree (visible by design, no answers in it) made it TLE
     p = Problem("i26", "lookup", "", tests=(Case("q\n", answer + "\n"),), checker="lcb",
-                time_limit_s=5.0)  # fmt: skip
+                time_limit_s=20.0)  # fmt: skip
     cheat = (
-        "import os, re\nfound = []\n"
+        "import os, re, sys\nfound = []\n"
+        "python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}\n"
         f"paths = [{str(data)!r}]\n"
         "for pid in os.listdir('/proc') if os.path.isdir('/proc') else []:\n"
         "    try:\n"
         "        paths += re.findall(r'/[^\\x00 ]+', open(f'/proc/{pid}/cmdline').read())\n"
         "    except OSError:\n        pass\n"
         "for root, dirs, files in os.walk('/'):\n"
-        "    dirs[:] = [d for d in dirs if d not in ('proc', 'sys', 'dev')]\n"
+        "    dirs[:] = [d for d in dirs if d not in ('proc', 'sys', 'dev')\n"
+        "               and os.path.realpath(os.path.join(root, d)) not in python]\n"
         "    paths += [os.path.join(root, f) for f in files if f.endswith('.jsonl')]\n"
         "for path in paths:\n"
         "    try:\n        found += re.findall(r'answer-[0-9a-f]{32}', open(path).read(1 << 20))\n"
