@@ -12,6 +12,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from code_walk import dotted as _dotted
 
 from cppo_bench.util.termsafe import console, echo, json_line, markup, safe
 
@@ -28,14 +29,6 @@ ALLOWED = {
 }
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 LOGGER_NAMES = {"log", "logger", "_log", "LOG", "logging", "_logger"}
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return "?"
 
 
 def _is_literal(node: ast.AST) -> bool:

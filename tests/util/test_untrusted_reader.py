@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from code_walk import dotted as _dotted
 
 from cppo_bench.errors import DataError
 from cppo_bench.util import userfiles
@@ -88,14 +89,6 @@ for _sandbox in (
 ):
     ALLOWED[(f"cppo_bench/verifier/{_sandbox}.py", "os.open")] = "sandbox plumbing (/proc, /dev)"
 ALLOWED[("cppo_bench/verifier/launch.py", "os.open")] = "the memory cgroup's own control files"
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return "?"
 
 
 def reading_calls(tree: ast.AST) -> list[tuple[int, str]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from code_walk import dotted as _dotted
 from report_plant import N, Plant, _write
 
 from cppo_bench.cli import main
@@ -53,14 +54,6 @@ for _name in (
 ):  # its own tmpfs / cgroups
     for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink"):
         ALLOWED[(f"cppo_bench/verifier/{_name}.py", _call)] = "sandbox plumbing"
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return "?"
 
 
 def writing_calls(tree: ast.AST) -> list[tuple[int, str]]:
