@@ -107,7 +107,8 @@ class OutDir:
         try:
             storefs.make_dirs(self.root, path.parent)
         except storefs.StoreLinkError as exc:
-            raise OutDirError(str(exc).replace("run store", "output folder")) from None
+            text = str(exc).replace("a run store", "an output folder")
+            raise OutDirError(text.replace("run store", "output folder")) from None
 
     def folder(self, rel: str | Path) -> Path:
         """The folder `rel` under the root, created level by level, never through a link."""

@@ -220,3 +220,43 @@ def test_training_logs_never_append_through_a_planted_link(tmp_path: Path) -> No
     with pytest.raises(DataError, match="symbolic link"):
         MetricsLog(run, True).write({"step": 1})
     assert victim.read_text() == "keep\n"
+
+
+def test_streamed_writes_are_all_or_nothing(tmp_path: Path) -> None:
+    """`OutDir.writing` (the trainers' large JSONL files): an error mid-file leaves the old
+    file and no temporary file; a link at the name is replaced, its target kept."""
+    out, victim = OutDir(tmp_path / "out"), tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    out.write_text("a.jsonl", "old\n")
+    with pytest.raises(RuntimeError), out.writing("a.jsonl") as fh:
+        fh.write("half")
+        raise RuntimeError
+    assert (out.root / "a.jsonl").read_text() == "old\n"
+    assert sorted(p.name for p in out.root.iterdir()) == ["a.jsonl"]
+    (out.root / "b.jsonl").symlink_to(victim)
+    with out.writing("b.jsonl") as fh:
+        fh.write("new\n")
+    assert victim.read_text() == "keep\n" and (out.root / "b.jsonl").read_text() == "new\n"
+
+
+@pytest.mark.parametrize("planted", ["link", "file", "dangling"])
+def test_a_fresh_folder_refuses_what_is_planted_at_its_name(tmp_path: Path, planted: str) -> None:
+    out, elsewhere = OutDir(tmp_path / "out"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = out.root / ".tmp-x"
+    if planted == "link":
+        path.symlink_to(elsewhere)
+    elif planted == "dangling":
+        path.symlink_to(tmp_path / "missing")
+    else:
+        path.write_text("")
+    with pytest.raises(OutDirError) as err:
+        out.fresh_folder(".tmp-x")
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("target", ["../x", "/etc", "a/b", ""])
+def test_a_link_points_only_at_a_sibling(tmp_path: Path, target: str) -> None:
+    with pytest.raises(OutDirError):
+        OutDir(tmp_path / "out").link("final", target)
