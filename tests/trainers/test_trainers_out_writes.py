@@ -227,3 +227,24 @@ def test_the_rm_stage_never_writes_through_planted_links(
     _one_line(err.value, folder / RM_DIR)
     assert victim.read_text() == "keep me\n" and list(elsewhere.iterdir()) == []
     assert json.loads((folder / "rm_metrics.json").read_text())["val"] > 0
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "wandb"])
+def test_a_tracker_folder_planted_as_a_link_is_one_line(tmp_path: Path, tracker: str) -> None:
+    """`--report-to`: the library writes its own folder under --out; that folder is made
+    (or found) real first. A resumed run's real folder is kept with its logs."""
+    from trainers.engine.trackers import TRACKERS, tracker_folder
+
+    out, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    name = TRACKERS.get(tracker).folder
+    (out / name).symlink_to(elsewhere)
+    with pytest.raises(DataError) as err:
+        tracker_folder(tracker, out)
+    _one_line(err.value, out / name)
+    (out / name).unlink()
+    (out / name).mkdir()
+    (out / name / "events.1").write_text("kept")
+    tracker_folder(tracker, out)
+    assert (out / name / "events.1").read_text() == "kept"

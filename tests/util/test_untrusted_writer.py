@@ -28,7 +28,7 @@ WRITE_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "savefig", "tou
                  "rename", "replace", "symlink_to",
                  # a library that writes a whole folder (HF, accelerate / DeepSpeed)
                  "save_pretrained", "save_state", "save_checkpoint", "save_model",
-                 "save_tensors"}  # fmt: skip
+                 "save_tensors", "init_trackers"}  # fmt: skip
 TREES = ("cppo_bench", "trainers")
 # A library that writes a folder itself is handed one that `OutDir.fresh_folder` made (a
 # planted link or file at its name refused): `artifacts.prepare` / `saving` for every artifact.
@@ -64,6 +64,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("trainers/engine/checkpoint.py", ".save_pretrained"): "policy, tokenizer: " + FRESH,
     ("trainers/engine/sharding.py", "save_file"): "FSDP2 full state: " + FRESH,
     ("trainers/engine/loop.py", ".save_state"): "the engine's own checkpoint.save_state",
+    ("trainers/engine/loop.py", ".init_trackers"): "tensorboard / wandb write their own folder "
+    "under --out, made real first by trackers.tracker_folder (a planted link refused)",
     ("trainers/cppo_pipeline/stage_data.py", ".save_pretrained"): "SFT planner: " + FRESH,
     ("trainers/cppo_pipeline/reward_model.py", ".save_pretrained"): "RM model/: " + FRESH,
     ("trainers/cppo_pipeline/ngram_rm.py", "save_tensors"): "n-gram RM weights: " + FRESH,
