@@ -75,6 +75,25 @@ def make_root(root: str | Path) -> Path:
     return root
 
 
+def check_real_folder(path: str | Path) -> None:
+    """`path` is absent or a real folder (lstat: a link there is looked at, not followed);
+    one OutDirError line otherwise. For a folder below the one the user named, which is
+    never taken as a root that may be a link."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutDirError(f"{path}: cannot use as a folder ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise OutDirError(
+            f"{path}: is a symbolic link; an output folder's files are never written "
+            "through links"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutDirError(f"{path}: exists and is not a folder")
+
+
 def safe_part(part: str) -> str | None:
     """Why `part` cannot be one component of a file name written from data, or None."""
     if part in ("", ".", ".."):
@@ -214,17 +233,7 @@ class OutDir:
     def check_not_link(self, rel: str | Path) -> Path:
         """`rel` is absent or a real folder, one line if it is a link or anything else."""
         path = self.name(rel)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return path
-        if stat.S_ISLNK(st.st_mode):
-            raise OutDirError(
-                f"{path}: is a symbolic link; an output folder's files are never written "
-                "through links"
-            )
-        if not stat.S_ISDIR(st.st_mode):
-            raise OutDirError(f"{path}: exists and is not a folder")
+        check_real_folder(path)
         return path
 
     def rename(self, src: str | Path, dst: str | Path) -> Path:

@@ -248,3 +248,19 @@ def test_a_tracker_folder_planted_as_a_link_is_one_line(tmp_path: Path, tracker:
     (out / name / "events.1").write_text("kept")
     tracker_folder(tracker, out)
     assert (out / name / "events.1").read_text() == "kept"
+
+
+def test_an_artifact_refuses_a_linked_folder_above_it(tmp_path: Path) -> None:
+    """A joint stage's refreshed RMs go to `joint/rm/step-N`: `rm` planted as a link."""
+    from trainers.engine import artifacts
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "step-00000002").mkdir(parents=True)
+    stage = tmp_path / "pipeline" / "joint"
+    stage.mkdir(parents=True)
+    (stage / "rm").symlink_to(elsewhere)
+    with pytest.raises(OutDirError) as err:
+        with artifacts.saving(stage / "rm" / "step-00000002", "reward_model"):
+            pass
+    _one_line(err.value, stage / "rm")
+    assert [p.name for p in elsewhere.iterdir()] == ["step-00000002"]

@@ -227,7 +227,9 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         fresh = judge_tuples(inp.judge, tuples[: own.refresh_problems * algo.config.m], k)
         pool = read_pool(current["dir"], by_id)
         dest = _refresh_dir(ctx, done)
-        OutDir(dest.parent).clear(dest.name)  # what an interrupted try left behind
+        # what an interrupted try left behind; from the stage folder down, so a link
+        # planted at rm/ is refused, never entered
+        OutDir(ctx.folder).clear(dest.relative_to(ctx.folder))
         record: dict[str, Any] = {
             "step": done,
             "from": str(current["dir"]),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
+from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
 
 MANIFEST = "artifact.json"
@@ -109,6 +109,9 @@ def tmp_path(dest: Path) -> Path:
 def prepare(dest: Path) -> Path:
     """A fresh temporary folder beside ``dest`` for a new artifact (see ``saving``)."""
     dest = Path(dest)
+    # the folder it goes in (state/, checkpoints/, a stage's) is always below the --out the
+    # user named, never a root that may be a link: a link planted there is one line too
+    check_real_folder(dest.parent)
     out = OutDir(dest.parent)
     out.check_not_link(dest.name)  # a link planted at the artifact's name: one line
     recover(dest)
