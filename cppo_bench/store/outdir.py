@@ -160,7 +160,10 @@ class OutDir:
                 if fsync:
                     fh.flush()
                     os.fsync(fh.fileno())
-            os.replace(tmp, path)  # replaces a link at `path` itself, never its target
+            try:
+                os.replace(tmp, path)  # replaces a link at `path` itself, never its target
+            except OSError as exc:  # a folder planted at the name, a read-only folder
+                raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
         except BaseException:
             try:
                 os.unlink(tmp)

@@ -262,3 +262,11 @@ def test_a_fresh_folder_refuses_what_is_planted_at_its_name(tmp_path: Path, plan
 def test_a_link_points_only_at_a_sibling(tmp_path: Path, target: str) -> None:
     with pytest.raises(OutDirError):
         OutDir(tmp_path / "out").link("final", target)
+
+
+def test_a_folder_planted_at_a_file_name_is_one_line(tmp_path: Path) -> None:
+    out = OutDir(tmp_path / "out")
+    (out.root / "audit.json").mkdir()
+    with pytest.raises(OutDirError, match="audit.json: cannot write"):
+        out.write_text("audit.json", "{}")
+    assert sorted(p.name for p in out.root.iterdir()) == ["audit.json"]
