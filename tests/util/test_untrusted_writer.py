@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOORS = {"cppo_bench/store/outdir.py", "cppo_bench/store/fs.py"}
 WRITE_CALLS = {"shutil.rmtree", "os.replace", "os.rename", "json.dump", "shutil.copy",
                "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs", "os.symlink",
-               "torch.save", "save_file", "save_tensors"}  # fmt: skip
+               "torch.save", "save_file", "save_tensors", "shutil.copytree", "pickle.dump",
+               "np.save", "numpy.save"}  # fmt: skip
 WRITE_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "savefig", "touch",
                  "rename", "replace", "symlink_to",
                  # a library that writes a whole folder (HF, accelerate / DeepSpeed)
