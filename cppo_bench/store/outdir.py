@@ -14,7 +14,12 @@ a run's path), and the folder itself may hold links planted by whoever shared it
 - files are written to a fresh temporary file (O_EXCL|O_NOFOLLOW) and renamed over the
   target: a link planted at `index.html` is replaced, its target never written;
 - `remove(rel)` unlinks a file (or a link, not its target); `clear(rel)` removes a tree
-  without following links in it.
+  without following links in it;
+- for the trainers (`train --out`, a CPPO stage folder): `writing(rel)` streams a large file
+  to the same temporary file; `fresh_folder(rel)` makes an empty folder (whatever was at that
+  name, a planted link included, is removed, never followed) for a library that writes a
+  folder itself (`save_pretrained`, accelerate / DeepSpeed `save_state`); `rename` and
+  `link` swap artifacts in and point `checkpoints/final` at a sibling.
 
 `tests/util/test_untrusted_writer.py` walks the code and fails on a write under an output
 folder that goes another way (exceptions listed there).
@@ -25,8 +30,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store import fs as storefs
@@ -68,6 +75,25 @@ def make_root(root: str | Path) -> Path:
     return root
 
 
+def check_real_folder(path: str | Path) -> None:
+    """`path` is absent or a real folder (lstat: a link there is looked at, not followed);
+    one OutDirError line otherwise. For a folder below the one the user named, which is
+    never taken as a root that may be a link."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutDirError(f"{path}: cannot use as a folder ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise OutDirError(
+            f"{path}: is a symbolic link; an output folder's files are never written "
+            "through links"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutDirError(f"{path}: exists and is not a folder")
+
+
 def safe_part(part: str) -> str | None:
     """Why `part` cannot be one component of a file name written from data, or None."""
     if part in ("", ".", ".."):
@@ -100,7 +126,8 @@ class OutDir:
         try:
             storefs.make_dirs(self.root, path.parent)
         except storefs.StoreLinkError as exc:
-            raise OutDirError(str(exc).replace("run store", "output folder")) from None
+            text = str(exc).replace("a run store", "an output folder")
+            raise OutDirError(text.replace("run store", "output folder")) from None
 
     def folder(self, rel: str | Path) -> Path:
         """The folder `rel` under the root, created level by level, never through a link."""
@@ -108,30 +135,50 @@ class OutDir:
         self._dir_for(path / "x")
         return path
 
-    def write_bytes(self, rel: str | Path, data: bytes) -> Path:
+    @contextmanager
+    def writing(self, rel: str | Path, fsync: bool = False) -> Iterator[IO[str]]:
+        """A text handle on a fresh temporary file, renamed over `rel` when the block ends
+        without an error (an error leaves `rel` as it was)."""
         path = self.name(rel)
         self._dir_for(path)
-        tmp = path.with_name(f".{path.name}.tmp")
+        # the pid: two processes of one run writing the same name never share a temp file
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             os.unlink(tmp)  # an old one, or a link planted under its name: never written
         except FileNotFoundError:
             pass
+        except IsADirectoryError:
+            raise OutDirError(f"{tmp}: is a folder where a temporary file goes") from None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o644)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)  # replaces a link at `path` itself, never its target
+            fd = os.open(tmp, flags, 0o644)
+        except OSError as exc:
+            raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                yield fh
+                if fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            try:
+                os.replace(tmp, path)  # replaces a link at `path` itself, never its target
+            except OSError as exc:  # a folder planted at the name, a read-only folder
+                raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
         except BaseException:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
             raise
+
+    def write_bytes(self, rel: str | Path, data: bytes, fsync: bool = False) -> Path:
+        path = self.name(rel)
+        with self.writing(rel, fsync) as fh:
+            fh.buffer.write(data)
         return path
 
-    def write_text(self, rel: str | Path, text: str) -> Path:
-        return self.write_bytes(rel, text.encode("utf-8"))
+    def write_text(self, rel: str | Path, text: str, fsync: bool = False) -> Path:
+        return self.write_bytes(rel, text.encode("utf-8"), fsync)
 
     def save_figure(self, fig: Any, rel: str | Path, **kwargs: Any) -> Path:
         """A matplotlib figure rendered in memory, then written like any file (savefig to a
@@ -169,3 +216,45 @@ class OutDir:
         path = self.name(rel)
         self._dir_for(path / "x")
         return sorted(path.glob(pattern)) if path.is_dir() else []
+
+    def fresh_folder(self, rel: str | Path) -> Path:
+        """An empty folder at `rel`, made here without following a link: an unfinished
+        folder left there is removed (rmtree follows no link inside it); a link or a file
+        at that name is refused, one line. A library that writes a folder itself
+        (save_pretrained, accelerate / DeepSpeed save_state) is given only such a folder."""
+        path = self.name(rel)
+        self._dir_for(path)
+        self.check_not_link(rel)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        try:
+            os.mkdir(path)
+        except OSError as exc:
+            raise OutDirError(f"{path}: cannot create this folder ({exc.strerror})") from None
+        return path
+
+    def check_not_link(self, rel: str | Path) -> Path:
+        """`rel` is absent or a real folder, one line if it is a link or anything else."""
+        path = self.name(rel)
+        check_real_folder(path)
+        return path
+
+    def rename(self, src: str | Path, dst: str | Path) -> Path:
+        """Rename `src` to `dst`, both under the root (a link at either end is moved or
+        replaced itself, never followed)."""
+        a, b = self.name(src), self.name(dst)
+        self._dir_for(a)
+        self._dir_for(b)
+        os.replace(a, b)
+        return b
+
+    def link(self, rel: str | Path, target: str) -> Path:
+        """`rel` as a relative link to its sibling `target` (a plain name): whatever was at
+        `rel` is unlinked first, not followed."""
+        why = safe_part(target)
+        if why:
+            raise OutDirError(f"{target}: {why}; not a link target under {self.root}")
+        path = self.name(rel)
+        self.remove(rel)
+        os.symlink(target, path)
+        return path

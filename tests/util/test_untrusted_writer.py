@@ -1,7 +1,9 @@
 """Door 3 of docs/untrusted-inputs.md, files written under an output folder: every write
-under `--out` goes through `cppo_bench/store/outdir.py` (report, verify, decontam, augment) or,
-for the run store, `cppo_bench/store/fs.py`. The walk fails on another way to write; the
-behaviour tests plant links in `--out` and name outputs that would leave it."""
+under `--out` goes through `cppo_bench/store/outdir.py` (report, verify, decontam, augment,
+and the trainers' run and stage folders) or, for the run store and appended logs,
+`cppo_bench/store/fs.py`. The walk (over `cppo_bench/` and `trainers/`) fails on another way
+to write; the behaviour tests plant links in `--out` and name outputs that would leave it
+(the trainers' own: tests/trainers/test_trainer_writes.py)."""
 
 from __future__ import annotations
 
@@ -20,9 +22,18 @@ from cppo_bench.store.outdir import OutDir, OutDirError
 ROOT = Path(__file__).resolve().parents[2]
 DOORS = {"cppo_bench/store/outdir.py", "cppo_bench/store/fs.py"}
 WRITE_CALLS = {"shutil.rmtree", "os.replace", "os.rename", "json.dump", "shutil.copy",
-               "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs"}  # fmt: skip
+               "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs", "os.symlink",
+               "torch.save", "save_file", "save_tensors", "shutil.copytree", "pickle.dump",
+               "np.save", "numpy.save"}  # fmt: skip
 WRITE_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "savefig", "touch",
-                 "rename", "replace", "symlink_to"}  # fmt: skip
+                 "rename", "replace", "symlink_to",
+                 # a library that writes a whole folder (HF, accelerate / DeepSpeed)
+                 "save_pretrained", "save_state", "save_checkpoint", "save_model",
+                 "save_tensors", "init_trackers"}  # fmt: skip
+TREES = ("cppo_bench", "trainers")
+# A library that writes a folder itself is handed one that `OutDir.fresh_folder` made (a
+# planted link or file at its name refused): `artifacts.prepare` / `saving` for every artifact.
+FRESH = "writes into the fresh temporary artifact folder OutDir.fresh_folder made"
 # Deliberate exceptions: (file, call) -> why it is not a write under a user's output folder
 ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/store/lock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
@@ -38,12 +49,27 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/diversity/semantic.py", ".mkdir"): "the encoder download cache",
     ("cppo_bench/diversity/semantic.py", ".unlink"): "the encoder download cache",
     ("cppo_bench/diversity/semantic.py", ".rename"): "the encoder download cache",
+    ("cppo_bench/diversity/semantic.py", "open"): "the encoder cache's private mkdtemp folder",
+    ("cppo_bench/backends/default_model.py", ".save_pretrained"): "the model download cache "
+    "(its private mkdtemp folder)",
     ("cppo_bench/store/opener.py", ".rename"): "renames a run folder inside the store, both ends "
     "checked by storefs (adopt_legacy)",
     ("cppo_bench/verifier/inside/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
     ("cppo_bench/verifier/inside/nsutil.py", "open"): "/proc/self uid/gid maps",
     ("cppo_bench/benchmarks/build_demo_train.py", ".write_text"): "maintainer script: "
     "writes the packaged demo file",
+    # trainers: library writers, each into a folder the writer made fresh
+    ("trainers/engine/artifacts.py", ".save_pretrained"): "HF " + FRESH,
+    ("trainers/engine/artifacts.py", "save_file"): "safetensors " + FRESH,
+    ("trainers/engine/checkpoint.py", ".save_state"): "accelerate / DeepSpeed " + FRESH,
+    ("trainers/engine/checkpoint.py", ".save_pretrained"): "policy, tokenizer: " + FRESH,
+    ("trainers/engine/sharding.py", "save_file"): "FSDP2 full state: " + FRESH,
+    ("trainers/engine/loop.py", ".save_state"): "the engine's own checkpoint.save_state",
+    ("trainers/engine/loop.py", ".init_trackers"): "tensorboard / wandb write their own folder "
+    "under --out, made real first by trackers.tracker_folder (a planted link refused)",
+    ("trainers/cppo_pipeline/stage_data.py", ".save_pretrained"): "SFT planner: " + FRESH,
+    ("trainers/cppo_pipeline/reward_model.py", ".save_pretrained"): "RM model/: " + FRESH,
+    ("trainers/cppo_pipeline/ngram_rm.py", "save_tensors"): "n-gram RM weights: " + FRESH,
 }
 for _name in (
     "inside/mounts",
@@ -52,7 +78,8 @@ for _name in (
     "inside/nsutil",
     "inside/harness",
 ):  # its own tmpfs / cgroups
-    for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink"):
+    for _call in ("os.mkdir", "os.makedirs", ".mkdir", "shutil.rmtree", ".write_text", ".unlink",
+                  "os.symlink"):  # fmt: skip
         ALLOWED[(f"cppo_bench/verifier/{_name}.py", _call)] = "sandbox plumbing"
 
 
@@ -65,14 +92,19 @@ def writing_calls(tree: ast.AST) -> list[tuple[int, str]]:
         if name in WRITE_CALLS:
             found.append((node.lineno, name))
         elif isinstance(node.func, ast.Attribute) and node.func.attr in WRITE_METHODS:
+            target = node.func.value
+            if isinstance(target, ast.Call) and _dotted(target.func).endswith("OutDir"):
+                continue  # OutDir(folder).write_text(...): the writer itself
             head = name.split(".")[0]
             if head in ("os", "shutil", "out", "outdir", "storefs", "dataclasses"):
                 continue  # os.* matched above; an OutDir's own methods; str.replace below
             if node.func.attr == "replace" and len(node.args) != 1:
                 continue  # str.replace(a, b), dataclasses.replace(x, **kw)
             found.append((node.lineno, "." + node.func.attr))
-        elif name == "open" and len(node.args) > 1:
-            mode = node.args[1]
+        elif name == "open" or name.endswith(".open"):  # open(p, "w"), Path.open("w")
+            args = node.args[1:] if name == "open" else node.args[:1]
+            mode = next((k.value for k in node.keywords if k.arg == "mode"), None)
+            mode = mode if mode is not None else (args[0] if args else None)
             if isinstance(mode, ast.Constant) and set(str(mode.value)) & set("wax+"):
                 found.append((node.lineno, "open"))
     return found
@@ -80,7 +112,8 @@ def writing_calls(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_every_write_under_an_output_folder_goes_through_the_writer() -> None:
     offenders = []
-    for path in sorted((ROOT / "cppo_bench").rglob("*.py")):
+    paths = sorted(p for tree in TREES for p in (ROOT / tree).rglob("*.py"))
+    for path in paths:
         rel = path.relative_to(ROOT).as_posix()
         if rel in DOORS:
             continue
@@ -94,6 +127,10 @@ def test_the_walk_sees_each_way_around() -> None:
     tree = ast.parse("p.write_text(s)\np.mkdir()\nfig.savefig(p)\nshutil.rmtree(p)\n"
                      "open(p, 'w')\nos.replace(a, b)\np.unlink()\n")  # fmt: skip
     assert len(writing_calls(tree)) == 7
+    more = ("(d / 'x').open('w')\np.open(mode='a')\nopen(p, mode='w')\ntorch.save(m, p)\n"
+            "model.save_pretrained(d)\nacc.save_state(d)\nsave_file(t, p)\n")  # fmt: skip
+    assert len(writing_calls(ast.parse(more))) == 7
+    assert writing_calls(ast.parse("p.open('rb')\nopen(p)\nos.open(p, flags)\n")) == []
     assert writing_calls(ast.parse("s.replace('a', 'b')\nout.write_text('x', t)\n")) == []
 
 
@@ -186,3 +223,51 @@ def test_training_logs_never_append_through_a_planted_link(tmp_path: Path) -> No
     with pytest.raises(DataError, match="symbolic link"):
         MetricsLog(run, True).write({"step": 1})
     assert victim.read_text() == "keep\n"
+
+
+def test_streamed_writes_are_all_or_nothing(tmp_path: Path) -> None:
+    """`OutDir.writing` (the trainers' large JSONL files): an error mid-file leaves the old
+    file and no temporary file; a link at the name is replaced, its target kept."""
+    out, victim = OutDir(tmp_path / "out"), tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    out.write_text("a.jsonl", "old\n")
+    with pytest.raises(RuntimeError), out.writing("a.jsonl") as fh:
+        fh.write("half")
+        raise RuntimeError
+    assert (out.root / "a.jsonl").read_text() == "old\n"
+    assert sorted(p.name for p in out.root.iterdir()) == ["a.jsonl"]
+    (out.root / "b.jsonl").symlink_to(victim)
+    with out.writing("b.jsonl") as fh:
+        fh.write("new\n")
+    assert victim.read_text() == "keep\n" and (out.root / "b.jsonl").read_text() == "new\n"
+
+
+@pytest.mark.parametrize("planted", ["link", "file", "dangling"])
+def test_a_fresh_folder_refuses_what_is_planted_at_its_name(tmp_path: Path, planted: str) -> None:
+    out, elsewhere = OutDir(tmp_path / "out"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = out.root / ".tmp-x"
+    if planted == "link":
+        path.symlink_to(elsewhere)
+    elif planted == "dangling":
+        path.symlink_to(tmp_path / "missing")
+    else:
+        path.write_text("")
+    with pytest.raises(OutDirError) as err:
+        out.fresh_folder(".tmp-x")
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("target", ["../x", "/etc", "a/b", ""])
+def test_a_link_points_only_at_a_sibling(tmp_path: Path, target: str) -> None:
+    with pytest.raises(OutDirError):
+        OutDir(tmp_path / "out").link("final", target)
+
+
+def test_a_folder_planted_at_a_file_name_is_one_line(tmp_path: Path) -> None:
+    out = OutDir(tmp_path / "out")
+    (out.root / "audit.json").mkdir()
+    with pytest.raises(OutDirError, match="audit.json: cannot write"):
+        out.write_text("audit.json", "{}")
+    assert sorted(p.name for p in out.root.iterdir()) == ["audit.json"]

@@ -206,8 +206,9 @@ class CPPO(Algorithm):
             return
         path = Path(self.config.gate_log)
         from cppo_bench.store import fs as storefs
+        from cppo_bench.store.outdir import make_root
 
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_root(path.parent)
         with storefs.open_file(path, "a", encoding="utf-8") as fh:  # never through a link
             for i, s in enumerate(planners):
                 meta = s.rollout.request.meta

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cppo_bench.problem import Problem
+from cppo_bench.store.outdir import OutDir
 
 EXPOSURE = "exposure.json"
 
@@ -37,5 +38,5 @@ def write_exposure(
             for c, s, ps, n in components
         ]
     }
-    (folder / EXPOSURE).write_text(json.dumps(payload), encoding="utf-8")
+    OutDir(folder).write_text(EXPOSURE, json.dumps(payload))
     return EXPOSURE

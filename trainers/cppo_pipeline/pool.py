@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import read_jsonl
 from trainers.cppo_pipeline.negatives import LabelledTuple
 
@@ -21,7 +22,7 @@ def pool_records(items: Sequence[LabelledTuple]) -> list[dict[str, object]]:
 
 
 def write_pool(folder: Path, items: Sequence[LabelledTuple]) -> None:
-    with (folder / POOL).open("w", encoding="utf-8") as fh:
+    with OutDir(folder).writing(POOL) as fh:
         for rec in pool_records(items):
             fh.write(json.dumps(rec) + "\n")
 

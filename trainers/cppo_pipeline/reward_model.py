@@ -220,6 +220,7 @@ def save(
 ) -> None:
     """An artifact of kind ``reward_model``: weights, the labelled pool it was trained on, and
     its meta (kind, tau, the metrics it was accepted on, config) in the manifest."""
+    from cppo_bench.store.outdir import OutDir
     from trainers.cppo_pipeline.pool import write_pool
     from trainers.engine import artifacts
 
@@ -228,7 +229,7 @@ def save(
         write_pool(tmp, pool)
         meta = {"kind": rm.kind, "tau": metrics.tau, "metrics": asdict(metrics),
                 "config": asdict(cfg), "model": own}  # fmt: skip
-        (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        OutDir(tmp).write_text(META, json.dumps(meta, indent=2))
 
 
 def _meta(folder: Path) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from cppo_bench.plan.contract import plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
+from cppo_bench.store.outdir import OutDir
 from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
@@ -140,7 +141,8 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         params=params,
         seeds=read_seeds(c.seed_candidates),
     )
-    with (ctx.folder / SFT_SET).open("w", encoding="utf-8") as fh:
+    out = OutDir(ctx.folder)
+    with out.writing(SFT_SET) as fh:
         for ex in examples:
             fh.write(
                 json.dumps(
@@ -153,8 +155,8 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
                 )
                 + "\n"
             )
-    (ctx.folder / "funnel.json").write_text(json.dumps(counts.as_dict(), indent=2))
-    with (ctx.folder / "candidates.jsonl").open("w", encoding="utf-8") as fh:
+    out.write_text("funnel.json", json.dumps(counts.as_dict(), indent=2))
+    with out.writing("candidates.jsonl") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in counts.records)
     if len(examples) < c.min_examples:
         raise PipelineStop(
@@ -211,7 +213,7 @@ def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
 def write_scores(
     path: Path, scores: torch.Tensor, items: Sequence[LabelledTuple], tau: float, split: str
 ) -> None:
-    with path.open("w", encoding="utf-8") as fh:
+    with OutDir(path.parent).writing(path.name) as fh:
         for s, it in zip(scores.tolist(), items, strict=True):
             fh.write(
                 json.dumps(
@@ -238,7 +240,7 @@ def write_rm_data(
     """Every RM item with its split, label, source, text and score, written before the
     acceptance check so a refused RM leaves the data it was judged on."""
     train_scores = rmod.probabilities(rm, train)
-    with path.open("w", encoding="utf-8") as fh:
+    with OutDir(path.parent).writing(path.name) as fh:
         for split, items, scores in (("train", train, train_scores), ("val", val, val_scores)):
             for it, s in zip(items, scores.tolist(), strict=True):
                 rec = {"split": split, "score": round(s, 4), **pool_records([it])[0]}
@@ -303,8 +305,8 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         "gold": len(gold),
         "judge": inp.judge.name,
     }
-    (ctx.folder / "rm_metrics.json").write_text(
-        json.dumps({**metrics.as_dict(), **counts}, indent=2)
+    OutDir(ctx.folder).write_text(
+        "rm_metrics.json", json.dumps({**metrics.as_dict(), **counts}, indent=2)
     )
     try:
         rmod.accept(metrics)

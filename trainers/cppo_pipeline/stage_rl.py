@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import torch
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.hf import load_model
 from cppo_bench.problem import Problem
+from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import GATE_LOG, read_metrics
 from cppo_bench.util import userfiles
 from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig, read_recent
@@ -174,7 +174,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     j = torch.tensor([t.gate for t in tuples])
     r_out = torch.tensor([max((b.reward for b in t.branches), default=0.0) for t in tuples])
     report = audit(j, r_out, AuditThresholds(c.min_pass_at_k, c.min_r_plan_density))
-    (ctx.folder / "audit.json").write_text(json.dumps(report.as_dict(), indent=2))
+    OutDir(ctx.folder).write_text("audit.json", json.dumps(report.as_dict(), indent=2))
     if not report.passed:
         raise PipelineStop(
             "audit", f"{report.reason}; revisit stage {report.revisit}", revisit=report.revisit
@@ -227,7 +227,9 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         fresh = judge_tuples(inp.judge, tuples[: own.refresh_problems * algo.config.m], k)
         pool = read_pool(current["dir"], by_id)
         dest = _refresh_dir(ctx, done)
-        shutil.rmtree(dest, ignore_errors=True)  # what an interrupted try left behind
+        # what an interrupted try left behind; from the stage folder down, so a link
+        # planted at rm/ is refused, never entered
+        OutDir(ctx.folder).clear(dest.relative_to(ctx.folder))
         record: dict[str, Any] = {
             "step": done,
             "from": str(current["dir"]),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import STAGES, TRAIN_MANIFEST
 from cppo_bench.store.training_schema import read_manifest as read_training_manifest
 from trainers.cppo_pipeline import ranks
@@ -135,7 +136,6 @@ def write_manifest(
         **({} if base else provenance()),
         **extra,
     }
-    ctx.folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(ctx.folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
 
 
@@ -177,7 +177,7 @@ def run_stages(
                 raise PipelineStop(name, "the main process did not complete this stage")
             done[name] = "ran"
             continue
-        folder.mkdir(parents=True, exist_ok=True)
+        OutDir(out).folder(name)  # a link planted at a stage's name: one line, not followed
         inputs = {s: out / s for s in stages}
         ctx = StageContext(name, folder, config.get(name, {}), inputs, progress=progress)
         echo(f"[{name}] running")

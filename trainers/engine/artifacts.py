@@ -8,6 +8,11 @@ temporary -> ``dest``, then the old one is removed). A kill at any moment theref
 either the old artifact or the new one: ``recover`` (run by every load and save) puts a
 stranded ``.old-`` folder back, and a folder without a complete manifest is never loaded.
 Weights are safetensors or HF folders: loading never unpickles anything.
+
+Every write goes through the one writer under an output folder (cppo_bench/store/outdir.py,
+docs/untrusted-inputs.md door 3): a run folder may be a stranger's (``--resume``), so a link
+planted at an artifact's name is one line, never followed; the temporary folder a library
+writes into (``save_pretrained``, ``save_state``) is made fresh there.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
 
 MANIFEST = "artifact.json"
@@ -61,15 +66,16 @@ def fsync_tree(folder: Path) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """``path`` replaced in one rename by a fsynced temporary file; never through a link."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    OutDir(path.parent).write_text(path.name, text, fsync=True)
     _fsync_dir(path.parent)
+
+
+def discard(folder: Path, name: str) -> None:
+    """Remove ``folder/name`` (a tree, or a link itself), quietly: tidying, not saving."""
+    try:
+        OutDir(folder).clear(name)
+    except (OSError, DataError):
+        pass
 
 
 def _old(dest: Path) -> Path:
@@ -81,10 +87,10 @@ def recover(dest: Path) -> None:
     took its place; a leftover old copy beside a complete new one is removed."""
     dest, old = Path(dest), _old(Path(dest))
     if old.is_dir() and not old.is_symlink():
-        if dest.exists():
-            shutil.rmtree(old, ignore_errors=True)
+        if os.path.lexists(dest):
+            discard(dest.parent, old.name)
         else:
-            os.replace(old, dest)
+            OutDir(dest.parent).rename(old.name, dest.name)
 
 
 def _files(folder: Path) -> dict[str, int]:
@@ -103,11 +109,13 @@ def tmp_path(dest: Path) -> Path:
 def prepare(dest: Path) -> Path:
     """A fresh temporary folder beside ``dest`` for a new artifact (see ``saving``)."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    # the folder it goes in (state/, checkpoints/, a stage's) is always below the --out the
+    # user named, never a root that may be a link: a link planted there is one line too
+    check_real_folder(dest.parent)
+    out = OutDir(dest.parent)
+    out.check_not_link(dest.name)  # a link planted at the artifact's name: one line
     recover(dest)
-    tmp = tmp_path(dest)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = out.fresh_folder(tmp_path(dest).name)  # a library writes into it: never a link
     on_phase("prepared")
     return tmp
 
@@ -124,7 +132,7 @@ def finish(tmp: Path, dest: Path, kind: str, meta: dict[str, Any] | None = None)
         "files": _files(tmp),
         "meta": meta or {},
     }
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str), "utf-8")
+    OutDir(tmp).write_text(MANIFEST, json.dumps(manifest, indent=2, default=str))
     fsync_tree(tmp)
     on_phase("fsynced")
     commit(tmp, Path(dest))
@@ -142,21 +150,21 @@ def saving(dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Iterato
         yield tmp
         finish(tmp, dest, kind, meta)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp.parent, tmp.name)
         raise
 
 
 def commit(tmp: Path, dest: Path) -> None:
     """Swap the complete folder ``tmp`` in at ``dest`` (see the module docstring)."""
-    old = _old(dest)
-    if dest.exists() or dest.is_symlink():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(dest, old)
+    old, out = _old(dest), OutDir(dest.parent)
+    if os.path.lexists(dest):
+        discard(dest.parent, old.name)
+        out.rename(dest.name, old.name)
         on_phase("old_moved")
-    os.replace(tmp, dest)
+    out.rename(tmp.name, dest.name)
     _fsync_dir(dest.parent)
     on_phase("new_moved")
-    shutil.rmtree(old, ignore_errors=True)
+    discard(dest.parent, old.name)
 
 
 def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:

@@ -14,12 +14,12 @@ temporary folder, manifest last, fsynced, swapped in by rename). Layout under ``
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.outdir import OutDir
 from cppo_bench.util import userfiles
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 
@@ -46,6 +46,7 @@ def save_state(
     root = Path(out_dir) / STATE_DIR
     final = root / _name(step)
     if accelerator.is_main_process:
+        OutDir(out_dir).folder(STATE_DIR)  # never through a link planted at state/
         artifacts.prepare(final)
     accelerator.wait_for_everyone()
     tmp = artifacts.tmp_path(final)
@@ -55,12 +56,12 @@ def save_state(
         sharding.save_sharded_state(*sharded, tmp, accelerator.is_main_process)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        (tmp / TRAINER_STATE).write_text(json.dumps({"step": step, **extra}, indent=2) + "\n")
+        OutDir(tmp).write_text(TRAINER_STATE, json.dumps({"step": step, **extra}, indent=2) + "\n")
         artifacts.finish(tmp, final, "training_state", {"step": step})
         artifacts.atomic_write_text(root / LATEST, final.name + "\n")
         for old in root.glob("step-*"):
             if old.name != final.name:
-                shutil.rmtree(old, ignore_errors=True)
+                artifacts.discard(root, old.name)
     accelerator.wait_for_everyone()
     return final
 
@@ -232,6 +233,7 @@ def save_hf(
     dest = root / _name(step)
     if not accelerator.is_main_process:
         return None
+    OutDir(out_dir).folder(HF_DIR)  # never through a link planted at checkpoints/
     unwrapped = accelerator.unwrap_model(model)
     was = unwrapped.config.use_cache
     with artifacts.saving(dest, "policy", {"step": step}) as tmp:
@@ -241,11 +243,8 @@ def save_hf(
         finally:
             unwrapped.config.use_cache = was
         tokenizer.save_pretrained(tmp)
-    link = root / "final"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(dest.name)
+    OutDir(root).link("final", dest.name)
     if keep > 0:  # a negative count never reaches the slice below (it would keep none)
         for old in sorted(root.glob("step-*"))[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+            artifacts.discard(root, old.name)
     return dest

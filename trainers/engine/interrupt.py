@@ -9,11 +9,11 @@ here, so the run folder holds only complete artifacts.
 from __future__ import annotations
 
 import shlex
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.outdir import OutDir
 from trainers.engine import checkpoint
 
 STATE_FOLDERS = (checkpoint.STATE_DIR, checkpoint.HF_DIR)
@@ -34,7 +34,11 @@ def clean_partial(out: Path) -> list[Path]:
     removed = []
     for folder in sorted(Path(out).rglob(".tmp-*")):
         if folder.parent.name in STATE_FOLDERS and folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
+            # through the writer from ``out`` down: a linked folder on the way is not entered
+            try:
+                OutDir(out).clear(folder.relative_to(out))
+            except (OSError, DataError):
+                continue
             removed.append(folder)
     return removed
 

@@ -30,7 +30,7 @@ from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_line,
 from trainers.engine.rewards import RewardFn, reward_from_config
 from trainers.engine.rollout import ROLLOUT_ENGINES
 from trainers.engine.setup import Parts, model_label
-from trainers.engine.trackers import check_tracker
+from trainers.engine.trackers import PROJECT, check_tracker, tracker_folder
 
 __all__ = ["RunSpec", "StepState", "TrainResult", "model_label", "train"]
 
@@ -201,8 +201,9 @@ def _train(spec: RunSpec) -> TrainResult:
             model=parts.model,
         )  # fmt: skip
     if cfg.report_to != "none":
+        tracker_folder(cfg.report_to, out)  # every process: all raise, none waits alone
         accelerator.init_trackers(
-            "cppo-bench-train",
+            PROJECT,
             config=manifest.flat_config(spec),
             init_kwargs=check_tracker(cfg.report_to, out),
         )

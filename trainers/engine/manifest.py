@@ -118,7 +118,6 @@ def write(
         "resume_changes": _resume_changes(previous, spec, start_step),
         **{k: v for k, v in spec.extra_manifest.items() if k != "allow_overlap"},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
     return path
 

@@ -154,8 +154,9 @@ class MetricsLog:
         if not self.enabled:
             return
         from cppo_bench.store import fs as storefs
+        from cppo_bench.store.outdir import make_root
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_root(self.path.parent)
         # never through a link planted in a stranger's run folder (`train --resume`)
         with storefs.open_file(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")

@@ -341,7 +341,9 @@ def save_sharded_state(model: Any, optimizer: Any, folder: Path, main: bool) -> 
     }
     save_file(tensors, str(folder / SHARDED_OPTIMIZER))
     groups = json.dumps(optim["param_groups"], sort_keys=True)
-    (folder / SHARDED_OPTIMIZER_META).write_text(groups + "\n")
+    from cppo_bench.store.outdir import OutDir
+
+    OutDir(folder).write_text(SHARDED_OPTIMIZER_META, groups + "\n")
 
 
 def read_sharded_state(folder: Path) -> dict[str, Any]:

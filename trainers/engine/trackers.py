@@ -19,17 +19,33 @@ from pathlib import Path
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import Registry
 
+PROJECT = "cppo-bench-train"  # the tracker project name; tensorboard's folder under --out
+
 
 @dataclass(frozen=True)
 class Tracker:
     module: str  # what must import for it
     install: str  # how to get it
+    folder: str = ""  # the folder under --out the library writes itself (made real first)
 
 
 TRACKERS: Registry[Tracker] = Registry("tracker")
 TRACKERS.register("none")(Tracker("", ""))
-TRACKERS.register("tensorboard")(Tracker("tensorboard", "pip install 'cppo-bench[tensorboard]'"))
-TRACKERS.register("wandb")(Tracker("wandb", "pip install wandb"))
+TRACKERS.register("tensorboard")(
+    Tracker("tensorboard", "pip install 'cppo-bench[tensorboard]'", PROJECT)
+)
+TRACKERS.register("wandb")(Tracker("wandb", "pip install wandb", "wandb"))
+
+
+def tracker_folder(name: str, out_dir: Path) -> None:
+    """The folder tracker `name` writes under ``out_dir``, made through the one writer: a
+    link planted there (a stranger's run folder on --resume) is one line, never followed.
+    Kept when it is a real folder: a resumed run adds to its logs."""
+    from cppo_bench.store.outdir import OutDir
+
+    folder = TRACKERS.get(name).folder
+    if folder:
+        OutDir(out_dir).folder(folder)
 
 
 def check_tracker(name: str, out_dir: Path | None = None) -> dict[str, dict[str, str]]:
