@@ -25,6 +25,7 @@ from cppo_bench.cli import main
 from cppo_bench.store import fs as storefs
 from cppo_bench.store.outdir import OutDir, OutDirError, _own_stream, write_user_file
 
+ROOT = Path(__file__).resolve().parents[2]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a device twin needs root")
 
 
@@ -278,3 +279,24 @@ def test_verify_out_socket_is_one_line(sock_path: Path) -> None:
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{sock_path}: is a socket" in result.output
     assert stat.S_ISSOCK(os.lstat(sock_path).st_mode)
+
+
+def test_verify_out_stdout_link_writes_to_the_redirected_file(tmp_path: Path) -> None:
+    """`verify --out /dev/stdout > res.txt`, with a link of our own to /proc/self/fd/1 in
+    tmp_path standing in for /dev/stdout: the lines reach res.txt, the link stays a link."""
+    import subprocess
+    import sys
+
+    mine = tmp_path / "stdout"
+    mine.symlink_to("/proc/self/fd/1")
+    res = tmp_path / "res.txt"
+    with res.open("wb") as fh:
+        done = subprocess.run(
+            [sys.executable, "-m", "cppo_bench.cli", "verify", "--bench", "demo",
+             "--programs", str(_programs(tmp_path)), "--out", str(mine)],
+            stdout=fh, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert mine.is_symlink() and os.readlink(mine) == "/proc/self/fd/1"
+    first = res.read_text().splitlines()[0]
+    assert json.loads(first)["problem_id"] == "add-two"
