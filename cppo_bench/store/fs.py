@@ -104,7 +104,8 @@ def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     path = Path(path)
     binary = mode if mode.endswith("b") else {"r": "rb", "a": "ab"}[mode]
     check_dir(path.parent)
-    flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    # O_NOCTTY: a terminal device planted there never becomes our controlling tty
+    flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:

@@ -300,3 +300,21 @@ def test_verify_out_stdout_link_writes_to_the_redirected_file(tmp_path: Path) ->
     assert mine.is_symlink() and os.readlink(mine) == "/proc/self/fd/1"
     first = res.read_text().splitlines()[0]
     assert json.loads(first)["problem_id"] == "add-two"
+
+
+@pytest.mark.parametrize("kind", [pytest.param("chardev", marks=needs_root), "fifo"])
+def test_a_stale_looking_lock_that_is_a_device_is_never_broken(tmp_path: Path, kind: str) -> None:
+    """The run lock breaks a stale lock by renaming it aside and unlinking it: an old device
+    or FIFO at `<run>.lock` would have gone the same way."""
+    from cppo_bench.errors import DataError
+    from cppo_bench.store.lock import RunLock, lock_path
+
+    run = tmp_path / "run"
+    run.mkdir()
+    still = _plant(kind, lock_path(run))
+    os.utime(lock_path(run), (0, 0), follow_symlinks=False)  # older than STALE_AFTER_S
+    with pytest.raises(DataError) as err:
+        RunLock(run).acquire()
+    assert str(err.value).startswith(f"{lock_path(run)}: ") and "\n" not in str(err.value)
+    assert still(os.lstat(lock_path(run)).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", lock_path(run).name]
