@@ -340,12 +340,14 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         rows.append(dict(record, **{k: d[k] for k in RESULT_FIELDS}))
     lines = "".join(json.dumps(row) + "\n" for row in rows)
     if out is not None:
-        from cppo_bench.store.outdir import (
-            OutDir,  # a link planted at --out is replaced, not followed
-        )
+        # /dev/null, a FIFO, /dev/stdout are written into; a file through OutDir (a link
+        # planted at --out replaced, not followed); a device never renamed over
+        from cppo_bench.store.outdir import write_user_file
 
-        outdir = OutDir(out.parent)
-        outdir.write_text(out.name, lines)
+        try:
+            write_user_file(out, lines)
+        except DataError as exc:
+            raise click.ClickException(str(exc)) from None
         console = Console()
     else:
         echo(lines, nl=False, lines=True)  # JSON lines (ensure_ascii): data escaped

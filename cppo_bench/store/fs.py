@@ -104,7 +104,8 @@ def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     path = Path(path)
     binary = mode if mode.endswith("b") else {"r": "rb", "a": "ab"}[mode]
     check_dir(path.parent)
-    flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    # O_NOCTTY: a terminal device planted there never becomes our controlling tty
+    flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
@@ -128,6 +129,42 @@ def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     return os.fdopen(fd, mode, encoding=encoding or "utf-8")
 
 
+# What a writer may replace, rename over or remove: a regular file, or a link (the link
+# itself, never its target). A device, FIFO or socket at a written name belongs to someone
+# else: as root, renaming a temporary file over /dev/null destroyed the device.
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def kind_of(mode: int) -> str:
+    """`mode` (from stat) in words: "a character device", "a folder", ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def not_replaceable(path: Path, folder_ok: bool = False) -> str | None:
+    """Why the entry at `path` (lstat: a link is looked at, not followed) must not be
+    replaced, renamed over, truncated or removed, or None: absent, a regular file, a link,
+    or (`folder_ok`) a folder. The one check every writer makes before it does any of those."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # nothing there (the write itself reports a bad folder on the way)
+    except OSError as exc:
+        return f"cannot look at it ({exc.strerror}); left as it was"
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode) or (folder_ok and stat.S_ISDIR(mode)):
+        return None
+    return f"is {kind_of(mode)}, not a regular file; refusing to replace or remove it"
+
+
 def exists(path: Path) -> bool:
     """A store file is there (a dangling or foreign link counts as there: it is refused on
     open, never silently treated as absent and recreated through)."""
@@ -141,6 +178,10 @@ def write_atomic(path: Path, data: str) -> None:
     path = Path(path)
     check_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
+    for name in (path, tmp):
+        why = not_replaceable(name)
+        if why:
+            raise StoreLinkError(f"{name}: {why}")
     try:
         os.unlink(tmp)
     except FileNotFoundError:

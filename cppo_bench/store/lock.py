@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError, RunLockedError
+from cppo_bench.store.fs import not_replaceable
 
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
@@ -68,7 +69,7 @@ def _alive(pid: int, started: str | None) -> bool:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
@@ -135,6 +136,9 @@ class RunLock:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
             except FileExistsError:
+                why = not_replaceable(self.path)  # a device / FIFO there is never broken
+                if why:
+                    raise DataError(f"{self.path}: {why} (the run's lock file)") from None
                 holder = _read(self.path)
                 if self._stale(holder):
                     self._break(holder)

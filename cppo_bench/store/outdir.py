@@ -15,6 +15,15 @@ a run's path), and the folder itself may hold links planted by whoever shared it
   target: a link planted at `index.html` is replaced, its target never written;
 - `remove(rel)` unlinks a file (or a link, not its target); `clear(rel)` removes a tree
   without following links in it;
+- nothing that is not a regular file or a link is ever replaced, renamed over, truncated
+  or removed: a device, FIFO or socket (or a folder where a file goes) at a name written,
+  removed or cleared is one `OutDirError` line and is left as it was (`_keep`, on
+  `storefs.not_replaceable`; as root a rename over `/dev/null` destroyed the device);
+- `write_user_file(path, text)`: ONE output file the user named (`verify --out FILE`).
+  An existing character device or FIFO there (`/dev/null`, a named pipe) is written into,
+  as a shell's `>` would; `/dev/stdout`, `/dev/stderr`, `/dev/fd/1` write to this process's
+  own descriptor (never replacing the link in /dev); a block device or socket is one line;
+  anything else goes through `OutDir` like every other file;
 - for the trainers (`train --out`, a CPPO stage folder): `writing(rel)` streams a large file
   to the same temporary file; `fresh_folder(rel)` makes an empty folder (whatever was at that
   name, a planted link included, is removed, never followed) for a library that writes a
@@ -28,8 +37,10 @@ folder that goes another way (exceptions listed there).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -108,6 +119,23 @@ def safe_part(part: str) -> str | None:
 class OutDir:
     """The files under one output folder, written only through here."""
 
+    @staticmethod
+    def _keep(path: Path, verb: str, folder_ok: bool = False) -> None:
+        """The one check before any replace / rename / unlink / rmtree: one line if the entry
+        at `path` is a device, FIFO, socket (or a folder where a file goes)."""
+        why = storefs.not_replaceable(path, folder_ok)
+        if why:
+            raise OutDirError(f"{path}: cannot {verb} it: {why}")
+
+    def _keep_tree(self, path: Path, verb: str) -> None:
+        """`_keep` for every entry of the real folder `path` (rmtree would remove them all)."""
+        self._keep(path, verb, folder_ok=True)
+        if not os.path.isdir(path) or os.path.islink(path):
+            return
+        for top, dirs, files in os.walk(path):  # os.walk follows no link to a folder
+            for name in dirs + files:
+                self._keep(Path(top, name), verb, folder_ok=True)
+
     def __init__(self, root: str | Path) -> None:
         self.root = make_root(root)
 
@@ -141,8 +169,10 @@ class OutDir:
         without an error (an error leaves `rel` as it was)."""
         path = self.name(rel)
         self._dir_for(path)
+        self._keep(path, "write")
         # the pid: two processes of one run writing the same name never share a temp file
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self._keep(tmp, "use as a temporary file")
         try:
             os.unlink(tmp)  # an old one, or a link planted under its name: never written
         except FileNotFoundError:
@@ -160,6 +190,7 @@ class OutDir:
                 if fsync:
                     fh.flush()
                     os.fsync(fh.fileno())
+            self._keep(path, "write")  # again: planted while the file was being written
             try:
                 os.replace(tmp, path)  # replaces a link at `path` itself, never its target
             except OSError as exc:  # a folder planted at the name, a read-only folder
@@ -194,6 +225,7 @@ class OutDir:
         """Unlink a file written earlier (a link there is removed, not followed)."""
         path = self.name(rel)
         self._dir_for(path)
+        self._keep(path, "remove")
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -206,6 +238,7 @@ class OutDir:
         `rel` itself is unlinked, its target left alone)."""
         path = self.name(rel)
         self._dir_for(path)
+        self._keep_tree(path, "remove")
         if os.path.islink(path):
             os.unlink(path)
         elif os.path.isdir(path):
@@ -225,6 +258,7 @@ class OutDir:
         path = self.name(rel)
         self._dir_for(path)
         self.check_not_link(rel)
+        self._keep_tree(path, "empty")
         if os.path.isdir(path):
             shutil.rmtree(path)
         try:
@@ -245,7 +279,14 @@ class OutDir:
         a, b = self.name(src), self.name(dst)
         self._dir_for(a)
         self._dir_for(b)
-        os.replace(a, b)
+        self._keep(a, "move", folder_ok=True)
+        # a folder may replace an empty folder (os.replace); a file never replaces a folder
+        moving_folder = os.path.isdir(a) and not os.path.islink(a)
+        self._keep(b, "replace", folder_ok=moving_folder)
+        try:
+            os.replace(a, b)
+        except OSError as exc:
+            raise OutDirError(f"{a}: cannot move it to {b.name} ({exc.strerror})") from None
         return b
 
     def link(self, rel: str | Path, target: str) -> Path:
@@ -256,5 +297,79 @@ class OutDir:
             raise OutDirError(f"{target}: {why}; not a link target under {self.root}")
         path = self.name(rel)
         self.remove(rel)
-        os.symlink(target, path)
+        try:
+            os.symlink(target, path)
+        except OSError as exc:
+            raise OutDirError(f"{path}: cannot make this link ({exc.strerror})") from None
         return path
+
+
+# /dev/stdout -> /proc/self/fd/1, /dev/fd/2: a name for one of this process's descriptors
+_OWN_FD = re.compile(r"/(?:proc/(?:self|thread-self|(\d+))/fd|dev/fd)/([12])")
+
+
+def _own_stream(path: Path) -> int | None:
+    """1 or 2 when `path` names this process's stdout / stderr through links, else None."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        match = _OWN_FD.fullmatch(current)
+        if match and match.group(1) in (None, str(os.getpid())):
+            return int(match.group(2))
+        try:
+            target = os.readlink(current)
+        except OSError:
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return None
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:  # /dev/full, a reader that closed its end of the pipe
+        raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def write_user_file(path: str | Path, text: str) -> Path:
+    """Write `text` to ONE output file the user named on the command line.
+
+    A name under an output folder may be planted by a stranger; this one is the user's own
+    choice, so an existing character device or FIFO there (`/dev/null`, a named pipe, a
+    terminal) is written INTO, as a shell's `>` does: opened without O_CREAT / O_TRUNC (it
+    exists; a device has nothing to truncate), never renamed over. `/dev/stdout`,
+    `/dev/stderr` and `/dev/fd/1|2` are this process's own descriptors, written directly
+    (when stdout is a file, the link in /dev is never replaced by one). A block device or a
+    socket is one line. Anything else (absent, a regular file, a link to one: the link is
+    replaced, its target kept) goes through `OutDir` like every other written file."""
+    path, data = Path(path), text.encode("utf-8")
+    stream = _own_stream(path)
+    if stream is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _write_all(stream, data, path)
+        return path
+    try:
+        mode = os.stat(path).st_mode  # followed: the user named what the link points at
+    except OSError:
+        mode = None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO waits for its reader
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            raise OutDirError(f"{path}: cannot open it for writing ({exc.strerror})") from None
+        try:
+            now = os.fstat(fd).st_mode
+            if not (stat.S_ISCHR(now) or stat.S_ISFIFO(now)):  # swapped since the stat
+                raise OutDirError(f"{path}: changed while it was opened; nothing written")
+            _write_all(fd, data, path)
+        finally:
+            os.close(fd)
+        return path
+    if mode is not None and (stat.S_ISBLK(mode) or stat.S_ISSOCK(mode)):
+        raise OutDirError(
+            f"{path}: is {storefs.kind_of(mode)}; refusing to write into it or replace it"
+        )
+    return OutDir(path.parent).write_bytes(path.name, data)

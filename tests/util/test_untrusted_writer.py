@@ -134,6 +134,82 @@ def test_the_walk_sees_each_way_around() -> None:
     assert writing_calls(ast.parse("s.replace('a', 'b')\nout.write_text('x', t)\n")) == []
 
 
+# ONE output file the user names (`verify --out FILE`) goes through `write_user_file`: an
+# existing device or FIFO there is written into, never renamed over (as root, a rename over
+# /dev/null destroyed it). A command must not split such a path into OutDir(p.parent) + name.
+CLI_FILES = ("cppo_bench/cli", "trainers/cli.py")
+FILE_OPTIONS = {"--out", "-o", "--output", "--save", "--log", "--export", "--csv-out",
+                "--json-out", "--dump"}  # fmt: skip
+
+
+def _cli_paths() -> list[Path]:
+    found: list[Path] = []
+    for name in CLI_FILES:
+        path = ROOT / name
+        found += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return found
+
+
+def user_file_bypasses(tree: ast.AST) -> list[tuple[int, str]]:
+    """OutDir(x.parent) / make_root(x.parent) in a command: a user's file taken apart."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in (
+            "OutDir", "make_root", "check_root"
+        ):  # fmt: skip
+            arg = node.args[0] if node.args else None
+            if isinstance(arg, ast.Attribute) and arg.attr == "parent":
+                found.append((node.lineno, "OutDir(<file>.parent)"))
+    return found
+
+
+def file_output_options(tree: ast.AST) -> list[tuple[int, str]]:
+    """click options named like an output that take a path which cannot be a folder."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _dotted(node.func).endswith("click.option")):
+            continue
+        names = {a.value for a in node.args if isinstance(a, ast.Constant)}
+        kind = next((k.value for k in node.keywords if k.arg == "type"), None)
+        is_file = (
+            isinstance(kind, ast.Call)
+            and _dotted(kind.func).endswith("Path")
+            and any(k.arg == "dir_okay" and getattr(k.value, "value", True) is False
+                    for k in kind.keywords)  # fmt: skip
+            and not any(k.arg == "exists" and getattr(k.value, "value", False) is True
+                        for k in kind.keywords)  # fmt: skip
+        )
+        if is_file and names & FILE_OPTIONS:
+            found.append((node.lineno, "/".join(sorted(names & FILE_OPTIONS))))
+    return found
+
+
+def test_a_file_the_user_names_goes_through_write_user_file() -> None:
+    offenders = []
+    for path in _cli_paths():
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        offenders += [f"{rel}:{line}: {what}" for line, what in user_file_bypasses(tree)]
+        if "write_user_file" not in text:
+            offenders += [f"{rel}:{line}: option {what} names one output file, but the "
+                          "module never calls write_user_file"
+                          for line, what in file_output_options(tree)]  # fmt: skip
+    assert not offenders, "write it with cppo_bench.store.outdir.write_user_file:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_user_file_walk_sees_a_way_around() -> None:
+    assert len(user_file_bypasses(ast.parse("OutDir(out.parent).write_text(out.name, t)"))) == 1
+    assert user_file_bypasses(ast.parse("OutDir(out).write_text('a', t)")) == []
+    opt = "@click.option('--out', type=click.Path(dir_okay=False, path_type=Path))\ndef f(): ..."
+    assert len(file_output_options(ast.parse(opt))) == 1
+    read = "@click.option('--out', type=click.Path(exists=True, dir_okay=False))\ndef f(): ..."
+    assert file_output_options(ast.parse(read)) == []  # an input file, however it is named
+    assert len(file_output_options(ast.parse((ROOT / "cppo_bench/cli/verify.py").read_text()))) == 1
+
+
 # --- behaviour ------------------------------------------------------------------------------
 
 
