@@ -47,13 +47,16 @@ MODE_ENV = "CPPO_SANDBOX"
 COMMAND_ENV = "CPPO_SANDBOX_COMMAND"
 # CPPO_SANDBOX_PIN=0: let each sandbox's processes run on any CPU (see cpus.py)
 PIN_ENV = "CPPO_SANDBOX_PIN"
+# CPPO_SANDBOX_REUSE=0: fork a fresh child for every test, even where one child may serve all
+# the tests of a program (inside/warm.py)
+REUSE_ENV = "CPPO_SANDBOX_REUSE"
 NOBODY = 65534
 # Set by `--unsafe-no-sandbox`: run programs even where no mode can make them unprivileged.
 UNSAFE_ENV = "CPPO_UNSAFE_NO_SANDBOX"
 HERE = Path(__file__).resolve().parent
 INSIDE_DIR = HERE / "inside"  # the stdlib-only files that run in the sandbox
-SANDBOX_FILES = ("harness.py", "child.py", "wire.py", "nsutil.py", "zygote.py", "procs.py",
-                 "mounts.py", "seccomp.py", "serversetup.py")  # fmt: skip
+# every stdlib-only file of inside/ (a list by hand once missed a new one: the sandbox died)
+SANDBOX_FILES = tuple(sorted(p.name for p in INSIDE_DIR.glob("*.py") if p.name != "__init__.py"))
 INSIDE = "/opt/cppo"  # where the harness and numpy appear inside the bwrap sandbox
 ENV = {
     "PATH": "/usr/bin:/bin",
@@ -176,6 +179,7 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
         # CPPO_SANDBOX_SECCOMP=0: per-test user and IPC namespaces instead of the seccomp
         # filter (what machines without the filter get; the tests exercise it here)
         "seccomp": os.environ.get(SECCOMP_ENV, "1") != "0",
+        "reuse": os.environ.get(REUSE_ENV, "1") != "0",
     }
     harness = [_real_python(), "-I", "-S", "-B", str(INSIDE_DIR / "harness.py")]
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)

@@ -21,10 +21,15 @@ from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
-from cppo_bench.verifier.launch import COMMAND_ENV, SECCOMP_ENV
 from cppo_bench.verifier.records import Limits, VerifyJob, VerifyResult, empty_result
 from cppo_bench.verifier.runner import run_job
-from cppo_bench.verifier.sandbox import Sandbox, SandboxError, sandbox_mode
+from cppo_bench.verifier.sandbox import (
+    Sandbox,
+    SandboxError,
+    sandbox_mode,
+    settings,
+    take_probed,
+)
 
 # ---- sandboxes kept between calls ------------------------------------------------------------
 # A run verifies chunk after chunk and a trainer step after step: starting a sandbox (bwrap, an
@@ -59,7 +64,7 @@ def keep_sandboxes() -> Iterator[None]:
 
 def _pool_key(nproc: int) -> tuple:
     """What a sandbox was started with: one is reused only for the same settings."""
-    return (sandbox_mode(), nproc, os.environ.get(SECCOMP_ENV), os.environ.get(COMMAND_ENV))
+    return settings(sandbox_mode(keep_probe=True), nproc)
 
 
 def _take(key: tuple) -> Sandbox | None:
@@ -184,7 +189,7 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
     key = _pool_key(nproc)
 
     def work() -> None:
-        box = _take(key) or Sandbox(nproc=nproc)
+        box = _take(key) or take_probed(key) or Sandbox(nproc=nproc)
         healthy = True
         try:
             while not stop.is_set():

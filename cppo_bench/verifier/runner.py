@@ -30,6 +30,7 @@ def program_spec(problem: Problem, checker: Checker, limits: Limits) -> dict:
         "out_bytes": limits.output_mb << 20,
         "fsize_bytes": limits.file_mb << 20,
         "scratch_bytes": limits.file_mb << 20,
+        "tests": len(problem.tests),  # (one test: no child is kept for a next one)
     }
 
 

@@ -20,9 +20,12 @@ from cppo_bench.util.termsafe import warn
 from cppo_bench.verifier import cpus
 from cppo_bench.verifier.inside import wire
 from cppo_bench.verifier.launch import (
+    COMMAND_ENV,
     ENV,
     MODE_ENV,
     MODES,
+    REUSE_ENV,
+    SECCOMP_ENV,
     UNSAFE_ENV,
     MemCgroup,
     PidsCgroup,
@@ -97,8 +100,9 @@ def warn_once(message: str) -> None:
     warn(log, message)
 
 
-def sandbox_mode() -> str:
-    """The isolation mode this process uses (probed once; warns once when it is weaker)."""
+def sandbox_mode(keep_probe: bool = False) -> str:
+    """The isolation mode this process uses (probed once; warns once when it is weaker).
+    keep_probe: keep the probe's sandbox for take_probed (a pool about to start workers)."""
     global _MODE
     with _MODE_LOCK:
         if _MODE is not None:
@@ -112,7 +116,7 @@ def sandbox_mode() -> str:
             if tool and shutil.which(tool) is None:
                 failures.append(f"{mode}: `{tool}` not installed")
                 continue
-            problem = _probe(mode)
+            problem = _probe(mode, keep_probe)
             if problem is None:
                 _MODE = mode
                 break
@@ -129,8 +133,32 @@ def sandbox_mode() -> str:
     return _MODE
 
 
-def _probe(mode: str) -> str | None:
+# The sandbox that proved a mode works, kept for the first worker that asks (starting a
+# sandbox is the largest fixed cost of a short `cppo-bench verify`): at most one.
+_PROBED: list[Sandbox] = []
+
+
+def settings(mode: str, nproc: int) -> tuple:
+    """What a sandbox is started with (mode, process cap, the environment it reads): one is
+    handed to a caller only for the same settings."""
+    return (mode, nproc, *(os.environ.get(n) for n in (SECCOMP_ENV, COMMAND_ENV, REUSE_ENV)))
+
+
+def take_probed(key: tuple) -> Sandbox | None:
+    """The probe's sandbox, if it is still alive and was started with these settings."""
+    with _MODE_LOCK:
+        box = _PROBED.pop() if _PROBED else None
+    if box is None:
+        return None
+    if box.settings == key and box.proc is not None and box.proc.poll() is None:
+        return box
+    box.close()
+    return None
+
+
+def _probe(mode: str, keep_box: bool) -> str | None:
     box = Sandbox(mode)
+    keep = False
     try:
         box.start()
         spec = {"mode": "stdin", "prelude": "none", "time_s": 5, "wall_s": 10,
@@ -139,11 +167,20 @@ def _probe(mode: str) -> str | None:
         if box.load(spec, "print(input()[::-1])") is not None:
             return "could not compile the probe program"
         run = box.run_test(b"abc\n", timeout=20)
-        return None if run.stdout == b"cba\n" else f"probe program printed {run.stdout[:80]!r}"
+        if run.stdout != b"cba\n":
+            return f"probe program printed {run.stdout[:80]!r}"
+        box.end()
+        keep = keep_box
+        return None
     except (SandboxError, OSError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     finally:
-        box.close()
+        if keep:  # (called under _MODE_LOCK)
+            old, _PROBED[:] = list(_PROBED), [box]
+            for stale in old:
+                stale.close()
+        else:
+            box.close()
 
 
 # ---- one sandbox (thread-confined) ----------------------------------------------------------
@@ -162,6 +199,7 @@ class Sandbox:
         self._memcg: MemCgroup | None = None
         self._pending_ends = 0  # "ended" replies not read yet (see end)
         self._cpu: tuple[int, int] | None = None  # (cpu, token): see cpus.py
+        self.settings: tuple = ()  # what it was started with (see settings())
 
     @property
     def cpu(self) -> int | None:
@@ -174,6 +212,7 @@ class Sandbox:
 
     def start(self) -> None:
         self.mode = self.mode or sandbox_mode()
+        self.settings = settings(self.mode, self.nproc)
         try:
             argv, init = launch_spec(self.mode, self.nproc)
         except ValueError as exc:

@@ -39,6 +39,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/cli/doctor_checks.py", ".read_text"): "/proc and /sys knobs of this machine",
     ("cppo_bench/verifier/inside/mounts.py", "open"): "/proc/self/mountinfo",
     ("cppo_bench/verifier/inside/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
+    ("cppo_bench/verifier/inside/warm.py", "open"): "/proc/<pid>/status of a kept test child",
     ("cppo_bench/verifier/cpus.py", "open"): "/proc/self/status",
     ("cppo_bench/verifier/cpus.py", "os.open"): "its own CPU-slot lock files",
     ("cppo_bench/verifier/cpus.py", "os.fdopen"): "its own CPU-slot lock files",

@@ -210,6 +210,9 @@ REFUSED = platform.machine() in ("x86_64", "aarch64")
 @pytest.mark.parametrize("seccomp", [True, False], ids=["seccomp", "namespaces"])
 def test_keyrings_and_ipc_are_per_test(mode: str, seccomp: bool, monkeypatch) -> None:
     monkeypatch.setenv(launch_module.SECCOMP_ENV, "1" if seccomp else "0")
+    # (a fresh child per test: a kept one shares its program's scratch between tests, see
+    # tests/verifier/test_verifier_warm.py)
+    monkeypatch.setenv(launch_module.REUSE_ENV, "0")
     refused = REFUSED and seccomp
     two = problem("isolated\n", "two", tests=2)
     results = run([

@@ -362,3 +362,29 @@ def test_keep_sandboxes_reuses_them_across_calls_and_closes_them_after() -> None
     assert not pool_module._IDLE and not children_of_this_process()  # closed and reaped
     verify_batch([VerifyJob(probe, look)], workers=1)  # outside a block: nothing is kept
     assert not pool_module._IDLE
+
+
+def test_the_probe_sandbox_serves_the_first_worker(monkeypatch) -> None:
+    """A process's first verify call probes the sandbox mode with a real sandbox; that one
+    (proven to work) serves the first worker instead of a second start, unless the settings
+    it was started with changed in between."""
+    from cppo_bench.verifier import launch, sandbox
+
+    monkeypatch.setattr(sandbox, "_MODE", None)
+    starts: list[tuple] = []
+    real_start = sandbox.Sandbox.start
+
+    def counted(self) -> None:
+        real_start(self)
+        starts.append(self.settings)
+
+    monkeypatch.setattr(sandbox.Sandbox, "start", counted)
+    job = VerifyJob(stdin_problem([("1\n", "1\n")]), "print(input())")
+    assert verify_batch([job], workers=1)[0].verdict == "AC"
+    assert len(starts) == 1, starts  # the probe's sandbox ran the job
+    monkeypatch.setattr(sandbox, "_MODE", None)
+    sandbox.sandbox_mode()  # a new probe, then different settings: not handed over
+    monkeypatch.setenv(launch.REUSE_ENV, "0")
+    assert verify_batch([VerifyJob(job.problem, "print(input())#")], workers=1)[0].verdict == "AC"
+    assert len(starts) == 3 and starts[-1] != starts[-2], starts
+    assert not sandbox._PROBED  # (the stale one was closed)

@@ -20,6 +20,7 @@ import sys
 
 import nsutil
 import seccomp
+import warm
 from mounts import private_mounts
 from wire import encode_value
 
@@ -204,14 +205,18 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
             os.dup2(fd, target)
         # the ready pipe, written once set-up is done and closed before any program code
         os.dup2(fds["ready"], 4)
-        os.closerange(5, 1 << 16)
+        if "ctl" in fds:  # a reused child's control socket (warm.py)
+            os.dup2(fds["ctl"], warm.CTL_FD)
+        os.closerange(warm.CTL_FD + ("ctl" in fds), 1 << 16)
     except BaseException as exc:
         _setup_failed(fds["err"], exc)
     try:
         limit = max(1, int(-(-spec["time_s"] // 1)))
         # SIGXCPU at the soft limit (a clear TLE); raising it to the hard one buys nothing: the
         # judge compares the whole tree's CPU with time_s, and the server kills past it.
-        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+        # (a reused child: the server moves the soft limit with each test, warm.WarmChild)
+        hard = resource.RLIM_INFINITY if "ctl" in fds else limit + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
         resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -225,7 +230,7 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = ["solution.py"]
         # (random was reseeded by its own at-fork hook, as in a fresh interpreter)
-        prog = dict(spec, code=code, wrapped=bool(wrapped), source=source)
+        prog = dict(spec, code=code, wrapped=bool(wrapped), source=source, warm="ctl" in fds)
         os.write(4, READY)  # from here on every exit status is the program's own
         os.close(4)  # (so no program can write, or unwrite, READY)
     except BaseException:
@@ -253,11 +258,52 @@ def _read_all(fd: int) -> bytes:
 
 
 def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
-    """Run the program the way the official harness would, then report on fd 3 and exit."""
-    write, dumps, flush = os.write, json.dumps, sys.stdout.flush
+    """Run the program the way the official harness would, report on fd 3; then exit, or, in
+    a reused child (warm.py), run the next test of the same program in fresh globals."""
     call = prog["mode"] == "call"
     g = globals_by[prog["prelude"], call]  # this process's own copy (see prelude_globals)
-    status = b""
+    pristine = dict(g) if prog["warm"] else None
+    while True:
+        status = _run_once(prog, raw, g)
+        again = pristine is not None and warm.reusable(status, MEMORY_ERROR)
+        if not again:
+            _threads_exit()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        try:
+            os.write(3, status)
+        except BaseException:
+            pass
+        if not again:
+            os._exit(0)
+        raw = warm.next_test(call)
+        g = dict(pristine)
+        os.chdir(prog["scratch"])
+        if "random" in sys.modules:  # a fresh seed per test, as the at-fork hook gives one
+            sys.modules["random"].seed()
+        sys.stdin, sys.stdout, sys.stderr = std_streams()
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        sys.argv = ["solution.py"]
+
+
+def _threads_exit() -> None:
+    """Like interpreter exit: wait for non-daemon threads (the common
+    `Thread(target=main).start()` trick for deep recursion)."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+
+
+def _run_once(prog: dict, raw: bytes, g: dict) -> bytes:
+    """One test: the program's status (what fd 3 gets)."""
+    dumps = json.dumps
+    call = prog["mode"] == "call"
     try:
         if prog["prelude"] in RECURSION_LIMITS:
             sys.setrecursionlimit(RECURSION_LIMITS[prog["prelude"]])
@@ -272,40 +318,23 @@ def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
             g[WRAPPED]()
         if call:
             value = _call(g, prog, args if isinstance(args, list) else [args], inherited)
-            status = dumps({"value": encode_value(value)}).encode()
-        else:
-            status = b'{"ok": true}'
+            return dumps({"value": encode_value(value)}).encode()
+        return b'{"ok": true}'
     except SystemExit as exc:
         code = exc.code
         if isinstance(code, str):
             sys.stderr.write(code + "\n")
-        status = dumps({"sysexit": code if isinstance(code, int) else int(code is not None)})
-        status = status.encode()
+        return dumps({"sysexit": code if isinstance(code, int) else int(code is not None)}).encode()
     except MemoryError:
-        status = MEMORY_ERROR
+        return MEMORY_ERROR
     except BaseException as exc:  # the program's own failure: a runtime error
         try:
             import traceback
 
             traceback.print_exc(limit=-8)
-            status = dumps({"exc": type(exc).__name__}).encode()
+            return dumps({"exc": type(exc).__name__}).encode()
         except BaseException:
-            status = b'{"exc": "Exception"}'
-    threading = sys.modules.get("threading")
-    if threading is not None:  # like interpreter exit: wait for non-daemon threads (the
-        try:  # common `Thread(target=main).start()` trick for deep recursion)
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        flush()
-    except BaseException:
-        pass
-    try:
-        write(3, status)
-    except BaseException:
-        pass
-    os._exit(0)
+            return b'{"exc": "Exception"}'
 
 
 def _call(g: dict, prog: dict, args: list, inherited: object = None):

@@ -38,8 +38,8 @@ from procs import (  # noqa: E402
     wipe,
 )
 from serversetup import ServerSetup  # noqa: E402
+from warm import WarmChild  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
-from zygote import zygote_main  # noqa: E402
 
 del sys.path[0]  # programs must not import the verifier's own modules
 
@@ -63,69 +63,9 @@ class Server(ServerSetup):
         self.iso: dict = {}
         self.cgroup: TestCgroup | None = None  # the test's memory cgroup: its peak is read here
         self.handed_base = 0
-
-    def _start_zygote(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        # The zygote is the init of a pid namespace owned by our user namespace, so that it
-        # may give each test a pid namespace of its own and step back into its own after.
-        own_pidns = bool(self.userns) and nsutil.unshare(nsutil.CLONE_NEWPID) == 0
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ours.close()
-                for fd in (self.ctrl_in, self.ctrl_out):
-                    os.close(fd)
-                zygote_main(theirs, self.iso, self.preludes)
-            finally:
-                os._exit(1)
-        theirs.close()
-        self.zygote, self.zsock = pid, ours
-        self.zygotes["base"] = (pid, ours)
-        hello = self._zrecv(30)
-        self.iso["pidns"] = own_pidns and bool(hello.get("pidns"))
-        self.iso["cgroup_ok"] = bool(hello.get("cgroup"))
-
-    def _use_zygote(self, source: str) -> None:
-        """The zygote for this program: the numpy one where the program names numpy (forked
-        by the base zygote the first time, from its pristine memory), else the base."""
-        self.zygote, self.zsock = self.zygotes["base"]
-        # (only with a pid namespace per test: without one, the base zygote reaps any child
-        # of its own after a test, and would wait for the numpy zygote forever)
-        if "numpy" not in source or self.zygotes.get("numpy", ()) is None or not self.iso["pidns"]:
-            return
-        if "numpy" not in self.zygotes:
-            self.zygotes["numpy"] = None  # (tried once: a failure falls back to the base)
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            socket.send_fds(self.zsock, [b'{"op": "numpy"}'], [theirs.fileno()])
-            theirs.close()
-            self.zsock = ours
-            got: list[int] = []
-            try:
-                hello = self._zrecv(60, got)
-            except (RuntimeError, ValueError):
-                hello = {}
-            if hello.get("numpy") and got:
-                self.zygotes["numpy"] = (pid_of(got[0]), ours)
-            else:
-                ours.close()
-            for fd in got:
-                os.close(fd)
-            self.zygote, self.zsock = self.zygotes["base"]
-        if self.zygotes.get("numpy"):
-            self.zygote, self.zsock = self.zygotes["numpy"]
-
-    def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
-        if not select.select([self.zsock], [], [], timeout)[0]:
-            raise RuntimeError("the zygote did not answer")
-        msg, got, _, _ = socket.recv_fds(self.zsock, 1 << 16, 2)
-        if not msg:
-            raise RuntimeError("the zygote died")
-        if fds is not None:
-            fds += got
-        else:
-            for fd in got:
-                os.close(fd)
-        return json.loads(msg)
+        self.handed_fresh: list | None = None
+        self.reuse = False  # may one child serve all of a program's tests (serversetup)
+        self.warm: WarmChild | None = None  # the child kept for the program's next test
 
     # ---- programs ---------------------------------------------------------------------------
     def load(self, head: dict, code: bytes) -> dict:
@@ -133,6 +73,7 @@ class Server(ServerSetup):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # compile warnings: nobody reads our stderr
             obj, wrapped_or_error = compile_program(source, head["mode"])
+        self._end_warm()
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
         self._use_zygote(source)
@@ -152,11 +93,15 @@ class Server(ServerSetup):
                                           "mem_bytes", "fsize_bytes", "scratch_bytes")}  # fmt: skip
         # RLIMIT_FSIZE also caps stdout (a file): one byte past out_bytes shows the overflow
         spec["fsize_bytes"] = max(spec["fsize_bytes"], head["out_bytes"] + 1)
+        # keep the child for the program's next tests (warm.py), if it has more than one
+        spec["warm"] = self.reuse and int(head.get("tests", 2)) > 1
         spec_json = json.dumps(dict(spec, scratch=scratch)).encode()
-        self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json)
+        self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json,
+                         warm=spec["warm"])  # fmt: skip
         return {"op": "ready", "wrapped": bool(wrapped_or_error)}
 
     def end(self) -> dict:
+        self._end_warm()
         if self.prog is not None:
             os.close(self.prog["code_fd"])
             if self.prog["scratch"] != self.init["scratch"]:
@@ -185,24 +130,40 @@ class Server(ServerSetup):
         for fd in (out_fd, st_fd):
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         err_r, err_w = os.pipe()
-        # READY comes on a pipe of its own, closed before the program runs: the program can
-        # rewrite its status file, but never the fact that its set-up succeeded
-        ready_r, ready_w = os.pipe()
-        fds = [prog["code_fd"], in_fd, out_fd, err_w, st_fd, ready_w]
+        warm, ctl = self.warm, None
+        if warm is not None and not warm.begin([in_fd, out_fd, err_w, st_fd], prog["time_s"]):
+            self._end_warm()  # (it cannot serve this test: a fresh child does)
+            warm = None
+        ready_r = -1
         start = time.monotonic()
-        socket.send_fds(self.zsock, [prog["spec_json"]], fds)
+        if warm is None:
+            # READY comes on a pipe of its own, closed before the program runs: the program
+            # can rewrite its status file, but never the fact that its set-up succeeded
+            ready_r, ready_w = os.pipe()
+            fds = [prog["code_fd"], in_fd, out_fd, err_w, st_fd, ready_w]
+            if prog["warm"]:  # a child to keep: its end of a control socket (warm.py)
+                ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                fds.append(theirs.fileno())
+            socket.send_fds(self.zsock, [prog["spec_json"]], fds)
+            os.close(ready_w)
+            if ctl is not None:
+                theirs.close()
         os.close(in_fd)
         os.close(err_w)
-        os.close(ready_w)
         err = Stream(err_r, None)
         # The zygote hands the test over (a pidfd of its init, for measuring and killing)
         # only once it outlives EARLY_S: a short test costs us one wake-up, for its report.
+        # (A reused child is ours from the start.)
         pidfd = tree = None
-        over, exited, final = None, False, {}
+        if warm is not None:
+            pidfd = warm.pidfd
+            scratch = None if warm.scratch_fd is None else os.dup(warm.scratch_fd)
+            tree = self._tree(warm.pid, prog, scratch, (out_fd, st_fd), warm.cpu0)
+        over, exited, final, done = None, False, {}, False
         deadline = start + prog["wall_s"]
         next_poll = start + POLL_S
         zfd = self.zsock.fileno()
-        while not (exited or over):
+        while not (exited or over or done):
             now = time.monotonic()
             if now >= deadline:
                 over = "wall"
@@ -212,6 +173,8 @@ class Server(ServerSetup):
                 next_poll = now + POLL_S
                 continue
             watch = [err.fd] * err.open + [self.ctrl_in, zfd]
+            if warm is not None and warm.ctl is not None:
+                watch.append(warm.ctl.fileno())
             until = deadline if tree is None else min(deadline, next_poll)
             ready = select.select(watch, [], [], until - now)[0]
             if self.ctrl_in in ready:  # the verifier is gone: leave nothing behind
@@ -219,13 +182,17 @@ class Server(ServerSetup):
                 os._exit(0)
             if err.fd in ready:
                 err.pump()
+            if warm is not None and warm.ctl is not None and warm.ctl.fileno() in ready:
+                done = warm.done()  # (or it is gone: its end comes from the zygote)
             if zfd in ready:
                 handed, final = self._handover_or_report(1)
                 if handed is not None:
                     pidfd, scratch_fd = handed
-                    tree = Tree(pid_of(pidfd), prog, scratch_fd, (out_fd, st_fd))
-                    if self.cgroup is not None:
-                        tree.cgroup = (self.cgroup, int(self.handed_base))
+                    tree = self._tree(pid_of(pidfd), prog, scratch_fd, (out_fd, st_fd), 0.0)
+                    if ctl is not None:  # the child to keep for the program's next tests
+                        warm = self.warm = WarmChild(pidfd, tree.pid, ctl, scratch_fd, self.cgroup,
+                                                     self.handed_base, self.handed_fresh)  # fmt: skip
+                        ctl = None
                 exited = bool(final.get("exited"))
         wall = time.monotonic() - start
         if over and pidfd is None:  # the zygote was slower than the whole deadline
@@ -234,19 +201,28 @@ class Server(ServerSetup):
             if scratch_fd is not None:
                 os.close(scratch_fd)
             exited = bool(final.get("exited"))
-        self._kill_test(pidfd)
-        if pidfd is not None:
-            os.close(pidfd)
-        if not exited:
-            final = self._zrecv(30)  # {"exited"}: the test's init is reaped
-        if "status" not in final:  # without a pid namespace it comes once orphans are gone
-            final = self._zrecv(30)
+        if ctl is not None:  # (a child to keep, never handed over: it is gone)
+            ctl.close()
+        files_kb = files_bytes((out_fd, st_fd)) >> 10
+        if done:  # the kept child says the test is over: it waits for the next one
+            final = warm.report(files_kb)
+        else:
+            self._kill_test(pidfd)
+            if not exited:
+                final = self._zrecv(30)  # {"exited"}: the test's init is reaped
+            if "status" not in final:  # without a pid namespace it comes once orphans are gone
+                final = self._zrecv(30)
+            if warm is not None:  # the kept child ended with this test
+                final = warm.died(final, files_kb)
+                self._drop_warm()
+            elif pidfd is not None:
+                os.close(pidfd)
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         if tree is not None:
             tree.close()
         # the scratch tmpfs's pages and the output files are the test's memory too: what they
         # held at exit, with its peak resident set (no rlimit and no PSS sees tmpfs pages)
-        held_kb = int(final.get("scratch_kb", 0)) + (files_bytes((out_fd, st_fd)) >> 10)
+        held_kb = int(final.get("scratch_kb", 0)) + files_kb
         if held_kb:
             peak_kb = max(peak_kb, int(final["maxrss_kb"]) + held_kb)
         # the memory cgroup's count, where there is one: everything the kernel charged
@@ -257,7 +233,7 @@ class Server(ServerSetup):
         # (every writer is dead too: the files no longer change)
         out, truncated = read_capped(out_fd, prog["out_bytes"])
         status, _ = read_capped(st_fd, prog["out_bytes"])
-        if _read_ready(ready_r):
+        if ready_r < 0 or _read_ready(ready_r):  # (a kept child's set-up was done before)
             status = READY + status
         head = {
             "op": "result",
@@ -273,18 +249,27 @@ class Server(ServerSetup):
         }
         return head, [out, status]
 
-    def _handover_or_report(self, timeout: float) -> tuple[tuple | None, dict]:
-        """The zygote's next message about a running test: ((the pidfd of its init, its
-        scratch directory's fd or None), {}) when it hands the test over, else (None, the
-        message: {"exited"} or the report)."""
-        got: list[int] = []
-        msg = self._zrecv(timeout, got)
-        if msg.get("started") and got:
-            self.handed_base = int(msg.get("cg_base", 0))
-            return (got[0], got[1] if len(got) > 1 else None), {}
-        for fd in got:
-            os.close(fd)
-        return None, msg
+    def _tree(self, pid: int, prog: dict, scratch_fd, files: tuple, cpu0: float) -> Tree:
+        tree = Tree(pid, prog, scratch_fd, files)
+        tree.cpu_base = cpu0
+        if self.cgroup is not None:
+            tree.cgroup = (self.cgroup, int(self.handed_base))
+        return tree
+
+    def _end_warm(self) -> None:
+        """The program is over (or its child will not serve): kill the kept child, and take
+        the zygote's report of its end."""
+        if self.warm is None:
+            return
+        self.warm.kill()
+        msg = self._zrecv(30)
+        if "status" not in msg:
+            self._zrecv(30)
+        self._drop_warm()
+
+    def _drop_warm(self) -> None:
+        self.warm.close()
+        self.warm = None
 
     def _kill_test(self, pidfd: int | None) -> None:
         """Kill the test's process tree: its pid namespace dies with its init; without one,

@@ -1,19 +1,23 @@
 """The server's set-up inside the sandbox (stdlib only, a part of harness.Server): CPU
 binding, the file view outside bwrap, the uid drop, its own user namespace, no_new_privs,
-then the zygote (harness.Server._start_zygote)."""
+then the zygotes it forks and speaks to (the base one, and the numpy one a program asks for)."""
 
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import resource
+import select
 import signal
+import socket
 import sys
 
 import nsutil
 from child import _LCB_MODULES
 from mounts import new_root
-from procs import TestCgroup
+from procs import TestCgroup, pid_of
+from zygote import zygote_main
 
 
 def _exit(code=None):
@@ -88,6 +92,10 @@ class ServerSetup:
         self.cgroup = TestCgroup(self.iso["memcg"]) if self.iso.get("cgroup_ok") else None
         if self.iso.get("memcg") and self.cgroup is None:
             notes.append("the memory cgroup could not be used: memory counted without it")
+        # one child for all the tests of a program (warm.py), where it is accounted as fully
+        # as a fresh one: its own pid namespace, no process creation, a memory cgroup
+        self.reuse = bool(self.init.get("reuse") and self.iso["pidns"] and self.cgroup
+                          and self.iso.get("filtered"))  # fmt: skip
         if not self.iso["pidns"]:
             notes.append("no pid namespace per test: programs can see the server")
         return {
@@ -99,6 +107,7 @@ class ServerSetup:
             "pid1": os.getpid() == 1,
             "userns": self.userns,
             "pidns": self.iso["pidns"],
+            "reuse": self.reuse,
             "notes": notes,
         }
 
@@ -132,3 +141,82 @@ class ServerSetup:
         if nsutil.unshare(nsutil.CLONE_NEWNET | nsutil.CLONE_NEWUTS) != 0:
             notes.append("no network namespace")
         return True
+
+    # ---- the zygotes ------------------------------------------------------------------------
+    def _start_zygote(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The zygote is the init of a pid namespace owned by our user namespace, so that it
+        # may give each test a pid namespace of its own and step back into its own after.
+        own_pidns = bool(self.userns) and nsutil.unshare(nsutil.CLONE_NEWPID) == 0
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                for fd in (self.ctrl_in, self.ctrl_out):
+                    os.close(fd)
+                zygote_main(theirs, self.iso, self.preludes)
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.zygote, self.zsock = pid, ours
+        self.zygotes["base"] = (pid, ours)
+        hello = self._zrecv(30)
+        self.iso["pidns"] = own_pidns and bool(hello.get("pidns"))
+        self.iso["cgroup_ok"] = bool(hello.get("cgroup"))
+        self.iso["filtered"] = bool(hello.get("filtered"))
+
+    def _use_zygote(self, source: str) -> None:
+        """The zygote for this program: the numpy one where the program names numpy (forked
+        by the base zygote the first time, from its pristine memory), else the base."""
+        self.zygote, self.zsock = self.zygotes["base"]
+        # (only with a pid namespace per test: without one, the base zygote reaps any child
+        # of its own after a test, and would wait for the numpy zygote forever)
+        if "numpy" not in source or self.zygotes.get("numpy", ()) is None or not self.iso["pidns"]:
+            return
+        if "numpy" not in self.zygotes:
+            self.zygotes["numpy"] = None  # (tried once: a failure falls back to the base)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            socket.send_fds(self.zsock, [b'{"op": "numpy"}'], [theirs.fileno()])
+            theirs.close()
+            self.zsock = ours
+            got: list[int] = []
+            try:
+                hello = self._zrecv(60, got)
+            except (RuntimeError, ValueError):
+                hello = {}
+            if hello.get("numpy") and got:
+                self.zygotes["numpy"] = (pid_of(got[0]), ours)
+            else:
+                ours.close()
+            for fd in got:
+                os.close(fd)
+            self.zygote, self.zsock = self.zygotes["base"]
+        if self.zygotes.get("numpy"):
+            self.zygote, self.zsock = self.zygotes["numpy"]
+
+    def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
+        if not select.select([self.zsock], [], [], timeout)[0]:
+            raise RuntimeError("the zygote did not answer")
+        msg, got, _, _ = socket.recv_fds(self.zsock, 1 << 16, 2)
+        if not msg:
+            raise RuntimeError("the zygote died")
+        if fds is not None:
+            fds += got
+        else:
+            for fd in got:
+                os.close(fd)
+        return json.loads(msg)
+
+    def _handover_or_report(self, timeout: float) -> tuple[tuple | None, dict]:
+        """The zygote's next message about a running test: ((the pidfd of its init, its
+        scratch directory's fd or None), {}) when it hands the test over, else (None, the
+        message: {"exited"} or the report)."""
+        got: list[int] = []
+        msg = self._zrecv(timeout, got)
+        if msg.get("started") and got:
+            self.handed_base = int(msg.get("cg_base", 0))
+            self.handed_fresh = msg.get("fresh")  # (the scratch as the test found it)
+            return (got[0], got[1] if len(got) > 1 else None), {}
+        for fd in got:
+            os.close(fd)
+        return None, msg

@@ -24,6 +24,7 @@ import seccomp
 from child import SETUP_FAILED, prelude_globals, run_child, self_signal_handlers, std_streams
 from mounts import hide_proc, reset_scratch, scratch_bytes, scratch_state, shared_mounts
 from procs import open_cgroup
+from warm import scratch_state as scratch_fd_state
 
 FDS = ("code", "input", "out", "err", "status", "ready")
 EARLY_S = 0.02  # a test still running after this is handed to the server (see below)
@@ -73,7 +74,12 @@ def zygote_main(sock: socket.socket, iso: dict, preludes: dict) -> None:
     trim = getattr(nsutil.LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
-    sock.send(json.dumps({"pidns": iso["pidns"], "cgroup": iso["cgroup"] is not None}).encode())
+    hello = {
+        "pidns": iso["pidns"],
+        "cgroup": iso["cgroup"] is not None,
+        "filtered": iso["filtered"],
+    }
+    sock.send(json.dumps(hello).encode())
     _serve(sock, iso, globals_by, own)
 
 
@@ -106,7 +112,7 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
     sock_fd = sock.fileno()
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FDS))
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FDS) + 1)
         except OSError:
             os._exit(0)
         if msg == b'{"op": "numpy"}' and len(fds) == 1:
@@ -115,10 +121,14 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
                 _numpy_zygote(socket.socket(fileno=fds[0]), iso, globals_by, own)
             os.close(fds[0])
             continue
-        if not msg or len(fds) != len(FDS):
+        if not msg:
             os._exit(0)
         if msg != last:  # the same for every test of a program
             spec, last = json.loads(msg), msg
+        # a child to keep for the program's next tests brings its control socket (warm.py)
+        names = FDS + ("ctl",) if spec.get("warm") else FDS
+        if len(fds) != len(names):
+            os._exit(0)
         # A new scratch tmpfs made just before the test starts: a new superblock (its inode
         # counter starts over, whatever unlinked files the last test made) whose times say
         # only when it started (a reset after a test wrote the time that test ended, which
@@ -131,6 +141,10 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
                                   or scratch_state(iso) != iso.get("scratch_clean")):  # fmt: skip
             reset_scratch(iso, spec["scratch_bytes"])
         last_program = program
+        # the scratch as the test finds it, for a child kept for later tests (warm.py): it
+        # serves the next one only if its scratch is still so
+        kept = spec.get("warm") and iso.get("scratch_ready")
+        fresh = scratch_fd_state(iso["scratch_fd"]) if kept else None
         cgroup = iso.get("cgroup")
         base = cgroup.enter(spec["mem_bytes"]) if cgroup is not None else 0
         before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -141,7 +155,7 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
             try:
                 os.close(sock_fd)
                 os.close(own)
-                run_child(spec, globals_by, dict(zip(FDS, fds, strict=True)), iso)
+                run_child(spec, globals_by, dict(zip(names, fds, strict=True)), iso)
             finally:
                 os._exit(SETUP_FAILED)
         # Until the test ends, every page we write is copied (the child still shares it), so
@@ -152,9 +166,11 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
         if cgroup is not None:
             cgroup.leave()  # (the child stays in the test group, and all it makes)
         pidfd = os.pidfd_open(pid)
-        if not select.select([pidfd], [], [], EARLY_S)[0]:
+        # (a reused child is handed over at once: the server ends each of its tests)
+        if spec.get("warm") or not select.select([pidfd], [], [], EARLY_S)[0]:
             scratch = [iso["scratch_fd"]] if iso.get("scratch_ready") else []
-            socket.send_fds(sock, [b'{"started": true, "cg_base": %d}' % base], [pidfd, *scratch])
+            head = {"started": True, "cg_base": base, "fresh": fresh}
+            socket.send_fds(sock, [json.dumps(head).encode()], [pidfd, *scratch])
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
         for fd in fds:

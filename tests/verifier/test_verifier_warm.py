@@ -1,0 +1,154 @@
+"""A child kept for a program's next test (inside/warm.py): faster, and accounted as fully as
+a fresh child. Every sandbox mode, one worker, an honest control after each program.
+
+Where the sandbox cannot account a kept child (no pid namespace, no seccomp filter, no
+memory cgroup, no scratch tmpfs to watch) every test forks, and the tests that need a kept
+child skip, saying so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cppo_bench.problem import Problem
+from cppo_bench.problem import Test as Case
+from cppo_bench.verifier import VerifyJob, verify_batch
+from cppo_bench.verifier import launch as launch_module
+from cppo_bench.verifier import sandbox as sandbox_module
+
+MODES = ["bwrap", "unshare", "rlimits"]
+ECHO = Problem("warm", "echo", "", tests=(Case("ping\n", "ping\n"),), checker="lcb")
+CONTROL = VerifyJob(ECHO, "print(input())")
+# prints how many tests this process has run before: 0 on every test of a fresh child
+COUNTER = "import sys\nn = getattr(sys, '_cppo_seen', 0)\nsys._cppo_seen = n + 1\nprint(n)\n"
+
+
+@pytest.fixture(params=MODES)
+def mode(request, monkeypatch) -> str:
+    monkeypatch.setenv(sandbox_module.MODE_ENV, request.param)
+    monkeypatch.setattr(sandbox_module, "_MODE", None)
+    monkeypatch.setattr(sandbox_module, "_WARNED", set())
+    return request.param
+
+
+def kept(mode: str) -> bool:
+    """Does a sandbox of this mode keep children here (its set-up says so)?"""
+    box = sandbox_module.Sandbox(nproc=64)
+    try:
+        box.start()
+        return bool(box.hello.get("reuse")) and box.mode == mode
+    finally:
+        box.close()
+
+
+def needs_kept(mode: str) -> None:
+    if not kept(mode):
+        pytest.skip(f"{mode}: no kept children here (no pid namespace, filter or memory cgroup)")
+
+
+def problem(cases: list[tuple[str, str]], pid: str = "p", time_s: float = 2.0,
+            memory_mb: int | None = None) -> Problem:  # fmt: skip
+    return Problem("warm", pid, "", tests=tuple(Case(i, o) for i, o in cases), checker="lcb",
+                   time_limit_s=time_s, memory_limit_mb=memory_mb)  # fmt: skip
+
+
+def run(jobs: list[VerifyJob]):
+    """The jobs, then an honest control, on one worker, every test run."""
+    results = verify_batch([*jobs, CONTROL], workers=1, all_tests=True)
+    assert results[-1].verdict == "AC", results[-1]
+    return results[:-1]
+
+
+def test_a_kept_child_serves_the_next_test_and_reuse_0_forks_each(mode, monkeypatch) -> None:
+    needs_kept(mode)
+    counting = problem([("\n", f"{k}\n") for k in range(4)])
+    (result,) = run([VerifyJob(counting, COUNTER)])
+    assert result.verdict == "AC", result  # one process served all four tests
+    monkeypatch.setenv(launch_module.REUSE_ENV, "0")
+    (result,) = run([VerifyJob(counting, COUNTER + "#")])
+    assert (result.verdict, result.tests_passed) == ("WA", 1), result
+
+
+def test_each_test_has_its_own_input_output_and_fresh_globals(mode) -> None:
+    # test 0 reads one line of three: test 1 must not see the rest; globals start over
+    code = (
+        "try:\n    seen\nexcept NameError:\n    seen = 0\nseen += 1\nprint(input().strip(), seen)\n"
+    )
+    cases = [("a\nleft\nover\n", "a 1\n"), ("b\n", "b 1\n"), ("c\n", "c 1\n")]
+    (result,) = run([VerifyJob(problem(cases), code)])
+    assert result.verdict == "AC", result
+
+
+def test_cpu_is_per_test_in_a_kept_child(mode) -> None:
+    """Five tests of ~0.4 CPU-s each under a 1 s limit: AC (the child's CPU over all of them,
+    2 s, would be TLE), and a burner on test 2 is TLE there while the tests after it, in a
+    fresh child, are judged (all tests run)."""
+    needs_kept(mode)
+    burn = (
+        "import time\nn = int(input())\nt = time.process_time()\n"
+        "while time.process_time() - t < (30 if n == 2 else 0.4):\n    pass\nprint(n)\n"
+    )
+    steady = problem([("0\n", "0\n"), ("1\n", "1\n"), ("3\n", "3\n"), ("4\n", "4\n"),
+                      ("5\n", "5\n")], time_s=1.0)  # fmt: skip
+    stalled = problem([(f"{k}\n", f"{k}\n") for k in range(5)], "stall", time_s=1.0)
+    fine, slow = run([VerifyJob(steady, burn), VerifyJob(stalled, burn)])
+    assert fine.verdict == "AC", fine
+    assert (slow.verdict, slow.first_failed, slow.tests_passed) == ("TLE", 2, 4), slow
+
+
+def test_memory_an_earlier_test_left_held_counts(mode) -> None:
+    """Each test keeps its stdout file open (a descriptor of it), and the next test fills
+    that old file with 60 MiB after it was judged: kernel-held pages no address space shows. By the
+    fourth test that is over the 256 MiB limit: MLE, with the memory reported."""
+    needs_kept(mode)
+    hoard = (
+        "import os, sys\nkept = getattr(sys, '_kept', [])\nsys._kept = kept\n"
+        "chunk = b' ' * (1 << 20)\n"
+        "for _ in range(60 * bool(kept)):\n    os.write(kept[-1], chunk)\n"
+        "kept.append(os.dup(1))\nprint(input())\n"
+    )
+    cases = [(f"{k}\n", f"{k}\n") for k in range(8)]
+    (result,) = run([VerifyJob(problem(cases, memory_mb=256), hoard)])
+    assert result.verdict == "MLE", result
+    assert result.peak_memory_mb is not None and result.peak_memory_mb > 256, result
+
+
+def test_large_outputs_test_after_test_are_not_memory(mode) -> None:
+    """A correct program printing 40 MiB on each of six tests under 256 MiB is AC: what an
+    earlier test wrote is gone once it is judged (the child holds only its current files)."""
+    code = "import sys\nn = input()\nsys.stdout.write((n + ' ') * (20 << 20))\n"
+    cases = [(f"{k}\n", f"{k} " * (20 << 20)) for k in range(6)]
+    (result,) = run([VerifyJob(problem(cases, memory_mb=256, time_s=5.0), code)])
+    assert result.verdict == "AC", result
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        # ends its test early on the control socket, then keeps writing from a thread
+        "import os, socket, threading\nprint(input())\n"
+        "socket.socket(fileno=5).send(b'done')\n"
+        "threading.Thread(target=lambda: [os.write(1, b'x') for _ in iter(int, 1)],"
+        " daemon=True).start()\n",
+        # closes the control socket: its later tests run in fresh children
+        "import os\nos.close(5)\nprint(input())\n",
+        # sends garbage and a descriptor on it
+        "import os, socket\ns = socket.socket(fileno=5)\n"
+        "socket.send_fds(s, [b'test'], [0, 1, 2])\ns.send(b'x' * 60)\nprint(input())\n",
+        # leaves a thread running (the recursion trick): waited for, then a fresh child
+        "import threading, sys\nsys.setrecursionlimit(10**5)\n"
+        "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+        "def main():\n    print(input() if f(3000) == 3000 else 'no')\n"
+        "threading.stack_size(1 << 26)\nthreading.Thread(target=main).start()\n",
+    ],
+    ids=["early done", "closed socket", "garbage", "thread left"],
+)
+def test_the_control_socket_cannot_hurt_later_tests_or_programs(mode, hostile: str) -> None:
+    """Whatever a program does with its control socket, only its own verdicts can change,
+    and the tests the server ends are judged by what they wrote; the next program (a
+    correct one, then the control) is AC."""
+    cases = [(f"{k}\n", f"{k}\n") for k in range(4)]
+    honest = VerifyJob(problem(cases, "honest"), "print(input())")
+    first, second = run([VerifyJob(problem(cases), hostile), honest])
+    assert first.tests_total == 4, first
+    assert second.verdict == "AC", second
