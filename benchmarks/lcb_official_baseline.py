@@ -16,20 +16,29 @@ tests with the largest outputs kept (`--mix plain`: the earlier workload).
 
     python benchmarks/lcb_official_baseline.py --lcb-clone /tmp/lcb [--programs 50]
         [--tests 17] [--workers 2] [--rounds 5] [--workload /tmp/lcb_workload.json]
+        [--end-to-end] [--fresh]
 
 Prints the median seconds of each evaluator over alternating rounds and their ratio
-(official / ours: above 1 means we are faster), with every round's numbers.
+(official / ours: above 1 means we are faster), with every round's numbers. In-process
+(the default) times `verify_batch` against `evaluate_generations`, imports not timed;
+`--end-to-end` times whole processes as a user runs them: `python -m cppo_bench verify
+--all-tests` on the workload written as an APPS JSONL file against a script that imports
+LiveCodeBench's evaluator and runs it. `--fresh` adds ours with CPPO_SANDBOX_REUSE=0 (a
+fresh child for every test) to the same rounds: the cost of that isolation.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -130,7 +139,40 @@ def run_ours(work: list[dict], workers: int) -> float:
     return elapsed
 
 
-def run_official(work: list[dict], workers: int, clone: Path) -> float:
+def write_e2e(work: list[dict], data: Path, folder: Path) -> tuple[Path, Path]:
+    """The workload as an APPS JSONL file (each problem's own record, its tests replaced by
+    the workload's) and a programs JSONL, for `cppo-bench verify`."""
+    want = {w["uid"].split("/", 1)[1]: w for w in work}
+    records = []
+    for path in sorted(data.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            w = want.get(str(rec.get("problem_id")))
+            if w is not None:
+                rec["input_output"] = json.dumps({"inputs": [i for i, _ in w["tests"]],
+                                                  "outputs": [o for _, o in w["tests"]]})  # fmt: skip
+                records.append(json.dumps(rec))
+    bench, programs = folder / "apps.jsonl", folder / "programs.jsonl"
+    bench.write_text("\n".join(records) + "\n")
+    programs.write_text("".join(json.dumps({"problem_id": k, "code": w["code"]}) + "\n"
+                                for k, w in want.items()))  # fmt: skip
+    return bench, programs
+
+
+def run_ours_e2e(bench: Path, programs: Path, workers: int, fresh: bool = False) -> float:
+    cmd = [sys.executable, "-m", "cppo_bench", "verify", "--bench", "apps", "--data", str(bench),
+           "-o", "difficulty=all", "--programs", str(programs), "--all-tests",
+           "--workers", str(workers), "--out", str(bench.parent / "results.jsonl")]  # fmt: skip
+    env = dict(os.environ, CPPO_SANDBOX_REUSE="0" if fresh else "1")
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, capture_output=True, check=True, cwd=REPO)
+    elapsed = time.perf_counter() - start
+    rows = [json.loads(x) for x in (bench.parent / "results.jsonl").read_text().splitlines()]
+    print(f"  ours: {sum(r['tests_passed'] for r in rows)} tests passed", file=sys.stderr)
+    return elapsed
+
+
+def run_official(work: list[dict], workers: int, clone: Path, e2e: bool = False) -> float:
     code = (
         "import json, sys, time\n"
         f"sys.path.insert(0, {str(clone)!r})\n"
@@ -145,13 +187,15 @@ def run_official(work: list[dict], workers: int, clone: Path) -> float:
         "passed = sum(x is True for r in res.values() for g in r for x in g)\n"
         "print(json.dumps({'elapsed': elapsed, 'passed': passed}))\n"
     )
-    # its own interpreter (it sets process-wide limits); the import is not timed, our
-    # imports are not either (this process has them loaded)
+    # its own interpreter (it sets process-wide limits); in-process, the import is not timed
+    # (our imports are not either: this process has them loaded); end to end, all of it is
+    start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(work),
                           capture_output=True, text=True, check=True)  # fmt: skip
+    whole = time.perf_counter() - start
     got = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"  official: {got['passed']} tests passed", file=sys.stderr)
-    return float(got["elapsed"])
+    return whole if e2e else float(got["elapsed"])
 
 
 def main() -> None:
@@ -167,6 +211,14 @@ def main() -> None:
     parser.add_argument("--mix", choices=("competition", "plain"), default="competition")
     parser.add_argument("--numpy-share", type=float, default=0.3)
     parser.add_argument("--scale", type=int, default=2)
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="time whole processes: `cppo-bench verify` against the evaluator",
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="also time ours with a fresh child for every test"
+    )
     args = parser.parse_args()
     if not (args.lcb_clone / "lcb_runner" / "evaluation" / "testing_util.py").is_file():
         sys.exit(f"{args.lcb_clone}: not a LiveCodeBench clone (no lcb_runner/evaluation)")
@@ -177,20 +229,46 @@ def main() -> None:
                               args.numpy_share, args.scale)  # fmt: skip
         args.workload.write_text(json.dumps(work))
     n_tests = sum(len(w["tests"]) for w in work)
-    ours, official = [], []
+    e2e = args.end_to_end
+    tmp = Path(tempfile.mkdtemp(prefix="lcb_e2e_"))
+    bench, programs = write_e2e(work, args.data, tmp) if e2e else (tmp, tmp)
+    contenders = {
+        "ours": (lambda: run_ours_e2e(bench, programs, args.workers)) if e2e
+        else (lambda: run_ours(work, args.workers)),
+        "official": lambda: run_official(work, args.workers, args.lcb_clone, e2e),
+    }  # fmt: skip
+    if args.fresh:
+        contenders["ours_fresh"] = (lambda: run_ours_e2e(bench, programs, args.workers, True)) \
+            if e2e else (lambda: _with_env("CPPO_SANDBOX_REUSE", "0", lambda: run_ours(work, args.workers)))  # fmt: skip
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for r in range(args.rounds):
-        for name, fn in (("ours", lambda: run_ours(work, args.workers)),
-                         ("official", lambda: run_official(work, args.workers, args.lcb_clone))):  # fmt: skip
+        for name, fn in contenders.items():
             t = fn()
-            (ours if name == "ours" else official).append(t)
+            times[name].append(t)
             print(f"round {r}: {name} {t:.2f}s", file=sys.stderr)
-    mo, mf = statistics.median(ours), statistics.median(official)
-    print(json.dumps({
-        "programs": len(work), "tests": n_tests, "workers": args.workers,
-        "rounds": args.rounds, "ours_s": ours, "official_s": official,
-        "ours_median_s": round(mo, 3), "official_median_s": round(mf, 3),
-        "ratio_official_over_ours": round(mf / mo, 3),
-    }, indent=1))  # fmt: skip
+    shutil.rmtree(tmp, ignore_errors=True)
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    report = {"programs": len(work), "tests": n_tests, "workers": args.workers,
+              "rounds": args.rounds, "end_to_end": e2e, "load_1min": os.getloadavg()[0]}  # fmt: skip
+    for name, ts in times.items():
+        report[f"{name}_s"] = [round(t, 3) for t in ts]
+        report[f"{name}_median_s"] = round(med[name], 3)
+    report["ratio_official_over_ours"] = round(med["official"] / med["ours"], 3)
+    if args.fresh:
+        report["ratio_official_over_ours_fresh"] = round(med["official"] / med["ours_fresh"], 3)
+    print(json.dumps(report, indent=1))
+
+
+def _with_env(name: str, value: str, fn):
+    old = os.environ.get(name)
+    os.environ[name] = value  # (read when each sandbox starts: verify_batch starts its own)
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 if __name__ == "__main__":
