@@ -91,11 +91,18 @@ def _try(fn: Callable[[], bool]) -> bool:
         return False
 
 
+# every line break of str.splitlines() but "\n" (see apps_stdin's shortcut)
+OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 @_safe
 def apps_stdin(output: str, expected: str) -> bool:
     # The official rule on `lines = output.splitlines()`, with both sides only ever streamed
     # (compare_text): see the module doc for the stages.
     want = expected.strip()
+    got = output.strip()
+    if got == want and not OTHER_BREAKS.search(got):
+        return True  # (the first stage's answer, in C: "\n" is the only break in either)
     if concat_equals(joined_lines(output), want):
         return True
     if concat_equals(joined_stripped_lines(output), want):
@@ -223,6 +230,8 @@ def _as_number(token: str) -> float | None:
 def codecontests_stdin(output: str, expected: str) -> bool:
     # Upstream: equal token lists, or same length and every pair equal or both numbers
     # within 1e-5. Both conditions are tracked in one streaming pass over the output.
+    if output.strip() == expected.strip():
+        return True  # (the same text: the same tokens; a large correct output costs no loop)
     want = list(_iter_tokens(expected))
     identical = close = True
     n = 0
@@ -257,8 +266,11 @@ def lcb_stdin(output: str, expected: str) -> bool:
         except (InvalidOperation, ValueError):
             return False
 
+    got = output.strip()
+    if got == expected.strip():
+        return True  # (the same text: the same lines; a large correct output costs no loop)
     want = (line.strip() for line in iter_split(expected.strip(), "\n"))
-    return equal_iter(iter_split(output.strip(), "\n"), want, same_line)
+    return equal_iter(iter_split(got, "\n"), want, same_line)
 
 
 def _decimal_eq(a: str, b: str) -> bool:

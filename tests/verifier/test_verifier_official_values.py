@@ -120,3 +120,27 @@ def test_a_value_far_larger_than_the_expected_is_wa_not_re() -> None:
     huge = f"def f(x):\n    return [0] * {3 * MAX_NODES}\n"
     assert ours([(huge, "0", "[0, 0]"), ("def f(x):\n    return [0, 0]\n", "0", "[0, 0]")]) == [
         "WA", "AC"]  # fmt: skip
+
+
+_TEXT = st.text(alphabet="0123456789 .-e\n\r\t", max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    output=_TEXT,
+    expected=_TEXT,
+    edit=st.sampled_from(["as is", "same", "padded", "newline", "spaced"]),
+)
+def test_stdout_is_judged_as_the_official_grade_stdio_judges(
+    output: str, expected: str, edit: str
+) -> None:
+    """Our LiveCodeBench stdin comparer (with its shortcut for an identical text) against the
+    released `grade_stdio`, fed a program that writes exactly `output`."""
+    from cppo_bench.verifier.compare import lcb_stdin
+
+    util = _official()
+    expected = {"as is": expected, "same": output, "padded": f"  {output}\n\n",
+                "newline": output.replace(" ", "\n"), "spaced": output.replace("\n", " \n")}[edit]  # fmt: skip
+    got = util.grade_stdio(f"import sys\nsys.stdout.write({output!r})\n", [""], [expected], 10)
+    official = got is not None and all(r is True for r in got[0]) and len(got[0]) == 1
+    assert lcb_stdin(output, expected) == official, (output, expected)
