@@ -23,6 +23,9 @@ ALLOWED = {
     # the sandboxed child writes a program's own SystemExit text into the captured stderr
     # pipe of that program, which the verifier reads as data, never to a terminal
     ("cppo_bench/verifier/inside/child.py", "sys.stderr.write"),
+    # input()'s prompt, written to the program's own captured stdout (a memfd the verifier
+    # judges), never to a terminal
+    ("cppo_bench/verifier/inside/child.py", "sys.stdout.write"),
     # the maintainer's script that builds the shipped demo file: prints a count and its own
     # output path, never data from elsewhere
     ("cppo_bench/benchmarks/build_demo_train.py", "print"),

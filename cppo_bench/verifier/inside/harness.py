@@ -11,6 +11,7 @@ sends the raw facts back, and the verifier outside holds the expected outputs an
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import json
 import marshal
@@ -24,7 +25,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nsutil  # noqa: E402  (sibling files, stdlib only)
-from child import PRELUDES, READY, compile_program  # noqa: E402
+from child import PRELUDES, READY  # noqa: E402
 from procs import (  # noqa: E402
     Stream,
     TestCgroup,
@@ -37,6 +38,7 @@ from procs import (  # noqa: E402
     supervise,
     wipe,
 )
+from programs import compile_program  # noqa: E402
 from serversetup import ServerSetup  # noqa: E402
 from warm import WarmChild  # noqa: E402
 from wire import read_frame, write_frame  # noqa: E402
@@ -66,13 +68,15 @@ class Server(ServerSetup):
         self.handed_fresh: list | None = None
         self.reuse = False  # may one child serve all of a program's tests (serversetup)
         self.warm: WarmChild | None = None  # the child kept for the program's next test
+        self.known_names: dict[str, frozenset] = {}  # per prelude (see _module_names)
 
     # ---- programs ---------------------------------------------------------------------------
     def load(self, head: dict, code: bytes) -> dict:
         source = code.decode("utf-8", "replace")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # compile warnings: nobody reads our stderr
-            obj, wrapped_or_error = compile_program(source, head["mode"])
+            known = self._module_names(head.get("prelude") or "none")
+            obj, wrapped_or_error = compile_program(source, head["mode"], known)
         self._end_warm()
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
@@ -99,6 +103,15 @@ class Server(ServerSetup):
         self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json,
                          warm=spec["warm"])  # fmt: skip
         return {"op": "ready", "wrapped": bool(wrapped_or_error)}
+
+    def _module_names(self, prelude: str) -> frozenset:
+        """What a module-level read finds without the program: builtins and the prelude's
+        names (the prelude run here once, in the server: the zygote forked before it)."""
+        if prelude not in self.known_names:
+            g: dict = {"__builtins__": builtins}
+            exec(self.preludes.get(prelude, self.preludes["none"]), g)
+            self.known_names[prelude] = frozenset(g) | frozenset(dir(builtins)) | {"np"}
+        return self.known_names[prelude]
 
     def end(self) -> dict:
         self._end_warm()
