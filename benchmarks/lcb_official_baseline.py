@@ -12,7 +12,8 @@ an input is kept when the problem's first two references agree on its output (or
 reference runs cleanly); outputs are the references' (the workload is cached as JSON).
 `--mix competition` (the default) makes it like real competition programs: numpy users
 first, a share of the others importing numpy, inputs up to `--scale` times larger and the
-tests with the largest outputs kept (`--mix plain`: the earlier workload).
+tests with the largest outputs kept, then `--big-outputs` programs printing ~64 KB a test
+(multi-case inputs with their cases repeated) (`--mix plain`: the earlier workload).
 
     python benchmarks/lcb_official_baseline.py --lcb-clone /tmp/lcb [--programs 50]
         [--tests 17] [--workers 2] [--rounds 5] [--workload /tmp/lcb_workload.json]
@@ -63,10 +64,10 @@ def _perturb(text: str, rng: random.Random, scale: int = 1) -> str:
     )
 
 
-def _run_ref(code: str, data: str) -> str | None:
+def _run_ref(code: str, data: str, timeout: float = 2) -> str | None:
     try:
         done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
-                              text=True, timeout=2)  # fmt: skip
+                              text=True, timeout=timeout)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
     return done.stdout if done.returncode == 0 and done.stdout.strip() else None
@@ -80,11 +81,13 @@ def build_workload(
     mix: str = "competition",
     numpy_share: float = 0.3,
     scale: int = 4,
+    big: int = 4,
 ) -> list[dict]:
     """mix "competition" (issue 36: like real competition programs): the references that
     import numpy first, and `numpy_share` of the others made to import it at the top, as
     much competition Python does; inputs redrawn up to `scale` times larger, keeping the
-    tests with the largest outputs. mix "plain": the first stdin problems as they are."""
+    tests with the largest outputs; then `big` programs with large outputs (_big_outputs).
+    mix "plain": the first stdin problems as they are."""
     rng = random.Random(seed)
     comp = mix == "competition"
     problems = [p for path in sorted(data.glob("*.jsonl"))
@@ -96,7 +99,7 @@ def build_workload(
     out: list[dict] = []
     for p in problems:
         if len(out) >= programs:
-            return out
+            break
         refs = sorted(p.reference_solutions[:2], key=lambda r: "numpy" not in r) if comp else \
             p.reference_solutions[:2]  # fmt: skip
         candidates = [p.tests[0].input] + [
@@ -123,6 +126,53 @@ def build_workload(
                 code = "import numpy as np\n" + code
             out.append({"uid": p.uid, "code": code, "tests": cases})
             print(f"workload: {len(out)}/{programs} {p.uid}", file=sys.stderr)
+    if comp and big:
+        used = {w["uid"] for w in out}
+        out += _big_outputs([p for p in problems if p.uid not in used], big, tests, rng)
+    return out
+
+
+def _repeat_blocks(text: str, times: int) -> str | None:
+    """A multi-case input (a count t, then t blocks of equal lines) with its blocks repeated
+    `times` times and the count raised to match: the same kind of input, `times` larger."""
+    lines = text.strip("\n").split("\n")
+    head = lines[0].strip()
+    if not head.isdigit() or int(head) < 1 or (len(lines) - 1) % int(head):
+        return None
+    return f"{int(head) * times}\n" + "\n".join(lines[1:] * times) + "\n"
+
+
+def _big_outputs(problems: list[Problem], count: int, tests: int, rng: random.Random,
+                 target: int = 64_000) -> list[dict]:  # fmt: skip
+    """Programs that print large outputs (issue 36: about 2x our cost once): shared problems
+    whose input is a count of cases and the cases, the ones printing the most per input byte
+    first, their cases repeated until the output is about `target` bytes, each test's values
+    redrawn first; kept where both references agree on every test and the outputs are at
+    least a quarter of the target."""
+    ranked = []
+    for p in problems:
+        first = _run_ref(p.reference_solutions[0], p.tests[0].input)
+        if first and _repeat_blocks(p.tests[0].input, 2) is not None:
+            ranked.append((-len(first) / max(1, len(p.tests[0].input)), p.uid, p, len(first)))
+    out: list[dict] = []
+    for _, _, p, size in sorted(ranked, key=lambda r: r[:2]):
+        if len(out) >= count:
+            break
+        refs = p.reference_solutions[:2]
+        times = max(2, min(20_000, target // max(1, size)))
+        cases = []
+        with ThreadPoolExecutor(2) as pool:
+            for k in range(2 * tests):
+                inp = _repeat_blocks(_perturb(p.tests[0].input, rng), times)
+                outs = list(pool.map(lambda c, i=inp: _run_ref(c, i, 5), refs))
+                if inp and outs[0] and all(o == outs[0] for o in outs):
+                    cases.append((inp, outs[0]))
+                if len(cases) == tests or (not cases and k > 2):
+                    break
+        if len(cases) == tests and min(len(o) for _, o in cases) >= target // 4:
+            out.append({"uid": p.uid, "code": refs[0], "tests": cases})
+            size = sum(len(o) for _, o in cases) // tests
+            print(f"workload: large outputs {len(out)}/{count} {p.uid} ({size} B)", file=sys.stderr)
     return out
 
 
@@ -207,10 +257,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workload", type=Path, default=Path("/tmp/lcb_workload.json"))
+    parser.add_argument("--workload", type=Path, default=Path("/tmp/lcb_workload_v3.json"))
     parser.add_argument("--mix", choices=("competition", "plain"), default="competition")
     parser.add_argument("--numpy-share", type=float, default=0.3)
     parser.add_argument("--scale", type=int, default=2)
+    parser.add_argument(
+        "--big-outputs",
+        type=int,
+        default=4,
+        help="competition mix: this many programs with ~400 KB outputs",
+    )
     parser.add_argument(
         "--end-to-end",
         action="store_true",
@@ -226,7 +282,7 @@ def main() -> None:
         work = json.loads(args.workload.read_text())
     else:
         work = build_workload(args.data, args.programs, args.tests, args.seed, args.mix,
-                              args.numpy_share, args.scale)  # fmt: skip
+                              args.numpy_share, args.scale, args.big_outputs)  # fmt: skip
         args.workload.write_text(json.dumps(work))
     n_tests = sum(len(w["tests"]) for w in work)
     e2e = args.end_to_end
