@@ -10,8 +10,8 @@ fresh one, the child that ran test j of a program waits for test j+1 instead of 
   end, and which it kills (its whole namespace) at any limit;
 - its memory cgroup counts everything it holds, kernel memory and files included (a
   descriptor of an earlier test's output kept open included), with the peak reset per test;
-- it is reused only when its program returned with no other thread alive and no memory
-  error; any other end (a signal, `os._exit`, a limit) ends the child, and the next test
+- it is reused only when its program returned with no other thread alive (its own count,
+  and the kernel's, read by the server) and no memory error; any other end (a signal, `os._exit`, a limit) ends the child, and the next test
   forks a fresh one.
 
 What the next test of the same program inherits (module state, the scratch tmpfs, the
@@ -87,13 +87,14 @@ def next_test(call: bool) -> bytes:
 
 
 def _status_kb(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM of a process (kB), from /proc (world-readable, dumpable or not)."""
+    """VmRSS and VmHWM (kB) and Threads of a process, from /proc (world-readable)."""
     out = {}
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
             for line in f:
-                if line.startswith((b"VmRSS:", b"VmHWM:")):
-                    out[line[:5].decode()] = int(line.split()[1])
+                if line.startswith((b"VmRSS:", b"VmHWM:", b"Threads:")):
+                    key, value = line.split(b":", 1)
+                    out[key.decode()] = int(value.split()[0])
     except (OSError, ValueError, IndexError):
         pass
     return out
@@ -142,10 +143,13 @@ class WarmChild:
             return False
         if scratch_state(self.scratch_fd) != self.clean:
             return False
+        status = _status_kb(self.pid)
+        if status.get("Threads") != 1:  # (threads the child's own count cannot see: _thread)
+            return False
         try:
             self.cgroup.reset_peak()
             self.cg0 = self.cgroup.usage()
-            self.cpu0, self.rss0_kb = cpu0, _status_kb(self.pid).get("VmRSS", 0)
+            self.cpu0, self.rss0_kb = cpu0, status.get("VmRSS", 0)
             soft = int(cpu0 + time_s) + 1
             resource.prlimit(self.pid, resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
             socket.send_fds(self.ctl, [b"test"], fds)
