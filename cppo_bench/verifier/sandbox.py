@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cppo_bench.util.termsafe import warn
@@ -31,33 +30,9 @@ from cppo_bench.verifier.launch import (
     PidsCgroup,
     launch_spec,
 )
+from cppo_bench.verifier.spawn import spawn as _spawn
 
 log = logging.getLogger("cppo_bench.verifier")
-
-
-_SPAWN_LOCK = threading.Lock()
-_SPAWNER: ThreadPoolExecutor | None = None
-
-
-def _unbind() -> None:
-    try:
-        os.sched_setaffinity(0, cpus.process_cpus())
-    except (AttributeError, OSError):
-        pass
-
-
-def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
-    """Popen from one long-lived thread. A sandbox's parent-death signal (bwrap's
-    --die-with-parent, PR_SET_PDEATHSIG) fires when the *thread* that started it ends, and a
-    kept sandbox (pool.keep_sandboxes) outlives the worker thread that first needed it."""
-    global _SPAWNER
-    with _SPAWN_LOCK:
-        if _SPAWNER is None:
-            # (free to run anywhere, whichever bound worker thread first needs it)
-            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn",
-                                          initializer=_unbind)  # fmt: skip
-        spawner = _SPAWNER
-    return spawner.submit(subprocess.Popen, argv, **kwargs).result()
 
 
 class SandboxError(RuntimeError):
