@@ -20,19 +20,9 @@ import pytest
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
-from cppo_bench.verifier import sandbox as sandbox_module
 
-MODES = ["bwrap", "unshare", "rlimits"]
 ECHO = Problem("i26", "echo", "", tests=(Case("ping\n", "ping\n"),), checker="lcb")
 CONTROL = VerifyJob(ECHO, "print(input())")
-
-
-@pytest.fixture(params=MODES)
-def mode(request, monkeypatch) -> str:
-    monkeypatch.setenv(sandbox_module.MODE_ENV, request.param)
-    monkeypatch.setattr(sandbox_module, "_MODE", None)
-    monkeypatch.setattr(sandbox_module, "_WARNED", set())
-    return request.param
 
 
 def run(*jobs: VerifyJob) -> list:

@@ -20,18 +20,8 @@ from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier import launch as launch_module
-from cppo_bench.verifier import sandbox as sandbox_module
 
-MODES = ["bwrap", "unshare", "rlimits"]
 TOKEN = f"tok{uuid.uuid4().hex}"
-
-
-@pytest.fixture(params=MODES)
-def mode(request, monkeypatch) -> str:
-    monkeypatch.setenv(sandbox_module.MODE_ENV, request.param)
-    monkeypatch.setattr(sandbox_module, "_MODE", None)
-    monkeypatch.setattr(sandbox_module, "_WARNED", set())
-    return request.param
 
 
 def problem(expected: str, pid: str, time_s: float = 2.0, memory_mb: int | None = None,
@@ -382,33 +372,3 @@ def test_a_program_dies_by_the_signals_it_sends_itself(mode: str) -> None:
     ])  # fmt: skip
     assert [r.verdict for r in results] == ["RE", "RE", "AC"], results
     assert "SIGTERM" in results[0].detail and "SIGALRM" in results[1].detail, results
-
-
-SCRATCH_TRACES = """
-import os
-st = os.stat('/tmp')
-seen = {'xattr': os.listxattr('/tmp'), 'mode': oct(st.st_mode & 0o7777),
-        'mtime': st.st_mtime_ns % 1000 == 123,
-        'entries': [e for e in os.listdir('/tmp') if e == 'gone']}
-try:
-    os.setxattr('/tmp', 'user.mark', b'x')
-except OSError:
-    pass
-open('/tmp/gone', 'w').close()
-os.unlink('/tmp/gone')  # created and deleted: only the directory's times change
-os.chmod('/tmp', 0o755)
-os.utime('/tmp', ns=(st.st_atime_ns, st.st_mtime_ns - st.st_mtime_ns % 1000 + 123))
-fresh = seen == {'xattr': [], 'mode': '0o700', 'mtime': False, 'entries': []}
-print('isolated' if fresh else seen)
-"""
-
-
-def test_each_test_gets_a_fresh_scratch_whatever_the_last_one_did(mode: str) -> None:
-    """The zygote remounts the scratch unless a test provably left it untouched: xattrs,
-    modes, times and deleted files of one test must not reach the next (same program)."""
-    three = problem("isolated\n", "scratch", tests=3)
-    quiet = problem("isolated\n", "quiet", tests=3)
-    results = run([VerifyJob(three, SCRATCH_TRACES),
-                   VerifyJob(quiet, "print('isolated')"),  # tests that touch nothing
-                   VerifyJob(ISOLATED, SCRATCH_TRACES)], all_tests=True)  # fmt: skip
-    assert [r.verdict for r in results] == ["AC"] * 3, results

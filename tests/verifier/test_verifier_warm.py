@@ -16,19 +16,10 @@ from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier import launch as launch_module
 from cppo_bench.verifier import sandbox as sandbox_module
 
-MODES = ["bwrap", "unshare", "rlimits"]
 ECHO = Problem("warm", "echo", "", tests=(Case("ping\n", "ping\n"),), checker="lcb")
 CONTROL = VerifyJob(ECHO, "print(input())")
 # prints how many tests this process has run before: 0 on every test of a fresh child
 COUNTER = "import sys\nn = getattr(sys, '_cppo_seen', 0)\nsys._cppo_seen = n + 1\nprint(n)\n"
-
-
-@pytest.fixture(params=MODES)
-def mode(request, monkeypatch) -> str:
-    monkeypatch.setenv(sandbox_module.MODE_ENV, request.param)
-    monkeypatch.setattr(sandbox_module, "_MODE", None)
-    monkeypatch.setattr(sandbox_module, "_WARNED", set())
-    return request.param
 
 
 def kept(mode: str) -> bool:
@@ -157,3 +148,33 @@ def test_the_control_socket_cannot_hurt_later_tests_or_programs(mode, hostile: s
     assert second.verdict == "AC", second
     if "_thread" in hostile:  # never served a second test: every test saw a fresh process
         assert first.verdict == "AC", first
+
+
+SCRATCH_TRACES = """
+import os
+st = os.stat('/tmp')
+seen = {'xattr': os.listxattr('/tmp'), 'mode': oct(st.st_mode & 0o7777),
+        'mtime': st.st_mtime_ns % 1000 == 123,
+        'entries': [e for e in os.listdir('/tmp') if e == 'gone']}
+try:
+    os.setxattr('/tmp', 'user.mark', b'x')
+except OSError:
+    pass
+open('/tmp/gone', 'w').close()
+os.unlink('/tmp/gone')  # created and deleted: only the directory's times change
+os.chmod('/tmp', 0o755)
+os.utime('/tmp', ns=(st.st_atime_ns, st.st_mtime_ns - st.st_mtime_ns % 1000 + 123))
+fresh = seen == {'xattr': [], 'mode': '0o700', 'mtime': False, 'entries': []}
+print('isolated' if fresh else seen)
+"""
+
+
+def test_each_test_gets_a_fresh_scratch_whatever_the_last_one_did(mode: str) -> None:
+    """The zygote remounts the scratch unless a test provably left it untouched, and a kept
+    child serves a next test only then: xattrs, modes, times and deleted files of one test
+    must not reach the next (same program)."""
+    isolated = [("go\n", "isolated\n")]
+    results = run([VerifyJob(problem(isolated * 3, "scratch"), SCRATCH_TRACES),
+                   VerifyJob(problem(isolated * 3, "quiet"), "print('isolated')"),  # touch nothing
+                   VerifyJob(problem(isolated, "probe"), SCRATCH_TRACES)])  # fmt: skip
+    assert [r.verdict for r in results] == ["AC"] * 3, results
