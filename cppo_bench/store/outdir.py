@@ -54,6 +54,17 @@ class OutDirError(DataError):
     """An output folder that cannot be one, or a name that would leave it."""
 
 
+KEPT = "the old file is kept"
+
+
+def refused(
+    path: Path, exc: BaseException, what: str = "cannot write", kept: str = KEPT
+) -> OutDirError:
+    """The one line for a step the file system refused (full, read-only, no permission,
+    quota, I/O error): the path, the OS reason, what is kept."""
+    return OutDirError(str(storefs.write_failed(path, exc, what, kept)))
+
+
 def check_root(root: str | Path) -> Path:
     """`root` as an output folder: absent (created later), a folder, or a link to a folder."""
     root = Path(root)
@@ -179,22 +190,31 @@ class OutDir:
             pass
         except IsADirectoryError:
             raise OutDirError(f"{tmp}: is a folder where a temporary file goes") from None
+        except OSError as exc:
+            raise refused(tmp, exc, "cannot remove an old temporary file") from None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(tmp, flags, 0o644)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+            raise refused(path, exc) from None
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                yield fh
-                if fsync:
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    yield fh
+                    if fsync:
+                        fh.flush()
+                        os.fsync(fh.fileno())
+            except OSError as exc:
+                # the file system refused our write, flush or close (full, quota, I/O
+                # error): no file name in it. One naming a file is the caller's own.
+                if exc.filename is None:
+                    raise refused(path, exc) from None
+                raise
             self._keep(path, "write")  # again: planted while the file was being written
             try:
                 os.replace(tmp, path)  # replaces a link at `path` itself, never its target
             except OSError as exc:  # a folder planted at the name, a read-only folder
-                raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+                raise refused(path, exc) from None
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -232,6 +252,8 @@ class OutDir:
             pass
         except IsADirectoryError:
             raise OutDirError(f"{path}: is a folder where a file was expected") from None
+        except OSError as exc:
+            raise refused(path, exc, "cannot remove", "left as it was") from None
 
     def clear(self, rel: str | Path) -> None:
         """Remove the tree `rel` (shutil.rmtree never follows links inside it; a link at
@@ -239,10 +261,13 @@ class OutDir:
         path = self.name(rel)
         self._dir_for(path)
         self._keep_tree(path, "remove")
-        if os.path.islink(path):
-            os.unlink(path)
-        elif os.path.isdir(path):
-            shutil.rmtree(path)
+        try:
+            if os.path.islink(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                shutil.rmtree(path)
+        except OSError as exc:
+            raise refused(path, exc, "cannot remove", "what remains is left as it was") from None
 
     def files(self, rel: str | Path, pattern: str) -> list[Path]:
         """The files matching `pattern` in the folder `rel` (absent: none; a link: refused)."""
@@ -259,12 +284,12 @@ class OutDir:
         self._dir_for(path)
         self.check_not_link(rel)
         self._keep_tree(path, "empty")
-        if os.path.isdir(path):
-            shutil.rmtree(path)
         try:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
             os.mkdir(path)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot create this folder ({exc.strerror})") from None
+            raise refused(path, exc, "cannot create this folder", "") from None
         return path
 
     def check_not_link(self, rel: str | Path) -> Path:
@@ -286,7 +311,7 @@ class OutDir:
         try:
             os.replace(a, b)
         except OSError as exc:
-            raise OutDirError(f"{a}: cannot move it to {b.name} ({exc.strerror})") from None
+            raise refused(a, exc, f"cannot move it to {b.name}", "both left as they were") from None
         return b
 
     def link(self, rel: str | Path, target: str) -> Path:
@@ -300,7 +325,7 @@ class OutDir:
         try:
             os.symlink(target, path)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot make this link ({exc.strerror})") from None
+            raise refused(path, exc, "cannot make this link", "") from None
         return path
 
 
@@ -329,7 +354,7 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         while view:
             view = view[os.write(fd, view) :]
     except OSError as exc:  # /dev/full, a reader that closed its end of the pipe
-        raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+        raise refused(path, exc, kept="") from None
 
 
 def write_user_file(path: str | Path, text: str) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.fs import os_reason
 from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
 
@@ -149,8 +150,15 @@ def saving(dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Iterato
     try:
         yield tmp
         finish(tmp, dest, kind, meta)
-    except BaseException:
+    except BaseException as exc:
         discard(tmp.parent, tmp.name)
+        # a library (save_pretrained, safetensors, torch.save) writing into a full or
+        # read-only folder raises its own type quoting the OS: one line, naming the artifact
+        reason = None if isinstance(exc, DataError) else os_reason(exc)
+        if reason is not None:
+            raise ArtifactError(
+                f"{dest}: cannot save the {kind} ({reason}); the previous one, if any, is kept"
+            ) from None
         raise
 
 
