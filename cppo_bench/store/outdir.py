@@ -185,13 +185,14 @@ class OutDir:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._keep(tmp, "use as a temporary file")
         try:
-            os.unlink(tmp)  # an old one, or a link planted under its name: never written
+            if os.path.lexists(tmp):  # (unlinking nothing on a read-only disk is EROFS)
+                os.unlink(tmp)  # an old one, or a link planted under its name: never written
         except FileNotFoundError:
             pass
         except IsADirectoryError:
             raise OutDirError(f"{tmp}: is a folder where a temporary file goes") from None
         except OSError as exc:
-            raise refused(tmp, exc, "cannot remove an old temporary file") from None
+            raise refused(path, exc, f"cannot remove the old temporary file {tmp.name}") from None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(tmp, flags, 0o644)
