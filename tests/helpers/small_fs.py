@@ -24,9 +24,9 @@ def _mount(*args: str) -> subprocess.CompletedProcess:
 
 
 @contextmanager
-def small_fs(folder: Path) -> Iterator[SmallFs]:
+def small_fs(folder: Path, size: str = SIZE) -> Iterator[SmallFs]:
     folder.mkdir(parents=True, exist_ok=True)
-    done = _mount("-t", "tmpfs", "-o", f"size={SIZE},mode=0755", "tmpfs", str(folder))
+    done = _mount("-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(folder))
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or 'not root'}")
     fs = SmallFs(folder)
@@ -57,6 +57,7 @@ class SmallFs:
             n += 1
         for i in range(min(leave_pages, n)):
             (self.ballast / str(n - 1 - i)).unlink()
+        assert n > leave_pages, "the file system was full before: give it a larger size"
 
     def free(self) -> None:
         for name in os.listdir(self.ballast) if self.ballast.is_dir() else []:
@@ -91,6 +92,14 @@ def snapshot(folder: Path) -> dict[str, bytes]:
             path = Path(top, name)
             out[str(path.relative_to(folder))] = path.read_bytes()
     return out
+
+
+def kept(before: dict[str, bytes], after: dict[str, bytes]) -> bool:
+    """Every file of `before` is there unchanged, and nothing new holds data (an append that
+    was refused may leave the file it opened, empty)."""
+    return all(after.get(name) == data for name, data in before.items()) and not any(
+        after[name] for name in after.keys() - before.keys()
+    )
 
 
 def one_error_line(result, reason: str, names: str) -> str:  # noqa: ANN001 - a click Result
