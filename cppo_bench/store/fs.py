@@ -56,7 +56,8 @@ def write_failed(
     path: Path, exc: BaseException, what: str = "cannot write", kept: str = ""
 ) -> StoreWriteError:
     """The one line for a write the file system refused: the path, the OS reason, and what
-    is kept ("the old file is kept")."""
+    is kept ("the old file is kept": said only where there is one)."""
+    kept = kept if os.path.lexists(path) else ""
     return StoreWriteError(f"{path}: {what} ({os_reason(exc)})" + (f"; {kept}" if kept else ""))
 
 
