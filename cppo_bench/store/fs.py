@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cppo_bench.errors import DataError, StoreLinkError
+from cppo_bench.util.oserrors import refusal
 
 _MODES = {
     "rb": os.O_RDONLY,
@@ -34,31 +35,11 @@ class StoreWriteError(DataError):
     """The file system refused a write (read-only, full, no permission): nothing replaced."""
 
 
-# errno values whose strerror may only be found in a library's message (safetensors, torch
-# and tokenizers raise their own types for a full disk, quoting the OS's words or number)
-_FS_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
-              errno.EMFILE, errno.ENFILE, errno.ENAMETOOLONG, errno.EFBIG)  # fmt: skip
-
-
-def os_reason(exc: BaseException) -> str | None:
-    """The file system's reason in an exception, or None: an OSError's strerror, or the OS
-    message a library quoted ("No space left on device", "os error 28")."""
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc) or type(exc).__name__
-    text = str(exc)
-    for code in _FS_ERRNOS:
-        if os.strerror(code) in text or f"os error {code})" in text:
-            return os.strerror(code)
-    return None
-
-
 def write_failed(
     path: Path, exc: BaseException, what: str = "cannot write", kept: str = ""
 ) -> StoreWriteError:
-    """The one line for a write the file system refused: the path, the OS reason, and what
-    is kept ("the old file is kept": said only where there is one)."""
-    kept = kept if os.path.lexists(path) else ""
-    return StoreWriteError(f"{path}: {what} ({os_reason(exc)})" + (f"; {kept}" if kept else ""))
+    """The one line for a write the file system refused (`util.oserrors.refusal`)."""
+    return StoreWriteError(refusal(path, exc, what, kept))
 
 
 def check_root(root: Path) -> None:

@@ -14,8 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
-from cppo_bench.store.fs import write_failed
+from cppo_bench.util.oserrors import refusal
 from cppo_bench.verifier.records import Limits, VerifyResult
 
 # Bump when a change could alter a verdict (checker rules, harness semantics).
@@ -71,6 +72,6 @@ class VerdictCache:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             if isinstance(exc, OSError):
-                raise write_failed(path, exc, "cannot store a verdict", "the cache's other "
-                                   "verdicts are kept") from None  # fmt: skip
+                why = refusal(path, exc, "cannot store a verdict")
+                raise DataError(f"{why}; the cache's other verdicts are kept") from None
             raise

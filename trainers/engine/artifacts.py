@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import os_reason
 from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
+from cppo_bench.util.oserrors import os_reason
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"
