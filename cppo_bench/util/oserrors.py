@@ -16,15 +16,34 @@ _FS_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM
               errno.EMFILE, errno.ENFILE, errno.ENAMETOOLONG, errno.EFBIG)  # fmt: skip
 
 
-def os_reason(exc: BaseException) -> str | None:
+def os_reason(exc: BaseException, where: Path | None = None) -> str | None:
     """The file system's reason in an exception, or None: an OSError's strerror, or the OS
-    message a library quoted ("No space left on device", "os error 28")."""
+    message a library quoted ("No space left on device", "os error 28"); failing those, with
+    `where`, the state of the file system it was writing to (torch's writer says only "file
+    write failed"): full or read-only."""
     if isinstance(exc, OSError):
         return exc.strerror or str(exc) or type(exc).__name__
     text = str(exc)
     for code in _FS_ERRNOS:
         if os.strerror(code) in text or f"os error {code})" in text:
             return os.strerror(code)
+    return fs_state(where) if where is not None else None
+
+
+def fs_state(where: Path) -> str | None:
+    """"Read-only file system" or "No space left on device" for the file system holding
+    `where` (or its nearest existing parent), else None."""
+    path = Path(where)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return os.strerror(errno.EROFS)
+    if st.f_bavail == 0 or st.f_favail == 0:
+        return os.strerror(errno.ENOSPC)
     return None
 
 

@@ -55,3 +55,35 @@ def test_the_metrics_log_on_a_refusing_disk_keeps_its_lines(tmp_path, state) -> 
         fs.restore(state)
         log.write({"step": 2})
         assert [json.loads(x)["step"] for x in log.path.read_text().splitlines()] == [1, 2]
+
+
+# room for no weights; for the weights (safetensors) but not the optimizer (torch.save)
+@pytest.mark.parametrize("state", ("full 4", "full 80", "read-only"))
+def test_a_training_state_the_disk_refuses_is_one_line(tmp_path, state) -> None:
+    """accelerate's save_state writes the optimizer with torch.save, whose error on a full
+    disk says only "file write failed": the file system's own state names the reason."""
+    from accelerate import Accelerator
+
+    from trainers.engine import checkpoint
+
+    acc = Accelerator(cpu=True)
+    model = torch.nn.Linear(256, 256)
+    opt = acc.prepare(torch.optim.AdamW(model.parameters()))
+    model = acc.prepare(model)
+    acc.backward(model(torch.ones(1, 256)).sum())
+    opt.step()  # AdamW's moments: an optimizer state twice the weights' size
+    with small_fs(tmp_path / "fs", size="3m") as fs:
+        first = checkpoint.save_state(acc, fs.root, 1, {})
+        before = snapshot(fs.root)
+        pages = int(state.split()[1]) if state != "read-only" else 0
+        fs.fill(leave_pages=pages) if pages else fs.read_only()
+        with pytest.raises(DataError) as err:
+            checkpoint.save_state(acc, fs.root, 2, {})
+        line = str(err.value)
+        state = state.split()[0]
+        assert "\n" not in line and str(fs.root) in line and REASON[state] in line, line
+        assert all(snapshot(fs.root).get(k) == v for k, v in before.items())
+        assert checkpoint.latest_state(fs.root) == first
+        fs.restore(state)
+        assert checkpoint.save_state(acc, fs.root, 2, {}).name != first.name
+        assert opt is not None
