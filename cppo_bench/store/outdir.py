@@ -48,21 +48,17 @@ from typing import IO, Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store import fs as storefs
+from cppo_bench.util.oserrors import refusal
 
 
 class OutDirError(DataError):
     """An output folder that cannot be one, or a name that would leave it."""
 
 
-KEPT = "the old file is kept"
-
-
-def refused(
-    path: Path, exc: BaseException, what: str = "cannot write", kept: str = KEPT
-) -> OutDirError:
-    """The one line for a step the file system refused (full, read-only, no permission,
-    quota, I/O error): the path, the OS reason, what is kept."""
-    return OutDirError(str(storefs.write_failed(path, exc, what, kept)))
+def refused(path: Path, exc: BaseException, what: str = "cannot write",
+            kept: str = "the old file is kept") -> OutDirError:  # fmt: skip
+    """A step the file system refused (full, read-only, quota...): `oserrors.refusal`."""
+    return OutDirError(refusal(path, exc, what, kept))
 
 
 def check_root(root: str | Path) -> Path:
