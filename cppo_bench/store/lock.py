@@ -132,8 +132,13 @@ class RunLock:
         aside = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
         try:
             os.rename(self.path, aside)
-        except OSError:
-            return
+        except FileNotFoundError:
+            return  # another process broke it first
+        except OSError as exc:  # a read-only folder: retrying would spin for ever
+            raise DataError(
+                f"{self.path}: a stale lock ({_describe(self.path, holder)}) that cannot be "
+                f"removed ({exc.strerror})"
+            ) from None
         if _read(aside) != holder:  # someone else's fresh lock: put it back
             with contextlib.suppress(OSError):
                 os.link(aside, self.path)

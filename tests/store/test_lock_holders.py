@@ -111,3 +111,31 @@ def test_run_with_such_a_lock_is_one_line_or_runs(tmp_path, pid) -> None:
         assert result.exit_code == 1 and "run in use by" in result.output, result.output
     else:  # no such process: broken, and the run goes on
         assert result.exit_code == 0, result.output
+
+
+def test_a_stale_lock_on_a_read_only_disk_is_one_line_not_a_spin(tmp_path) -> None:
+    """The stale lock cannot be renamed away: retrying spun for ever; now one line."""
+    import threading
+
+    from small_fs import READ_ONLY, small_fs
+
+    with small_fs(tmp_path / "fs") as fs:
+        run_dir = fs.root / "run"
+        path = _plant(run_dir, _doc({"host": HOST, "pid": 2**40, "start": "1"}))
+        fs.read_only()
+        outcome: list[BaseException | None] = []
+        finished = threading.Event()
+
+        def take() -> None:
+            try:
+                RunLock(run_dir).acquire()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                outcome.append(exc)
+            finished.set()
+
+        threading.Thread(target=take, daemon=True).start()
+        assert finished.wait(120), "acquire spun on a lock it cannot break"
+        (err,) = outcome
+        assert isinstance(err, DataError) and not isinstance(err, RunLockedError), err
+        assert str(path) in str(err) and READ_ONLY in str(err) and "\n" not in str(err)
