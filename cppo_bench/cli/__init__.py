@@ -8,6 +8,7 @@ import os
 
 import click
 
+from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import echo, safe
 
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
@@ -71,6 +72,10 @@ class LazyGroup(click.Group):
                 exc.message += f"\nhint: {hint}"
                 exc.possibilities = None
             raise
+        except DataError as exc:
+            # a writer or reader's own line (a full or read-only disk, a bad file) that the
+            # command did not turn into its own: still one line, never a traceback
+            raise click.ClickException(safe(str(exc))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):  # `| head` closed the pipe: not an error here
                 raise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,12 +124,23 @@ def check_text(computed: Computed) -> str:
     return format_catalogue(computed) + format_check(computed.missing, computed.n_cells)
 
 
-def _clean(out: OutDir) -> None:
+def _previous(out: OutDir) -> list[Path]:
+    """The generated files of a previous build. They are removed only once this build has
+    written its own (`_drop_stale`): a build the disk stops halfway loses no old file."""
+    old = []
     for sub, patterns in (("tables", ("*.md", "*.tex", "*.csv")), ("figures", ("*.png", "*.pdf"))):
         for pattern in patterns:
-            for p in out.files(sub, pattern):
-                out.remove(f"{sub}/{p.name}")
-    out.clear("manifests")
+            old += out.files(sub, pattern)
+    manifests = out.folder("manifests")
+    for top, _dirs, files in os.walk(manifests):  # follows no link to a folder
+        old += [Path(top, name) for name in files]
+    return old
+
+
+def _drop_stale(out: OutDir, old: list[Path], written: set[Path]) -> None:
+    for path in old:
+        if path not in written:  # a table or figure that no longer exists does not linger
+            out.remove(path.relative_to(out.root))
 
 
 def _copy_manifests(computed: Computed, out: OutDir) -> dict[Path, str]:
@@ -192,7 +204,7 @@ def build_report(
         )
     outdir = OutDir(out)  # every file below goes through it: no link followed, none left
     out = outdir.root
-    _clean(outdir)
+    previous = _previous(outdir)
     outdir.folder("figures")  # a link planted as figures/ is refused before anything is drawn
     result = ReportResult(computed, out)
     pipelines = cppo.find_pipelines(runs)
@@ -275,4 +287,6 @@ def build_report(
     outdir.write_text("index.html", render_page(page))
     result.written += [report_md, out / "missing.md", out / "fill_missing.sh", out / "index.html"]
     result.written += [p for f in result.figures for p in (f.png, f.pdf)]
+    links = {out / target for target in page.manifest_links.values()}
+    _drop_stale(outdir, previous, set(result.written) | links)
     return result

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cppo_bench.errors import DataError, StoreLinkError
+from cppo_bench.util.oserrors import refusal
 
 _MODES = {
     "rb": os.O_RDONLY,
@@ -34,6 +35,13 @@ class StoreWriteError(DataError):
     """The file system refused a write (read-only, full, no permission): nothing replaced."""
 
 
+def write_failed(
+    path: Path, exc: BaseException, what: str = "cannot write", kept: str = ""
+) -> StoreWriteError:
+    """The one line for a write the file system refused (`util.oserrors.refusal`)."""
+    return StoreWriteError(refusal(path, exc, what, kept))
+
+
 def check_root(root: Path) -> None:
     """`--out` may be a link to a folder (the user's choice), but not a dangling link, a file
     or anything else: one line instead of FileExistsError / NotADirectoryError."""
@@ -45,6 +53,8 @@ def check_root(root: Path) -> None:
         return
     except NotADirectoryError:
         raise StoreLinkError(f"{root}: a part of this path is a file, not a folder") from None
+    except OSError as exc:  # no permission on a parent, a name too long, a link loop
+        raise DataError(f"{root}: cannot use as a folder ({exc.strerror})") from None
     if not stat.S_ISDIR(st.st_mode):
         raise StoreLinkError(f"{root}: exists and is not a folder")
 
@@ -57,6 +67,8 @@ def check_dir(path: Path) -> None:
         return
     except NotADirectoryError:
         raise StoreLinkError(f"{path}: a part of this path is a file, not a folder") from None
+    except OSError as exc:  # no permission on a parent, a name too long, a link loop
+        raise DataError(f"{path}: cannot look at this folder ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         raise StoreLinkError(f"{path}: {NOT_LINK}")
     if not stat.S_ISDIR(st.st_mode):
@@ -100,7 +112,8 @@ def make_dirs(root: Path, path: Path) -> None:
 
 def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     """Open a store file ("rb", "r+b", "ab"; "a"/"r" for text with `encoding`) without
-    following a link, and only if it is a regular file (for writing: with one link)."""
+    following a link, and only if it is a regular file (for writing: with one link).
+    "a"/"ab" give an `AppendFile`: whole writes, and a refused one is one line (below)."""
     path = Path(path)
     binary = mode if mode.endswith("b") else {"r": "rb", "a": "ab"}[mode]
     check_dir(path.parent)
@@ -111,7 +124,9 @@ def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StoreLinkError(f"{path}: {NOT_LINK}") from None
-        raise
+        if binary == "rb" or isinstance(exc, FileNotFoundError):
+            raise  # a reader's own concern (absent: callers test for it)
+        raise write_failed(path, exc, "cannot open for writing") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -124,9 +139,63 @@ def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
     except BaseException:
         os.close(fd)
         raise
+    if binary == "ab":
+        return AppendFile(fd, path, encoding or "utf-8")  # type: ignore[return-value]
     if mode.endswith("b"):
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding=encoding or "utf-8")
+
+
+class AppendFile:
+    """An append-only store file (records, the generation cache, a metrics log), unbuffered:
+    each `write` goes to the kernel whole, so when the file system refuses it (full,
+    read-only, quota, I/O error) the file is cut back to where that write began (no torn
+    line is left; the lines before it are kept: every such file has one writer, the run's
+    lock holder) and the error is one StoreWriteError line naming the file."""
+
+    def __init__(self, fd: int, path: Path, encoding: str) -> None:
+        self._fd, self.path, self.encoding = fd, Path(path), encoding
+        self.closed = False
+
+    def write(self, data: str | bytes) -> int:
+        raw = data.encode(self.encoding) if isinstance(data, str) else bytes(data)
+        start = None
+        try:
+            start = os.fstat(self._fd).st_size  # O_APPEND: this write begins at the end
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            if start is not None:
+                try:
+                    os.ftruncate(self._fd, start)
+                except OSError:
+                    pass  # read-only now: the readers cut a torn last line themselves
+            raise write_failed(self.path, exc, kept="the lines before are kept") from None
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing buffered here: every write already reached the kernel."""
+
+    def fsync(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise write_failed(self.path, exc, "cannot sync") from None
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+
+    def __enter__(self) -> AppendFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # What a writer may replace, rename over or remove: a regular file, or a link (the link
@@ -174,7 +243,8 @@ def exists(path: Path) -> bool:
 def write_atomic(path: Path, data: str) -> None:
     """Replace `path` with `data` through a fresh temporary file: an old temp file (or a
     link planted under its name) is unlinked, never written through; the rename replaces a
-    link at `path` itself, not its target."""
+    link at `path` itself, not its target. The file system refusing any step (read-only,
+    full, no permission) is one StoreWriteError line; the old file is kept, no temp left."""
     path = Path(path)
     check_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
@@ -182,22 +252,23 @@ def write_atomic(path: Path, data: str) -> None:
         why = not_replaceable(name)
         if why:
             raise StoreLinkError(f"{name}: {why}")
+    made = False
     try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    try:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
         )
+        made = True
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)
         os.replace(tmp, path)  # atomic: a reader never sees half a file
     except OSError as exc:  # read-only folder, disk full: the old file is left as it was
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise StoreWriteError(
-            f"{path}: cannot write ({exc.strerror}); the old file is kept"
-        ) from None
+        if made:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise write_failed(path, exc, kept="the old file is kept") from None

@@ -48,14 +48,15 @@ def _start_time(pid: int) -> str | None:
             stat = fh.read().decode("ascii", "replace")
     except OSError:
         return None
-    return stat.rsplit(")", 1)[-1].split()[19]
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
 
 
 MAX_PID = 1 << 22  # Linux's pid_max ceiling: a larger pid names no process
 
 
 def _alive(pid: int, started: str | None) -> bool:
-    if not 0 < pid <= MAX_PID:  # 0, negative (a process group) or 2**64: no such process
+    if isinstance(pid, bool) or not 0 < pid <= MAX_PID:  # 0, negative (a process group) or 2**64: no such process
         return False
     try:
         os.kill(pid, 0)
@@ -72,11 +73,14 @@ def _read(path: Path) -> dict[str, Any] | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_LOCK_BYTES)
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(MAX_LOCK_BYTES)
+    except OSError:  # a folder there, an I/O error: nothing to read
+        return {}
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # "[[[[..." nests too deep
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -107,13 +111,20 @@ class RunLock:
     def _stale(self, holder: dict[str, Any] | None) -> bool:
         if holder is None:
             return False  # vanished between our open and read: retry
-        if holder.get("host") == self._me["host"] and isinstance(holder.get("pid"), int):
-            return not _alive(holder["pid"], holder.get("start"))
+        pid, started = holder.get("pid"), holder.get("start")
+        if holder.get("host") == self._me["host"] and type(pid) is int:
+            if isinstance(started, str | None):  # what our own lock holds
+                return not _alive(pid, started)
+            # a hand-edited start (NaN, a number): a reused pid cannot be told, so a live
+            # pid holds it only while the file is fresh
+            return not _alive(pid, None) or self._age() > STALE_AFTER_S
+        return self._age() > STALE_AFTER_S  # another host, or a pid that is no pid ("abc")
+
+    def _age(self) -> float:
         try:
-            age = time.time() - os.lstat(self.path).st_mtime
+            return time.time() - os.lstat(self.path).st_mtime
         except OSError:
-            return False
-        return age > STALE_AFTER_S
+            return 0.0  # gone or unreadable: not judged stale (the next try looks again)
 
     def _break(self, holder: dict[str, Any] | None) -> None:
         """Remove a stale lock: rename it away first, so two processes breaking it at once
@@ -121,8 +132,13 @@ class RunLock:
         aside = self.path.with_name(f"{self.path.name}.stale.{os.getpid()}")
         try:
             os.rename(self.path, aside)
-        except OSError:
-            return
+        except FileNotFoundError:
+            return  # another process broke it first
+        except OSError as exc:  # a read-only folder: retrying would spin for ever
+            raise DataError(
+                f"{self.path}: a stale lock ({_describe(self.path, holder)}) that cannot be "
+                f"removed ({exc.strerror})"
+            ) from None
         if _read(aside) != holder:  # someone else's fresh lock: put it back
             with contextlib.suppress(OSError):
                 os.link(aside, self.path)

@@ -48,10 +48,17 @@ from typing import IO, Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store import fs as storefs
+from cppo_bench.util.oserrors import refusal
 
 
 class OutDirError(DataError):
     """An output folder that cannot be one, or a name that would leave it."""
+
+
+def refused(path: Path, exc: BaseException, what: str = "cannot write",
+            kept: str = "the old file is kept") -> OutDirError:  # fmt: skip
+    """A step the file system refused (full, read-only, quota...): `oserrors.refusal`."""
+    return OutDirError(refusal(path, exc, what, kept))
 
 
 def check_root(root: str | Path) -> Path:
@@ -174,27 +181,37 @@ class OutDir:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._keep(tmp, "use as a temporary file")
         try:
-            os.unlink(tmp)  # an old one, or a link planted under its name: never written
+            if os.path.lexists(tmp):  # (unlinking nothing on a read-only disk is EROFS)
+                os.unlink(tmp)  # an old one, or a link planted under its name: never written
         except FileNotFoundError:
             pass
         except IsADirectoryError:
             raise OutDirError(f"{tmp}: is a folder where a temporary file goes") from None
+        except OSError as exc:
+            raise refused(path, exc, f"cannot remove the old temporary file {tmp.name}") from None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(tmp, flags, 0o644)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+            raise refused(path, exc) from None
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                yield fh
-                if fsync:
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    yield fh
+                    if fsync:
+                        fh.flush()
+                        os.fsync(fh.fileno())
+            except OSError as exc:
+                # the file system refused our write, flush or close (full, quota, I/O
+                # error): no file name in it. One naming a file is the caller's own.
+                if exc.filename is None:
+                    raise refused(path, exc) from None
+                raise
             self._keep(path, "write")  # again: planted while the file was being written
             try:
                 os.replace(tmp, path)  # replaces a link at `path` itself, never its target
             except OSError as exc:  # a folder planted at the name, a read-only folder
-                raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+                raise refused(path, exc) from None
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -232,6 +249,8 @@ class OutDir:
             pass
         except IsADirectoryError:
             raise OutDirError(f"{path}: is a folder where a file was expected") from None
+        except OSError as exc:
+            raise refused(path, exc, "cannot remove", "left as it was") from None
 
     def clear(self, rel: str | Path) -> None:
         """Remove the tree `rel` (shutil.rmtree never follows links inside it; a link at
@@ -239,10 +258,13 @@ class OutDir:
         path = self.name(rel)
         self._dir_for(path)
         self._keep_tree(path, "remove")
-        if os.path.islink(path):
-            os.unlink(path)
-        elif os.path.isdir(path):
-            shutil.rmtree(path)
+        try:
+            if os.path.islink(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                shutil.rmtree(path)
+        except OSError as exc:
+            raise refused(path, exc, "cannot remove", "what remains is left as it was") from None
 
     def files(self, rel: str | Path, pattern: str) -> list[Path]:
         """The files matching `pattern` in the folder `rel` (absent: none; a link: refused)."""
@@ -259,12 +281,12 @@ class OutDir:
         self._dir_for(path)
         self.check_not_link(rel)
         self._keep_tree(path, "empty")
-        if os.path.isdir(path):
-            shutil.rmtree(path)
         try:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
             os.mkdir(path)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot create this folder ({exc.strerror})") from None
+            raise refused(path, exc, "cannot create this folder", "") from None
         return path
 
     def check_not_link(self, rel: str | Path) -> Path:
@@ -286,7 +308,7 @@ class OutDir:
         try:
             os.replace(a, b)
         except OSError as exc:
-            raise OutDirError(f"{a}: cannot move it to {b.name} ({exc.strerror})") from None
+            raise refused(a, exc, f"cannot move it to {b.name}", "both left as they were") from None
         return b
 
     def link(self, rel: str | Path, target: str) -> Path:
@@ -300,7 +322,7 @@ class OutDir:
         try:
             os.symlink(target, path)
         except OSError as exc:
-            raise OutDirError(f"{path}: cannot make this link ({exc.strerror})") from None
+            raise refused(path, exc, "cannot make this link", "") from None
         return path
 
 
@@ -329,7 +351,7 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         while view:
             view = view[os.write(fd, view) :]
     except OSError as exc:  # /dev/full, a reader that closed its end of the pipe
-        raise OutDirError(f"{path}: cannot write ({exc.strerror})") from None
+        raise refused(path, exc, kept="") from None
 
 
 def write_user_file(path: str | Path, text: str) -> Path:

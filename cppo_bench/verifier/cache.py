@@ -7,13 +7,16 @@ written atomically, so concurrent writers (threads or processes) are safe.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
 
+from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
+from cppo_bench.util.oserrors import refusal
 from cppo_bench.verifier.records import Limits, VerifyResult
 
 # Bump when a change could alter a verdict (checker rules, harness semantics).
@@ -53,13 +56,22 @@ class VerdictCache:
             return None  # missing or unreadable: a miss, never an error
 
     def put(self, key: str, result: VerifyResult) -> None:
+        """Store one verdict; the file system refusing it (full, read-only, no permission)
+        is one StoreWriteError line naming the file: the verdicts stored before are kept
+        and no temporary file is left."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        tmp = None
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(result.to_dict(), f)
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+        except BaseException as exc:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if isinstance(exc, OSError):
+                why = refusal(path, exc, "cannot store a verdict")
+                raise DataError(f"{why}; the cache's other verdicts are kept") from None
             raise

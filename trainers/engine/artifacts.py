@@ -29,6 +29,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
+from cppo_bench.util.oserrors import os_reason
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"
@@ -140,18 +141,34 @@ def finish(tmp: Path, dest: Path, kind: str, meta: dict[str, Any] | None = None)
 
 
 @contextmanager
+def refusing(dest: Path, kind: str, tmp: Path | None = None) -> Iterator[None]:
+    """A library (save_pretrained, safetensors, accelerate's save_state and its torch.save)
+    writing into a full or read-only folder raises its own type: one ArtifactError line
+    naming the artifact and the OS reason instead (``tmp``, when given, is removed)."""
+    try:
+        yield
+    except BaseException as exc:
+        if tmp is not None:
+            discard(tmp.parent, tmp.name)
+        ours = isinstance(exc, DataError | KeyboardInterrupt)  # already one line / the user
+        reason = None if ours else os_reason(exc, dest.parent)
+        if reason is not None:
+            raise ArtifactError(
+                f"{dest}: cannot save the {kind} ({reason}); the previous one, if any, is kept"
+            ) from None
+        raise
+
+
+@contextmanager
 def saving(dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Iterator[Path]:
     """Write an artifact of ``kind`` at ``dest`` atomically; the body writes into the yielded
     temporary folder. An exception in the body leaves ``dest`` as it was."""
     if kind not in KINDS:
         raise ValueError(f"artifact kind {kind!r} is not one of {', '.join(KINDS)}")
     tmp = prepare(dest)
-    try:
+    with refusing(dest, kind, tmp):
         yield tmp
         finish(tmp, dest, kind, meta)
-    except BaseException:
-        discard(tmp.parent, tmp.name)
-        raise
 
 
 def commit(tmp: Path, dest: Path) -> None:

@@ -50,7 +50,8 @@ def save_state(
         artifacts.prepare(final)
     accelerator.wait_for_everyone()
     tmp = artifacts.tmp_path(final)
-    with artifacts.quiet():
+    # a full or read-only disk: one line; the temporary folder is cleared by the next save
+    with artifacts.refusing(final, "training_state"), artifacts.quiet():
         accelerator.save_state(str(tmp))  # every process writes its RNG state; main the rest
     if sharded is not None:
         sharding.save_sharded_state(*sharded, tmp, accelerator.is_main_process)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -160,8 +159,7 @@ class MetricsLog:
         # never through a link planted in a stranger's run folder (`train --resume`)
         with storefs.open_file(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+            f.fsync()  # an AppendFile: a refused write or sync is one line naming the log
 
 
 def step_metrics(
