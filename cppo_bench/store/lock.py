@@ -56,7 +56,9 @@ MAX_PID = 1 << 22  # Linux's pid_max ceiling: a larger pid names no process
 
 
 def _alive(pid: int, started: str | None) -> bool:
-    if isinstance(pid, bool) or not 0 < pid <= MAX_PID:  # 0, negative (a process group) or 2**64: no such process
+    if (
+        isinstance(pid, bool) or not 0 < pid <= MAX_PID
+    ):  # 0, negative (a process group) or 2**64: no such process
         return False
     try:
         os.kill(pid, 0)

@@ -105,8 +105,7 @@ def check_real_folder(path: str | Path) -> None:
         raise OutDirError(f"{path}: cannot use as a folder ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         raise OutDirError(
-            f"{path}: is a symbolic link; an output folder's files are never written "
-            "through links"
+            f"{path}: is a symbolic link; an output folder's files are never written through links"
         )
     if not stat.S_ISDIR(st.st_mode):
         raise OutDirError(f"{path}: exists and is not a folder")

@@ -31,7 +31,7 @@ def os_reason(exc: BaseException, where: Path | None = None) -> str | None:
 
 
 def fs_state(where: Path) -> str | None:
-    """"Read-only file system" or "No space left on device" for the file system holding
+    """ "Read-only file system" or "No space left on device" for the file system holding
     `where` (or its nearest existing parent), else None."""
     path = Path(where)
     while not path.exists() and path != path.parent:

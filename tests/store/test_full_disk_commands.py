@@ -55,20 +55,64 @@ def _runs(work: Path) -> Path:
 # under the file system its error line names)
 COMMANDS: dict[str, Callable[[Path, Path], tuple[list[str], Path]]] = {
     "verify --out": lambda work, fs: (
-        ["verify", "--bench", "demo", "--programs", str(_programs(work)),
-         "--out", str(fs / "res.jsonl")], fs / "res.jsonl"),  # fmt: skip
+        [
+            "verify",
+            "--bench",
+            "demo",
+            "--programs",
+            str(_programs(work)),
+            "--out",
+            str(fs / "res.jsonl"),
+        ],
+        fs / "res.jsonl",
+    ),  # fmt: skip
     "verify --cache-dir": lambda work, fs: (
-        ["verify", "--bench", "demo", "--programs", str(_programs(work)),
-         "--cache-dir", str(fs / "cache"), "--out", str(work / "res.jsonl")],
-        fs / "cache"),  # fmt: skip
+        [
+            "verify",
+            "--bench",
+            "demo",
+            "--programs",
+            str(_programs(work)),
+            "--cache-dir",
+            str(fs / "cache"),
+            "--out",
+            str(work / "res.jsonl"),
+        ],
+        fs / "cache",
+    ),  # fmt: skip
     "report --out": lambda work, fs: (
-        ["report", "--runs", str(_runs(work)), "--out", str(fs / "rep")], fs / "rep"),
+        ["report", "--runs", str(_runs(work)), "--out", str(fs / "rep")],
+        fs / "rep",
+    ),
     "decontam --out": lambda work, fs: (
-        ["decontam", "--train", "demo", "--eval", f"demo={_demo_rows(work / 'ev.jsonl')}",
-         "--out", str(fs / "d")], fs / "d"),  # fmt: skip
+        [
+            "decontam",
+            "--train",
+            "demo",
+            "--eval",
+            f"demo={_demo_rows(work / 'ev.jsonl')}",
+            "--out",
+            str(fs / "d"),
+        ],
+        fs / "d",
+    ),  # fmt: skip
     "augment --out": lambda work, fs: (
-        ["augment", "--bench", "demo", "--data", str(_two_references(work)), "--per-problem",
-         "2", "--workers", "1", "--quiet", "--out", str(fs / "aug")], fs / "aug"),  # fmt: skip
+        [
+            "augment",
+            "--bench",
+            "demo",
+            "--data",
+            str(_two_references(work)),
+            "--per-problem",
+            "2",
+            "--workers",
+            "1",
+            "--quiet",
+            "--out",
+            str(fs / "aug"),
+        ],
+        fs / "aug",
+    ),  # fmt: skip
 }
 
 

@@ -174,10 +174,14 @@ def file_output_options(tree: ast.AST) -> list[tuple[int, str]]:
         is_file = (
             isinstance(kind, ast.Call)
             and _dotted(kind.func).endswith("Path")
-            and any(k.arg == "dir_okay" and getattr(k.value, "value", True) is False
-                    for k in kind.keywords)  # fmt: skip
-            and not any(k.arg == "exists" and getattr(k.value, "value", False) is True
-                        for k in kind.keywords)  # fmt: skip
+            and any(
+                k.arg == "dir_okay" and getattr(k.value, "value", True) is False
+                for k in kind.keywords
+            )  # fmt: skip
+            and not any(
+                k.arg == "exists" and getattr(k.value, "value", False) is True
+                for k in kind.keywords
+            )  # fmt: skip
         )
         if is_file and names & FILE_OPTIONS:
             found.append((node.lineno, "/".join(sorted(names & FILE_OPTIONS))))
