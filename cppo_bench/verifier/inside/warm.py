@@ -32,6 +32,8 @@ import signal
 import socket
 import time
 
+from mounts import scratch_bytes
+
 CTL_FD = 5  # the reused child's control socket (past the test's fds 0-4)
 DONE = b"done"
 TEST_FDS = ("input", "out", "err", "status")  # what each later test brings, in this order
@@ -86,7 +88,7 @@ def next_test(call: bool) -> bytes:
 # ---- in the server --------------------------------------------------------------------------
 
 
-def _status_kb(pid: int) -> dict[str, int]:
+def _proc_status(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (kB) and Threads of a process, from /proc (world-readable)."""
     out = {}
     try:
@@ -143,7 +145,7 @@ class WarmChild:
             return False
         if scratch_state(self.scratch_fd) != self.clean:
             return False
-        status = _status_kb(self.pid)
+        status = _proc_status(self.pid)
         if status.get("Threads") != 1:  # (threads the child's own count cannot see: _thread)
             return False
         try:
@@ -191,9 +193,9 @@ class WarmChild:
         return dict(final, cpu_s=max(0.0, float(final["cpu_s"]) - self.cpu0), **mem)
 
     def _memory(self, peak: int, files_kb: int) -> dict:
-        held = _scratch_bytes(self.scratch_fd)
+        held = scratch_bytes(self.scratch_fd) if self.scratch_fd is not None else 0
         if self.tests <= 1:  # its own peak resident set, as wait4 would have said
-            rss = _status_kb(self.pid).get("VmHWM", 0)
+            rss = _proc_status(self.pid).get("VmHWM", 0)
         else:  # resident at the start, plus what the cgroup saw it grow by (files aside)
             grown = max(0, peak - self.cg0 - held) >> 10
             rss = self.rss0_kb + max(0, grown - files_kb)
@@ -212,13 +214,3 @@ class WarmChild:
         os.close(self.pidfd)
         if self.scratch_fd is not None:
             os.close(self.scratch_fd)
-
-
-def _scratch_bytes(fd: int | None) -> int:
-    if fd is None:
-        return 0
-    try:
-        st = os.fstatvfs(fd)
-        return (st.f_blocks - st.f_bfree) * st.f_frsize
-    except OSError:
-        return 0
