@@ -6,33 +6,18 @@ copied here), run on the same program, input and expected output as our verifier
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from lcb_official import official_testing_util
 
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, keep_sandboxes, verify_batch
 from cppo_bench.verifier.decode import MAX_NODES
-
-CLONE = Path(os.environ.get("CPPO_LCB_CLONE", "/tmp/lcb"))
-UTIL = CLONE / "lcb_runner" / "evaluation" / "testing_util.py"
-
-
-def _official():
-    if not UTIL.is_file():
-        pytest.skip(f"no LiveCodeBench clone at {CLONE} (set CPPO_LCB_CLONE)")
-    spec = importlib.util.spec_from_file_location("lcb_testing_util", UTIL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def official_ac(util, code: str, arg: str, expected: str) -> bool:
@@ -89,7 +74,7 @@ def numpy_cases(draw) -> tuple[str, str, str]:
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(numpy_cases(), min_size=20, max_size=20))
 def test_numpy_scalars_are_judged_as_the_official_checker_judges(cases) -> None:
-    util = _official()
+    util = official_testing_util()
     want = ["AC" if official_ac(util, *case) else "WA" for case in cases]
     with keep_sandboxes():
         got = ours(cases)
@@ -100,7 +85,7 @@ def test_numpy_scalars_are_judged_as_the_official_checker_judges(cases) -> None:
 def test_the_values_numpy_2_and_longdouble_make_equal() -> None:
     """The three held-out classes: longdouble / clongdouble (`.item()` returns themselves),
     float32 equal by numpy 2's rules, and a list larger than the old node cap."""
-    util = _official()
+    util = official_testing_util()
     big = MAX_NODES + 100_000
     cases = [
         (scalar_program(np.longdouble(1) / np.longdouble(4)), "0", "0.25"),
@@ -138,7 +123,7 @@ def test_stdout_is_judged_as_the_official_grade_stdio_judges(
     released `grade_stdio`, fed a program that writes exactly `output`."""
     from cppo_bench.verifier.compare import lcb_stdin
 
-    util = _official()
+    util = official_testing_util()
     expected = {"as is": expected, "same": output, "padded": f"  {output}\n\n",
                 "newline": output.replace(" ", "\n"), "spaced": output.replace("\n", " \n")}[edit]  # fmt: skip
     got = util.grade_stdio(f"import sys\nsys.stdout.write({output!r})\n", [""], [expected], 10)

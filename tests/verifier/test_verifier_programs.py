@@ -6,12 +6,10 @@ released `grade_stdio` (a local clone at $CPPO_LCB_CLONE or /tmp/lcb; skipped wi
 from __future__ import annotations
 
 import builtins
-import importlib.util
-import os
 import sys
-from pathlib import Path
 
 import pytest
+from lcb_official import official_testing_util
 
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
@@ -109,18 +107,6 @@ def test_every_program_is_ac() -> None:
     )
 
 
-def _official():
-    util = (
-        Path(os.environ.get("CPPO_LCB_CLONE", "/tmp/lcb")) / "lcb_runner/evaluation/testing_util.py"
-    )
-    if not util.is_file():
-        pytest.skip(f"no LiveCodeBench clone at {util.parents[2]} (set CPPO_LCB_CLONE)")
-    spec = importlib.util.spec_from_file_location("lcb_testing_util_programs", util)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # what the official wrapper breaks (and we run as modules, on purpose): module scope named,
 # a __future__ import no longer first, a name bound that a module-level read found elsewhere
 MODULE_ONLY = ("global counter", "globals()", "future annotations", "shadowed builtin",
@@ -132,5 +118,5 @@ def test_the_official_harness_agrees(name: str) -> None:
     """Each program is AC in the official grade_stdio too (but MODULE_ONLY's, which fail in
     its function wrapper: we run those as modules, on purpose)."""
     code, inp, out = PROGRAMS[name]
-    got = _official().grade_stdio(code, [inp], [out], 10)
+    got = official_testing_util().grade_stdio(code, [inp], [out], 10)
     assert got is not None and got[0] == [True], (name, got)
