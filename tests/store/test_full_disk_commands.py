@@ -51,35 +51,18 @@ def _runs(work: Path) -> Path:
     return runs
 
 
+def _verify(work: Path, *more: str | Path) -> list[str]:
+    return ["verify", "--bench", "demo", "--programs", str(_programs(work)), *map(str, more)]
+
+
 # command -> (its arguments, given a scratch folder and the small file system; the path
 # under the file system its error line names)
 COMMANDS: dict[str, Callable[[Path, Path], tuple[list[str], Path]]] = {
-    "verify --out": lambda work, fs: (
-        [
-            "verify",
-            "--bench",
-            "demo",
-            "--programs",
-            str(_programs(work)),
-            "--out",
-            str(fs / "res.jsonl"),
-        ],
-        fs / "res.jsonl",
-    ),  # fmt: skip
+    "verify --out": lambda work, fs: (_verify(work, "--out", fs / "res.jsonl"), fs / "res.jsonl"),
     "verify --cache-dir": lambda work, fs: (
-        [
-            "verify",
-            "--bench",
-            "demo",
-            "--programs",
-            str(_programs(work)),
-            "--cache-dir",
-            str(fs / "cache"),
-            "--out",
-            str(work / "res.jsonl"),
-        ],
+        _verify(work, "--cache-dir", fs / "cache", "--out", work / "res.jsonl"),
         fs / "cache",
-    ),  # fmt: skip
+    ),
     "report --out": lambda work, fs: (
         ["report", "--runs", str(_runs(work)), "--out", str(fs / "rep")],
         fs / "rep",
