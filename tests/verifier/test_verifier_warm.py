@@ -87,6 +87,22 @@ def test_cpu_is_per_test_in_a_kept_child(mode) -> None:
     assert (slow.verdict, slow.first_failed, slow.tests_passed) == ("TLE", 2, 4), slow
 
 
+def test_cpu_after_an_early_done_counts_for_the_next_test(mode) -> None:
+    """A program that says "done" itself, then computes on while the judge works on its
+    output (a 2 MB wrong one, slow to judge), gets no CPU free: the next test's clock starts
+    where the last one was reported over. Every CPU second it burned is reported."""
+    needs_kept(mode)
+    code = (
+        "import socket, sys, time\nn = input()\nif n == '0':\n"
+        "    sys.stdout.write('x ' * (1 << 20))\n    sys.stdout.flush()\n"
+        "    socket.socket(fileno=5).send(b'done')\n    t = time.process_time()\n"
+        "    while time.process_time() - t < 1.5:\n        pass\nprint(n)\n"
+    )
+    cases = [("0\n", "0\n"), ("1\n", "1\n"), ("2\n", "2\n")]
+    (result,) = run([VerifyJob(problem(cases, time_s=5.0), code)])
+    assert result.cpu_s >= 1.5, result
+
+
 def test_memory_an_earlier_test_left_held_counts(mode) -> None:
     """Each test keeps its stdout file open (a descriptor of it), and the next test fills
     that old file with 60 MiB after it was judged: kernel-held pages no address space shows. By the

@@ -133,6 +133,9 @@ class WarmChild:
         self.cgroup, self.base = cgroup, base
         self.tests = 1  # tests begun in this child (the first came through the zygote)
         self.cpu0, self.rss0_kb, self.cg0 = 0.0, 0, base
+        # its CPU when its last test was reported over: the next test's clock starts there,
+        # so what it burns in between (a program that says "done" early and goes on) counts
+        self.cpu_end: float | None = None
 
     def begin(self, fds: list[int], time_s: float) -> bool:
         """Hand it the next test (input, stdout, stderr, status) and note where its CPU and
@@ -151,6 +154,8 @@ class WarmChild:
         try:
             self.cgroup.reset_peak()
             self.cg0 = self.cgroup.usage()
+            if self.cpu_end is not None:
+                cpu0 = min(cpu0, self.cpu_end)
             self.cpu0, self.rss0_kb = cpu0, status.get("VmRSS", 0)
             soft = int(cpu0 + time_s) + 1
             resource.prlimit(self.pid, resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
@@ -179,7 +184,7 @@ class WarmChild:
 
     def report(self, files_kb: int) -> dict:
         """The test's end as the zygote would report it, measured from here (it lives on)."""
-        cpu = self.cpu_s()
+        cpu = self.cpu_end = self.cpu_s()
         out = self._memory(self.cgroup.peak(), files_kb)
         return dict(out, exited=True, status=0, cpu_s=max(0.0, (cpu or 0.0) - self.cpu0))
 
