@@ -60,14 +60,14 @@ def next_test(call: bool) -> bytes:
     """Tell the server this test is over and wait for the next one's descriptors; put them
     on fds 0-3 (call mode: 0 and 1 stay /dev/null). Returns the raw input of a call-mode
     test (b"" for stdin). Exits when the server closes the socket or sends anything else."""
-    ctl = socket.socket(fileno=CTL_FD)
-    try:
+    try:  # (the program may have broken any of this: then this child just ends, its
+        # test's status already written)
+        ctl = socket.socket(fileno=CTL_FD)
         ctl.send(DONE)
         msg, fds, _, _ = socket.recv_fds(ctl, 64, len(TEST_FDS))
-    except OSError:
-        os._exit(0)
-    finally:
         ctl.detach()  # (the fd stays: the socket object is rebuilt per test)
+    except BaseException:
+        os._exit(0)
     if msg != b"test" or len(fds) != len(TEST_FDS):
         os._exit(0)
     in_fd, out_fd, err_fd, st_fd = fds
