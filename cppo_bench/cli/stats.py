@@ -63,7 +63,9 @@ def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _ks(text: str) -> list[int]:
+def _ks(text: str | None) -> list[int]:
+    if text is None:
+        return []
     try:
         ks = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -84,7 +86,10 @@ def stats() -> None:
 
 @stats.command("passk")
 @_source
-@click.option("--k", "k_text", default="1,2,4", show_default=True, help="Comma-separated K.")
+@click.option(
+    "--k", "k_text", default=None,
+    help="Comma-separated K (default: those of 1,2,4 the runs allow; the others are named).",
+)  # fmt: skip
 @_scoring
 @click.option(
     "--spread",
@@ -115,7 +120,13 @@ def passk(
     from cppo_bench import stats as api
 
     with _clean_errors():
-        frame, ks = _frame(runs, csv_path, bench), _ks(k_text)
+        frame = _frame(runs, csv_path, bench)
+        ks, left = _ks(k_text), []
+        if k_text is None:
+            ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
+                                      select=select, seed=seed)  # fmt: skip
+        for line in left:  # a default k the runs cannot give: named, not a stop
+            echo(line, err=True)
         options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
                        seed=seed)  # fmt: skip
         if by is not None:
@@ -190,7 +201,10 @@ def _pm(u: Any) -> str:
     multiple=True,
     help="Baseline(s); the strongest is used. Default: every other method.",
 )
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K compared (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1))
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1))
 @_scoring
@@ -206,8 +220,9 @@ def bootstrap(
         table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
                               resamples=resamples, alpha=alpha, estimator=estimator,
                               select=select, seed=seed)  # fmt: skip
-    for line in table.attrs["skipped"]:
+    for line in [*table.attrs["left_out"], *table.attrs["skipped"]]:
         echo(line, err=True)
+    k = table.attrs["k"]
     out = table.to_dict("records")
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")
