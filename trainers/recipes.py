@@ -78,8 +78,13 @@ def engine_recipe(algo: str, eval_method: str) -> Recipe:
     def run(job: TrainJob, echo: Callable[[str], None]) -> TrainOutcome:
         from trainers.engine.algorithm import ALGORITHMS
         from trainers.engine.loop import RunSpec, train
+        from trainers.engine.manifest import recorded
 
         engine_cfg, algo_cfg = job.config
+        if not job.resume and recorded(job.out):  # stopped before its first state: still a run
+            raise DataError(
+                f"{job.out} already holds a training run: pass --resume, or another --out"
+            )
         spec = RunSpec(
             algorithm=ALGORITHMS.get(algo)(algo_cfg),
             config=engine_cfg,
