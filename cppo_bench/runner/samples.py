@@ -28,9 +28,9 @@ def _clip(text: Any, limit: int = TEST_CHARS) -> str:
 
 def _benchmark(manifest: Any, data: str | Path | None, options: dict[str, Any]) -> Any:
     from cppo_bench.benchmarks.load import load_result
+    from cppo_bench.runner.rundata import reload_args
 
-    if data is None and manifest.data_source and Path(manifest.data_source).exists():
-        data = manifest.data_source
+    data, options, _ = reload_args(manifest, data, options)  # the run's data, from anywhere
     if data is None:
         return None  # never reach for the hub to show samples
     return load_result(manifest.bench, data, unique=False, **options)
