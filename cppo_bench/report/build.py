@@ -216,6 +216,10 @@ def build_report(
     from cppo_bench.report.slice_tables import slice_tables  # LiveCodeBench's own view
 
     extra_tables += slice_tables(runs, resamples=resamples, seed=seed, spread=spread)
+    if study_numbers:  # the study's own tables, in their own rows and columns
+        from cppo_bench.report.published import published_tables
+
+        extra_tables += published_tables()
     from cppo_bench.report.compact import prune
 
     full = [*computed.tables, *extra_tables]
