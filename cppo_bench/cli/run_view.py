@@ -25,6 +25,8 @@ class RichReporter:
         self.title, self.k, self.quiet = title, k, quiet
         self.passed = self.done = self.total = self.gens = 0
         self.tps, self.stage = "-", ""
+        self.started = False  # start() heard: the data and the model are loaded
+        self.in_stage = self.stage_gens = 0  # the running batch's requests, and those done
         self.run_dir: Path | None = None
         self.progress: Any = None
         self.ticker: Ticker | None = None
@@ -57,15 +59,23 @@ class RichReporter:
         )
 
     def line(self, elapsed: float) -> str:
-        """The plain progress line (a log has no bar)."""
+        """The plain progress line (a log has no bar): only what is known. Before the run
+        starts, that the data and the model are loading; during a batch, its requests in
+        flight; a throughput once one batch has finished."""
         from cppo_bench.util.progress import clock_text
 
-        stage = f", stage {self.stage}" if self.stage else ""
-        total = self.total or "?"
-        return (
-            f"{self.title}: {self.done}/{total} problems, pass@{self.k} {self._passk()}"
-            f"{stage}, {self.gens} gens, {self.tps} tok/s, elapsed {clock_text(elapsed)}"
-        )
+        clock = f"elapsed {clock_text(elapsed)}"
+        if not self.started:
+            return f"{self.title}: loading the data and the model, {clock}"
+        parts = [f"{self.done}/{self.total} problems", f"pass@{self.k} {self._passk()}"]
+        if self.stage:
+            flight = self.in_stage - self.stage_gens
+            parts.append(f"stage {self.stage}: {flight} request(s) in flight")
+        if self.gens:
+            parts.append(f"{self.gens} gens")
+        if self.tps != "-":
+            parts.append(f"{self.tps} tok/s")
+        return f"{self.title}: {', '.join(parts)}, {clock}"
 
     def _show(self, **change: Any) -> None:
         if self.progress is not None:
@@ -92,16 +102,19 @@ class RichReporter:
 
     def start(self, run_dir: Path, total: int, done: list[Any]) -> None:
         self.run_dir, self.total = run_dir, total  # what an interrupt reports on
+        self.started = True
         self.done, self.passed = len(done), sum(r.passed for r in done)
         self._show(total=total, completed=self.done, passk=self._passk())
 
     def stage_started(self, stage: str, n: int) -> None:
         """A batch of `n` generations of prompt `stage` begins (PlanSearch's stages...)."""
         self.stage = f"{stage} x{n}"
+        self.in_stage, self.stage_gens = n, 0
         self._show(stage=f"{markup(self.stage)}  ")
 
     def generated(self, n: int) -> None:
         self.gens += n
+        self.stage_gens = min(self.in_stage, self.stage_gens + n)
         self._show(gens=self.gens)
 
     def stage_done(self, stats: Any) -> None:
