@@ -47,6 +47,7 @@ def resolve(
     model: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     base: Mapping[str, Any] | None = None,
+    bench: str = "demo_train",
 ) -> Resolved:
     """The typed config of ``algo``: one ConfigError line for an unknown key or a bad value.
     ``preset`` auto = demo when neither ``model`` nor ``config`` is given. ``base``: a run's
@@ -57,7 +58,7 @@ def resolve(
     if preset == "auto":
         preset = "demo" if model is None and config is None else "study"
     values: dict[str, Any] = dict(base or {})
-    for path in recipe.presets(preset) if base is None else []:
+    for path in recipe.presets(preset, bench) if base is None else []:
         values = merge(values, read_preset(path))
     if config is not None:
         values = merge(values, read_preset(Path(config)))
@@ -117,8 +118,9 @@ def train(
     folder = Path(out) if out is not None else default_out(algo, model, seed)
     base = recorded_config(algo, folder) if resume else None
     resolved = resolve(
-        algo, config=config, preset=preset, model=model, overrides=overrides, base=base
-    )
+        algo, config=config, preset=preset, model=model, overrides=overrides, base=base,
+        bench=bench,
+    )  # fmt: skip
     if base is not None:
         echo(f"--resume: the config recorded in {folder}, with this command's --config / --set")
     problems, source = datamod.load_training(bench, data, split, echo=echo)

@@ -164,6 +164,7 @@ def train(algo: str, **opts: object) -> None:
                 model=opts["model"],  # type: ignore[arg-type]
                 overrides=overrides,
                 base=recorded_config(algo, Path(folder)) if opts["resume"] else None,  # type: ignore[arg-type]
+                bench=str(opts["bench"]),
             )
             echo(
                 json.dumps(
