@@ -171,20 +171,24 @@ def _print_grouped(table: Any, by: str, ks: list[int], estimator: str, as_json: 
     for w in table.attrs.get("warnings", []):
         echo(f"warning: {w}", err=True)
     cells: dict[tuple[str, str, str], dict[int, Any]] = {}
+    marks: dict[tuple[str, str, str], str] = {}
     for _, row in table.iterrows() if len(table) else []:
         c = row["cell"]
         cells.setdefault((c.benchmark, row[by], c.method), {})[c.k] = c
+        marks[(c.benchmark, row[by], c.method)] = row.get("run_partial") or ""
     if as_json:
-        out = [{**c.to_dict(), by: g} for (_, g, _), per_k in cells.items() for c in per_k.values()]
+        out = [{**c.to_dict(), by: g, "run_partial": marks[(b, g, m)]}
+               for (b, g, m), per_k in cells.items() for c in per_k.values()]  # fmt: skip
         echo(json.dumps(out, indent=1), lines=True)
         return
     body = []
     for (b, g, m), per_k in cells.items():  # groups in pass_at_k_by's order
         first = next(iter(per_k.values()))
         body.append([b, g, m, str(len(first.seeds))]
-                    + [_pm(per_k[k].value) if k in per_k else "-" for k in ks])  # fmt: skip
+                    + [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
+                    + [marks[(b, g, m)] or "-"])  # fmt: skip
     _table(f"pass@K ({estimator}) by {by}", ["benchmark", by, "method", "seeds"]
-           + [f"pass@{k}" for k in ks], body)  # fmt: skip
+           + [f"pass@{k}" for k in ks] + ["coverage"], body)  # fmt: skip
 
 
 def _pm(u: Any) -> str:
