@@ -120,3 +120,15 @@ def test_a_hostile_data_record_is_one_line_at_the_reading_door(made, bad):
     res = invoke(["run", "--like", str(run_dir), "--out", "x", "--quiet"])
     assert res.exit_code != 0 and "extra.data" in res.output
     assert "Traceback" not in res.output and "\x1b" not in res.output
+
+
+def test_verify_run_from_another_folder_rejudges_from_the_recorded_file(made, monkeypatch):
+    run_dir, _ = made
+    # the hub is out of reach: the run's own local file must be what is read
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    res = invoke(["verify", "--run", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    assert "hub" not in res.output.lower()
+    rejudged = [d for d in iter_runs(run_dir.parents[3]) if d != run_dir]
+    assert len(rejudged) == 1
+    assert read_manifest(rejudged[0]).problem_ids == read_manifest(run_dir).problem_ids
