@@ -216,10 +216,23 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     if not records:
         raise DataError(f"{path}: no data rows")
     frame = pd.DataFrame(records)
-    if "trained" not in header:  # `seed` is a training seed: several seeds = trained
-        n_seeds = frame.groupby(["benchmark", "method"])["seed"].transform("nunique")
-        frame["trained"] = frame["trained"].where(n_seeds <= 1, "(several seeds)")
+    frame.attrs["warnings"] = [] if "trained" in header else untagged_seeds(frame)
     return frame
+
+
+def untagged_seeds(frame: pd.DataFrame) -> list[str]:
+    """A CSV without the `trained` column marks no method trained: the study's rule
+    (`cppo_bench.metrics.uncertainty`) reads a method's seeds as training seeds only when a
+    checkpoint tag says so, as a run's manifest does. A method with several seeds is named,
+    so a trained one can be tagged (one line each)."""
+    n_seeds = frame.groupby(["benchmark", "method"])["seed"].nunique()
+    return [
+        f"{method} ({bench}): {n} seeds and no `trained` column: read as sampling seeds of an "
+        "untrained method (bootstrap SE over problems); a trained checkpoint's rows need "
+        "its tag in a `trained` column (std over training seeds)"
+        for (bench, method), n in n_seeds.items()
+        if n > 1
+    ]
 
 
 def _checked(

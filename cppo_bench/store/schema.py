@@ -157,7 +157,23 @@ def _tags(v: Any) -> str | None:
         return f"field 'extra.train_seed': {integer()(v['train_seed'])}"
     if not isinstance(v.get("invocations", []), list):
         return "field 'extra.invocations': expected a list"
+    if "data" in v and (why := _data(v["data"])):
+        return f"field 'extra.data': {why}"
     return None
+
+
+def _data(v: Any) -> str | None:
+    """extra.data (cppo_bench.runner.rundata): the resolved data path, its bytes' sha256 and
+    the loader options, all read back to reload and rerun the run (`run --like`)."""
+    why = mapping(v)
+    if why:
+        return why
+    for key in ("path", "file_sha256"):
+        if (got := optional(text)(v.get(key))) or (
+            isinstance(v.get(key), str) and has_control(v[key])
+        ):
+            return f"{key}: {got or 'holds a control character'}"
+    return _options(v.get("options", {}))
 
 
 def _ids_consistent(d: dict[str, Any]) -> str | None:
