@@ -10,13 +10,13 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.run_like import METHOD_FLAGS
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.util.termsafe import echo
 
 # flag -> method option it sets (only the methods that have the option accept it)
-METHOD_FLAGS = ("inference", "select", "strategies", "fill")
 
 
 def parse_seeds(text: str) -> list[int]:
