@@ -33,8 +33,8 @@ class _Spooled:
 class Spool:
     """Bytes kept until judged; thread-safe (every worker of a call puts, one thread gets)."""
 
-    def __init__(self, memory_bytes: int = MEMORY_BYTES) -> None:
-        self.memory_bytes = memory_bytes
+    def __init__(self, memory_bytes: int | None = None) -> None:
+        self.memory_bytes = MEMORY_BYTES if memory_bytes is None else memory_bytes
         self._lock = threading.Lock()
         self._in_memory = 0
         self._file: IO[bytes] | None = None
