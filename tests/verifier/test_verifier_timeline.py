@@ -142,3 +142,55 @@ def test_what_a_program_sees_does_not_depend_on_its_verdicts(
         # power: a gap that held the judging of even one wrong output would be seen
         assert cost > 2 * margin, "inconclusive, the machine is too noisy: " + detail
         assert abs(diff) <= margin, detail
+
+
+# (on main, with judging between tests: a timer's median gap 0.64 -> 8.3 ms, margin 0.5 ms)
+TIMER = "import sys, time\nm = time.monotonic()\nprint(input())\nsys.stderr.write('SEEN %d %r\\n' % (P, m))\n"
+
+
+def _two_workers(right: bool, monkeypatch) -> list[float]:
+    """One program costly to judge on one worker, light timer programs on the other (they all
+    run while the first one's tests do): the gaps between a timer's consecutive tests."""
+    out, good, bad = CASES["apps"]
+    cases = tuple(Case(f"{t}\n", good if right else bad) for t in range(TESTS * 3))
+    costly = VerifyJob(Problem("timeline", "costly", "", checker="apps", tests=cases),
+                       f"import sys\nsys.stdout.write({out!r})\n")  # fmt: skip
+    timers = [VerifyJob(Problem("timeline", f"t{p}", "", checker="apps",
+                                tests=tuple(Case(f"{t}\n", f"{t}\n") for t in range(TESTS * 3))),
+                        f"P = {p}\n" + TIMER) for p in range(6)]  # fmt: skip
+    seen: list[tuple[float, float]] = []
+    original = sandbox_module.Sandbox.run_test
+
+    def spy(self, data: bytes, timeout: float):
+        run = original(self, data, timeout)
+        for line in run.stderr.splitlines():
+            if line.startswith("SEEN "):
+                p, m = line.split()[1:]
+                seen.append((float(p), float(m)))
+        return run
+
+    monkeypatch.setattr(sandbox_module.Sandbox, "run_test", spy)
+    results = verify_batch([costly, *timers], workers=2, all_tests=True)
+    monkeypatch.setattr(sandbox_module.Sandbox, "run_test", original)
+    assert [r.verdict for r in results] == ["AC" if right else "WA"] + ["AC"] * 6, results
+    return [b[1] - a[1] for a, b in zip(seen, seen[1:], strict=False) if a[0] == b[0]]
+
+
+def test_a_program_does_not_see_another_workers_verdicts(mode, monkeypatch) -> None:
+    """Workers share the verifier's interpreter lock: judging a wrong output in one worker
+    made the other worker's hand-overs wait, so a program timing its tests saw it."""
+    right: list[list[float]] = []
+    wrong: list[list[float]] = []
+    for _ in range(ROUNDS):
+        right.append(_two_workers(True, monkeypatch))
+        wrong.append(_two_workers(False, monkeypatch))
+    r = [x for g in right for x in g]
+    w = [x for g in wrong for x in g]
+    meds = [statistics.median(g) for g in right]
+    # the control: how far apart right rounds' medians fall, and a median's standard error
+    margin = 3 * max(max(meds) - min(meds), _iqr(r) / len(r) ** 0.5)
+    diff = statistics.median(w) - statistics.median(r)
+    assert abs(diff) <= margin, (
+        f"wrong - right = {diff * 1e3:.2f} ms, margin {margin * 1e3:.2f} ms; quartiles (ms): "
+        f"right {_ms(statistics.quantiles(r, n=4))}, wrong {_ms(statistics.quantiles(w, n=4))}"
+    )
