@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from typing import Any
 
 from cppo_bench.verifier.inside.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
@@ -267,14 +268,35 @@ def _number(tag: str, body: Any) -> Any:
     return Unrepresentable("malformed")
 
 
-def _short_repr(value: Any, width: int = 200) -> str:
-    """repr of at most `width` characters, without building the whole repr of a huge value."""
-    import reprlib
+class _ClippedRepr(reprlib.Repr):
+    """reprlib's clipped repr, never building the whole text of a huge number or bytes: an
+    int's repr raises past Python's 4300-digit limit (and is quadratic below it)."""
 
-    r = reprlib.Repr()
-    r.maxlevel, r.maxlist, r.maxtuple, r.maxstring, r.maxother = 4, 12, 12, width, width
-    r.maxdict = r.maxset = r.maxfrozenset = 12
-    return r.repr(value)[:width]
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxstring = 4, 12, 12, width
+        self.maxdict = self.maxset = self.maxfrozenset = 12
+        self.maxlong = self.maxother = width
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4 * self.maxlong:  # (over ~1.2 digits a bit past 4300 digits)
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        cut = x[: self.maxstring]
+        return repr(cut) + ("..." if len(x) > len(cut) else "")
+
+    repr_bytearray = repr_bytes
+
+
+def _short_repr(value: Any, width: int = 200) -> str:
+    """repr of at most `width` characters, without building the whole repr of a huge value;
+    never raises (a value whose repr fails is shown by its type)."""
+    try:
+        return _ClippedRepr(width).repr(value)[:width]
+    except Exception:  # noqa: BLE001  (a detail must never be what fails the judge)
+        return f"<{type(value).__name__}>"[:width]
 
 
 def short_repr(value: Any) -> str:
