@@ -138,7 +138,7 @@ def open_test_set(path: Path, config: dict[str, Any]) -> TestSet:
                             f"({', '.join(diff)}); use another --out")  # fmt: skip
         _drop_torn_tail(path / TESTS)
         return read_test_set(path)
-    write_atomic(path / CONFIG, json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_atomic(path / CONFIG, json.dumps(config, indent=2, sort_keys=True) + "\n", root=path)
     return TestSet(path, config)
 
 
@@ -146,7 +146,7 @@ def _drop_torn_tail(path: Path) -> None:
     """A killed augment can leave half a line: cut it, so the next line starts clean (its
     problem is not in the set, so the resume redoes it)."""
     try:
-        fh = open_file(path, "r+b")
+        fh = open_file(path, "r+b", root=path.parent)
     except FileNotFoundError:
         return
     with fh:
@@ -156,7 +156,7 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 def append(ts: TestSet, record: dict[str, Any]) -> None:
-    with open_file(ts.path / TESTS, "a", encoding="utf-8") as fh:
+    with open_file(ts.path / TESTS, "a", encoding="utf-8", root=ts.path) as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
         fh.flush()
     ts.records[record["problem_id"]] = record

@@ -156,14 +156,14 @@ def rejudge(
             )  # fmt: skip
         extra = {**dict(old.extra), **problem_meta(by_id[pid])}  # older runs lacked it
         new_records.append(dataclasses.replace(old, branches=branches, extra=extra))
-    write_manifest(target, manifest)
-    append_records(target, new_records)
+    write_manifest(target, manifest, root=root)
+    append_records(target, new_records, root=root)
     from cppo_bench.runner.scoring import summarize
 
     manifest.extra["summary"] = summarize(new_records, manifest.k)
     finished = all(pid in records for pid in source.problem_ids)
     manifest.status = "complete" if finished and source.status == "complete" else "running"
-    write_manifest(target, manifest)
+    write_manifest(target, manifest, root=root)
     n = len(order)
     before = sum(records[pid].passed for pid in order) / n if n else None
     after = sum(r.passed for r in new_records) / n if n else None

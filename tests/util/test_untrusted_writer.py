@@ -52,8 +52,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/diversity/semantic.py", "open"): "the encoder cache's private mkdtemp folder",
     ("cppo_bench/backends/default_model.py", ".save_pretrained"): "the model download cache "
     "(its private mkdtemp folder)",
-    ("cppo_bench/store/opener.py", ".rename"): "renames a run folder inside the store, both ends "
-    "checked by storefs (adopt_legacy)",
     ("cppo_bench/verifier/inside/child.py", "open"): "the sandboxed child's stdio fds 1 and 2",
     ("cppo_bench/verifier/inside/nsutil.py", "open"): "/proc/self uid/gid maps",
     ("cppo_bench/benchmarks/build_demo_train.py", ".write_text"): "maintainer script: "

@@ -209,7 +209,7 @@ class CPPO(Algorithm):
         from cppo_bench.store.outdir import make_root
 
         make_root(path.parent)
-        with storefs.open_file(path, "a", encoding="utf-8") as fh:  # never through a link
+        with storefs.open_file(path, "a", encoding="utf-8", root=path.parent) as fh:  # no link
             for i, s in enumerate(planners):
                 meta = s.rollout.request.meta
                 rec = {
