@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 from cppo_bench.backends.base import Backend, GenRequest, ProgressFn, SamplingParams
@@ -72,7 +73,10 @@ MAX_ITEM_CHARS = 6000  # bounds a prompt: a long program is cut (its head shows 
 
 
 def _prompt(name: str) -> str:
-    return resources.files("cppo_bench.diversity").joinpath("prompts", name).read_text("utf-8")
+    from cppo_bench.util import userfiles  # the one resolver and reader, as for any file
+
+    folder = Path(str(resources.files("cppo_bench.diversity"))) / "prompts"
+    return userfiles.read_text(userfiles.inside(folder, name, "prompt"), userfiles.MAX_SMALL)
 
 
 def taxonomy_listing() -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.report.escape import shell_arg
@@ -42,7 +41,9 @@ def _template_flags(template: RunManifest | None) -> list[str]:
     if template is None:
         return []
     flags = []
-    if template.data_source != template.bench and Path(template.data_source).exists():
+    from cppo_bench.store.datasource import stored_data
+
+    if stored_data(template.data_source, template.bench)[0] is not None:
         flags.append(f"--data {shell_arg(template.data_source)}")
     flags += [f"--limit {len(template.problem_ids)}", f"--backend {shell_arg(template.backend)}"]
     for key in ("temperature", "top_p", "max_tokens"):

@@ -12,8 +12,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cppo_bench.errors import DataError
 from cppo_bench.report.spec_extras import (
     parse_external,
@@ -282,11 +280,9 @@ def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:
         from cppo_bench.util import userfiles
 
         return userfiles.read_yaml(path), label
-    try:  # a spec shipped in the package (importlib.resources)
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise DataError(f"{label}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    return data, label
+    from cppo_bench.util import userfiles  # a spec shipped in the package: the same loader
+
+    return userfiles.load_yaml(path.read_text(encoding="utf-8"), label), label
 
 
 def load_specs(override_dir: Path | None = None) -> list[TableSpec]:

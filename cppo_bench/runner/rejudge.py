@@ -50,9 +50,12 @@ def _problems(manifest: RunManifest, data: str | Path | None, options: dict[str,
     """The run's benchmark, from `data`, else the file the run was made from when it is
     still there, else the benchmark's own source (the hub)."""
     from cppo_bench.benchmarks.load import load_result
+    from cppo_bench.store.datasource import load_stored
 
-    if data is None and manifest.data_source and Path(manifest.data_source).exists():
-        data = manifest.data_source
+    if data is None:
+        stored = load_stored(manifest, options)
+        if stored is not None:
+            return stored
     return load_result(manifest.bench, data, unique=False, **options)
 
 

@@ -28,11 +28,10 @@ def _clip(text: Any, limit: int = TEST_CHARS) -> str:
 
 def _benchmark(manifest: Any, data: str | Path | None, options: dict[str, Any]) -> Any:
     from cppo_bench.benchmarks.load import load_result
+    from cppo_bench.store.datasource import load_stored
 
-    if data is None and manifest.data_source and Path(manifest.data_source).exists():
-        data = manifest.data_source
     if data is None:
-        return None  # never reach for the hub to show samples
+        return load_stored(manifest, options)  # None: never reach for the hub for samples
     return load_result(manifest.bench, data, unique=False, **options)
 
 

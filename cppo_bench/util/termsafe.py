@@ -69,6 +69,22 @@ def safe(text: Any, keep_newlines: bool = False) -> str:
     return _substitute(text, "\t\n" if keep_newlines else "")
 
 
+QUOTE_CHARS = 200  # of a bad value quoted in a skip or error line (a 2 MB field: its head)
+
+
+def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """The one quoting of a bad value in a message: its repr, of at most `limit` characters
+    of the value (a string or bytes is cut BEFORE repr, so a 2 MB field costs nothing),
+    with how much was left out. Escaped by the printer like any message. Never raises."""
+    try:
+        if isinstance(value, str | bytes) and len(value) > limit:
+            return f"{value[:limit]!r}... ({len(value) - limit} more)"
+        text = repr(value)
+    except Exception as exc:  # a hostile __repr__
+        return f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
+
+
 def markup(text: Any) -> str:
     """`safe(text)` with rich markup escaped: shown literally inside rich output."""
     from rich.markup import escape

@@ -134,9 +134,11 @@ def read_json(path: str | Path, max_bytes: int = MAX_FILE) -> Any:
         raise UserFileError(f"{path}: {getattr(exc, 'msg', None) or exc}") from None
 
 
-def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
-    """One YAML document of plain data. Aliases are refused: a few hundred bytes of nested
-    aliases expand to billions of nodes (the 'billion laughs'), and a spec never needs them."""
+def load_yaml(text: str, where: str) -> Any:
+    """The one YAML loader (specs, prompts, configs, package files alike): plain data of a
+    safe loader, aliases and anchors refused (a few hundred bytes of nested aliases expand
+    to billions of nodes, the 'billion laughs'; nothing here ever needs them), nested at
+    most jsonio.MAX_DEPTH levels. One UserFileError line naming `where` otherwise."""
     import yaml
 
     class _NoAliasLoader(yaml.SafeLoader):
@@ -148,20 +150,43 @@ def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
                 )
             return super().compose_node(parent, index)
 
-    text = read_text(path, max_bytes)
     try:
         value = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserFileError(f"{path}{where}: not valid YAML ({problem})") from None
+        at = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["?"])[0]
+        raise UserFileError(f"{where}{at}: not valid YAML ({problem})") from None
     except RecursionError:
-        raise UserFileError(f"{path}: YAML nested too deeply") from None
+        raise UserFileError(f"{where}: YAML nested too deeply") from None
     why = jsonio.depth_error(value)
     if why:
-        raise UserFileError(f"{path}: {why}")
+        raise UserFileError(f"{where}: {why}")
     return value
+
+
+def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
+    """One YAML document of plain data, read by `read_text` and parsed by `load_yaml`."""
+    return load_yaml(read_text(path, max_bytes), str(path))
+
+
+def inside(root: str | Path, name: object, what: str) -> Path:
+    """The one resolver of a file named by a value read from a file (a manifest's
+    `prompt_version`, its `data_source`): `name` joined to `root`, every link and `..`
+    resolved, must still lie inside `root` (resolved too). `/proc/self/cwd/...`, `../..`,
+    an absolute path elsewhere or a link out of `root` is one UserFileError line naming the
+    value (quoted, clipped); nothing is opened here (read the result with this module)."""
+    from cppo_bench.util.termsafe import quote
+
+    if not isinstance(name, str) or not name or "\0" in name or len(name) > 4096:
+        raise UserFileError(f"{what} {quote(name)}: not a file name")  # (PATH_MAX: 4096)
+    base = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(base, name))
+    if full != base and os.path.commonpath([base, full]) != base:
+        raise UserFileError(
+            f"{what} {quote(name)}: names a file outside {base}; refusing to read it"
+        )
+    return Path(full)
 
 
 def lines(
