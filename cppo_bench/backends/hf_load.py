@@ -71,6 +71,22 @@ def _checked(path: str, loaded: tuple[Any, dict[str, Any]]) -> Any:
     return model
 
 
+def check_model_folder(model: str) -> None:
+    """A local model folder, before any loader (transformers, vLLM) sees it: they open files
+    by name and by listing the folder, so every entry is checked (`userfiles.check_folder`:
+    a FIFO, a device, a link to /dev/zero is one line, never a hang). Links to regular files
+    are accepted: a hub cache's snapshot folder is links into its blobs."""
+    from cppo_bench.util import userfiles
+
+    local = Path(model).expanduser()
+    if not local.is_dir():
+        return
+    try:
+        userfiles.check_folder(local, links_to_files=True)
+    except userfiles.UserFileError as exc:
+        raise ModelLoadError(f"model {model!r}: {exc}") from None
+
+
 def _resolve(model: str | None) -> tuple[str, str]:
     """(path or hub id to load, model id to record)."""
     if model is None:
@@ -79,6 +95,7 @@ def _resolve(model: str | None) -> tuple[str, str]:
     if local.exists():
         if not (local / "config.json").is_file():
             raise ModelLoadError(f"model {model!r}: folder has no config.json")
+        check_model_folder(model)
         return str(local), str(local.resolve())
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
         raise ModelLoadError(f"model {model!r}: no such folder")

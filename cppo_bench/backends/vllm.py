@@ -166,6 +166,10 @@ def make_vllm_backend(
         chatmod.check_enable_thinking(enable_thinking)
     except ValueError as exc:
         raise BackendError(str(exc)) from None
+    if model is not None:
+        from cppo_bench.backends.hf_load import check_model_folder
+
+        check_model_folder(model)  # every entry, before vLLM opens any
     vllm = import_vllm()
     if model is None:
         path, model_id = str(ensure_default_model()), DEFAULT_MODEL

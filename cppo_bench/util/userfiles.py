@@ -203,6 +203,73 @@ def lines(
             raise UserFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+MAX_FOLDER_ENTRIES = 100_000  # a model or state folder: a few hundred files at most
+
+
+def check_folder(
+    folder: str | Path, listed: set[str] | None = None, links_to_files: bool = False
+) -> None:
+    """The one check of a folder handed to a library loader (transformers
+    `from_pretrained`, safetensors, torch / accelerate / DeepSpeed `load_state`): such a
+    loader opens files by name or by listing the folder, so EVERY entry is checked, not
+    only the ones a manifest lists. Each must be a regular file or a real folder: a FIFO
+    (an open without end), a device, a socket, a link to `/dev/zero`, a folder where a
+    file goes are one UserFileError line naming the entry. `listed` (relative names an
+    artifact manifest lists): a file not listed is refused too (a loader would open it).
+    `links_to_files`: a link to a regular file is accepted (a hub cache's snapshot folder
+    is links into its blobs); otherwise no link at all."""
+    folder = Path(folder)
+    try:
+        st = os.stat(folder)
+    except OSError as exc:
+        raise UserFileError(f"{folder}: cannot read this folder ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserFileError(f"{folder}: is {_kind(st.st_mode)}, not a folder")
+    seen = 0
+    for top, dirs, files in os.walk(folder, onerror=_walk_error):  # follows no folder link
+        for name in sorted(dirs + files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                raise UserFileError(f"{folder}: more than {MAX_FOLDER_ENTRIES} entries")
+            path = Path(top, name)
+            rel = path.relative_to(folder).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                try:
+                    mode = os.stat(path).st_mode
+                except OSError:
+                    raise UserFileError(
+                        f"{path}: a link to nothing; refusing this folder"
+                    ) from None
+                if not (links_to_files and stat.S_ISREG(mode)):
+                    raise UserFileError(
+                        f"{path}: a link to {_kind(mode) if not stat.S_ISREG(mode) else 'a file'}"
+                        "; refusing to hand this folder to a loader"
+                    )
+            elif stat.S_ISDIR(mode):
+                continue
+            elif not stat.S_ISREG(mode):
+                raise UserFileError(
+                    f"{path}: is {_kind(mode)}; refusing to hand this folder to a loader"
+                )
+            if listed is not None and rel not in listed:
+                raise UserFileError(
+                    f"{path}: not listed in the folder's manifest; a loader would open it"
+                )
+    if listed is not None:
+        for rel in sorted(listed):
+            try:
+                mode = os.lstat(folder / rel).st_mode
+            except OSError:
+                mode = 0
+            if not stat.S_ISREG(mode):
+                raise UserFileError(f"{folder}: {rel[:80]} is missing or not a regular file")
+
+
+def _walk_error(exc: OSError) -> None:
+    raise UserFileError(f"{exc.filename}: cannot read this folder ({exc.strerror})")
+
+
 def is_file(path: str | Path) -> bool:
     """`path` is there as something to read (a FIFO or device counts: `open_bytes` then
     refuses it by name instead of it being silently ignored)."""

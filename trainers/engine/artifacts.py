@@ -208,10 +208,17 @@ def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:
     files = data.get("files")
     if not isinstance(files, dict):
         raise ArtifactError(f"{path}: no file list")
-    for name, size in files.items():
-        f = folder / str(name)
-        if not f.is_file() or f.stat().st_size != size:
-            raise ArtifactError(f"{folder}: {str(name)[:80]} is missing or has the wrong size")
+    try:
+        for name, size in files.items():
+            # a name read from a file: resolved (links, `..`) inside the artifact, or refused
+            f = userfiles.inside(folder, name, "artifact file")
+            if not f.is_file() or f.stat().st_size != size:
+                raise ArtifactError(f"{folder}: {str(name)[:80]} is missing or has the wrong size")
+        # a loader (accelerate, DeepSpeed, transformers) opens more than the list: every
+        # entry of the folder is a listed regular file (an unlisted FIFO hung a resume)
+        userfiles.check_folder(folder, {*map(str, files), MANIFEST})
+    except userfiles.UserFileError as exc:
+        raise ArtifactError(str(exc)) from None
     return data
 
 

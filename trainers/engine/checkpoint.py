@@ -80,7 +80,9 @@ def latest_state(out_dir: Path) -> Path | None:
     name = userfiles.read_bytes(pointer, 4096).decode("utf-8", "replace").strip()
     if not name.startswith("step-") or "/" in name:
         raise DataError(f"{pointer}: names {name[:40]!r}, not a state folder step-N")
-    folder = pointer.parent / name
+    folder = userfiles.inside(pointer.parent, name, f"{pointer}: the state")  # no link out
+    if folder.parent != pointer.parent.resolve():
+        raise DataError(f"{pointer}: names {name[:40]!r}, not a state folder step-N")
     artifacts.read_manifest(folder, "training_state")  # one ArtifactError line if not complete
     return folder
 
