@@ -124,3 +124,31 @@ def test_a_rejudge_killed_between_chunks_continues_from_its_records(tmp_path, st
     done = cb.rejudge(stored, out=into)
     assert sum(judged) == 4 * (len(read_records(stored)) - 2)  # only what was not stored
     assert len(done.records) == len(read_records(stored))
+
+
+def test_a_torn_last_line_and_a_foreign_manifest_found_by_trying(tmp_path, stored, monkeypatch):
+    from cppo_bench.runner import rejudge as rj
+
+    monkeypatch.setattr(rj, "CHUNK", 2)
+    real = rj.append_records
+
+    def torn(target, fresh, *, root):  # killed while writing its second chunk
+        if read_records(target):
+            with (target / RECORDS).open("a") as fh:
+                fh.write('{"problem_id": "half')
+            raise KeyboardInterrupt
+        real(target, fresh, root=root)
+
+    monkeypatch.setattr(rj, "append_records", torn)
+    into = tmp_path / "into"
+    with pytest.raises(KeyboardInterrupt):
+        cb.rejudge(stored, out=into)
+    monkeypatch.setattr(rj, "append_records", real)
+    done = cb.rejudge(stored, out=into)
+    assert len(read_records(done.run_dir)) == len(read_records(stored))
+    # a manifest at the target that no re-judge wrote (no `rejudged` mark): never taken over
+    m = json.loads((done.run_dir / "manifest.json").read_text())
+    del m["extra"]["rejudged"]
+    (done.run_dir / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DataError):
+        cb.rejudge(stored, out=into)
