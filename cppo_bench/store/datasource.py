@@ -29,7 +29,8 @@ def stored_data(data_source: object, bench: str) -> tuple[Path | None, str]:
         except userfiles.UserFileError as exc:
             why = why or str(exc)
             continue
-        return (path, "") if userfiles.is_file(path) else (None, "")
+        if userfiles.is_file(path):
+            return path, ""
     return None, why
 
 

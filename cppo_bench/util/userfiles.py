@@ -258,6 +258,7 @@ def check_folder(
                 )
     if listed is not None:
         for rel in sorted(listed):
+            inside(folder, rel, f"{folder}: listed file")  # a listed `../x`: not in the folder
             try:
                 mode = os.lstat(folder / rel).st_mode
             except OSError:

@@ -117,3 +117,30 @@ def test_a_model_folder_with_a_fifo_is_one_line_for_run(tmp_path, toy_model):
     assert "refusing to hand this folder to a loader" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("records.jsonl"))
+
+
+@pytest.mark.parametrize("how", ["folder link", "socket", "listed ../ name"])
+def test_more_plants_found_by_trying(tmp_path, how):
+    import socket
+
+    folder = tmp_path / "state"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"x")
+    listed = {"model.safetensors", "artifact.json"}
+    (folder / "artifact.json").write_text("{}")
+    if how == "folder link":  # os.walk does not descend it; the entry itself is refused
+        (tmp_path / "elsewhere").mkdir()
+        os.mkfifo(tmp_path / "elsewhere" / "optimizer.bin")
+        (folder / "sub").symlink_to(tmp_path / "elsewhere")
+    elif how == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(folder / "tokenizer.json"))
+        sock.close()
+    else:
+        (tmp_path / "outside.bin").write_bytes(b"x")
+        listed.add("../outside.bin")
+    with pytest.raises(userfiles.UserFileError):
+        userfiles.check_folder(folder, listed)
+    if how != "listed ../ name":  # (a listing is what names the outside file)
+        with pytest.raises(userfiles.UserFileError):
+            userfiles.check_folder(folder, listed, links_to_files=True)

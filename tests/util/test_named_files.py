@@ -226,3 +226,16 @@ def test_a_stored_data_source_outside_the_folder_is_not_followed(tmp_path, store
     _set(stored, data_source=str(secret))
     out = invoke(["samples", "--run", str(stored)])
     assert out.exit_code == 0 and "not a benchmark" not in out.output
+
+
+def test_a_link_in_the_folder_pointing_out_is_not_followed(tmp_path, monkeypatch):
+    # found by trying: the package root was tried second and ended the search with no reason
+    from cppo_bench.store.datasource import stored_data
+
+    (tmp_path / "secret").write_text("s\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.jsonl").symlink_to(tmp_path / "secret")
+    monkeypatch.chdir(work)
+    path, why = stored_data("data.jsonl", "demo")
+    assert path is None and "outside" in why
