@@ -22,6 +22,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem, Test
 from cppo_bench.store.fs import open_file, write_atomic
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 CONFIG = "augment.json"
 TESTS = "tests.jsonl"
@@ -72,7 +73,7 @@ def _check_test(t: Any) -> str:
     if not isinstance(t.get("input"), str) or not isinstance(t.get("output"), str):
         return "a test's input and output must be text"
     if t.get("mode", "stdin") not in ("stdin", "call"):
-        return f"test mode {str(t.get('mode'))[:20]!r} is not stdin or call"
+        return f"test mode {quote(str(t.get('mode'))[:20])} is not stdin or call"
     if t.get("mode") == "call" and not isinstance(t.get("fn_name"), str):
         return "a call test needs fn_name"
     return ""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from cppo_bench.backends.base import Backend, GenRequest, ProgressFn, SamplingParams
+from cppo_bench.util.termsafe import quote
 
 TAXONOMY: tuple[str, ...] = (
     "DP",
@@ -88,7 +89,7 @@ def judge_request(
 ) -> GenRequest:
     """The zero-shot chat request that asks the judge for one item's category."""
     if kind not in ("plan", "code"):
-        raise ValueError(f"kind must be 'plan' or 'code', got {kind!r}")
+        raise ValueError(f"kind must be 'plan' or 'code', got {quote(kind)}")
     template = _prompt("judge_plan.txt" if kind == "plan" else "judge_code.txt")
     text = item.strip()[:MAX_ITEM_CHARS] or "(empty)"
     user = template.replace("<<TAXONOMY>>", taxonomy_listing()).replace("<<ITEM>>", text)

@@ -17,7 +17,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import quote, safe
 
 # v2: the study's PLAN contract (A:..D: labels), SFT-candidate rules and SOLVE clause, and
 # the released PlanSearch stages (issue #15); v1 stays as it was, so v1 runs replay exactly
@@ -63,7 +63,7 @@ def _fill(template: PromptTemplate, text: str, values: dict[str, Any]) -> str:
         return string.Template(text).substitute({k: str(v) for k, v in values.items()})
     except KeyError as exc:
         raise ValueError(
-            f"prompt {template.version}/{template.name} needs a value for {exc.args[0]!r}"
+            f"prompt {template.version}/{template.name} needs a value for {quote(exc.args[0])}"
         ) from None
 
 

@@ -36,6 +36,7 @@ from cppo_bench.store.runs import (
     run_dir_for,
     write_manifest,
 )
+from cppo_bench.util.termsafe import quote
 
 
 @dataclass
@@ -144,7 +145,7 @@ def rejudge(
     if missing:
         raise DataError(
             f"{source_dir}: {len(missing)} of its problems are not in {loaded.source or source.bench}"
-            f" (e.g. {missing[0]!r}): give the data the run was made from with --data"
+            f" (e.g. {quote(missing[0])}): give the data the run was made from with --data"
         )
     if any(by_id[pid].task != "codegen" for pid in records):
         raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")

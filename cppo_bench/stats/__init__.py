@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,7 +42,7 @@ def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = (1, 2, 4), **options: An
 def _ks(k: int | Sequence[int]) -> list[int]:
     ks = [k] if isinstance(k, int) else [int(x) for x in k]
     if not ks or min(ks) < 1:
-        raise DataError(f"every k must be >= 1, got {k!r}")
+        raise DataError(f"every k must be >= 1, got {quote(k)}")
     return ks
 
 

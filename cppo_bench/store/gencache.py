@@ -23,6 +23,7 @@ from cppo_bench.store.fs import exists, open_file
 from cppo_bench.store.runs import repair_tail
 from cppo_bench.store.schema import token_count
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 GEN_CACHE = "gen_cache.jsonl"
 MAX_CACHE_LINE = 256 << 20  # one generation (a long completion is well below this)
@@ -79,7 +80,7 @@ class GenCache:
                 continue
             why = token_count(res.num_tokens) or token_count(res.prompt_tokens)
             if why:  # what the readers would refuse is never stored (the run could not end)
-                raise DataError(f"backend result for {req.tag!r}: token count {why}")
+                raise DataError(f"backend result for {quote(req.tag)}: token count {why}")
             self.entries[key] = res
             lines.append(
                 json.dumps(

@@ -30,6 +30,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.store.fs import exists, open_file, write_atomic
 from cppo_bench.store.schema import SCHEMAS, check_record
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -178,7 +179,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     except ValueError:
         i = n = -1
     if not sep or n < 1 or not 0 <= i < n:
-        raise ValueError(f"shard {text!r}: expected I/N with 0 <= I < N, e.g. 0/3")
+        raise ValueError(f"shard {quote(text)}: expected I/N with 0 <= I < N, e.g. 0/3")
     return i, n
 
 
@@ -267,7 +268,7 @@ def append_records(run_dir: Path, records: list[ProblemRecord], *, root: Path) -
         why = check_record(doc, None, None)
         if why:
             raise DataError(f"{Path(run_dir) / RECORDS}: refusing to store the record of "
-                            f"problem {doc.get('problem_id')!r}: {why}")  # fmt: skip
+                            f"problem {quote(doc.get('problem_id'))}: {why}")  # fmt: skip
     text = "".join(json.dumps(doc, sort_keys=True) + "\n" for doc in docs)
     with open_file(Path(run_dir) / RECORDS, "a", encoding="utf-8", root=root) as fh:
         fh.write(text)
