@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
 from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.util.termsafe import quote
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
@@ -159,7 +160,7 @@ def validate_problems(problems: Iterable[Problem]) -> None:
             continue
         seen.add(id(p))
         if p.task != "codegen":
-            raise DataError(f"{p.uid}: task {p.task!r} has no programs to verify")
+            raise DataError(f"{p.uid}: task {quote(p.task)} has no programs to verify")
         if not p.tests:
             raise DataError(f"{p.uid}: has no tests to verify against")
         if len(p.modes) > 1:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
 from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
@@ -31,7 +32,7 @@ def select_problems(problems: list[Problem], ids: Sequence[str] | None) -> list[
     by_id = {p.problem_id: p for p in problems}
     missing = [i for i in ids if i not in by_id]
     if missing:
-        raise ConfigError(f"config problem_ids: {missing[0]!r:.60} is not in the training set")
+        raise ConfigError(f"config problem_ids: {quote(missing[0])} is not in the training set")
     return [by_id[i] for i in ids]
 
 
@@ -41,7 +42,7 @@ def parse_stages(spec: str) -> list[str]:
     unknown = [s for s in selected if s not in STAGES]
     if unknown or not selected:
         raise ConfigError(
-            f"--stages: unknown stage {unknown[:1] or spec!r}; known: {', '.join(STAGES)}"
+            f"--stages: unknown stage {quote(unknown[:1] or spec)}; known: {', '.join(STAGES)}"
         )
     return selected
 

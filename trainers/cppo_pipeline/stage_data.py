@@ -17,6 +17,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
 from cppo_bench.store.outdir import OutDir
+from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
@@ -107,7 +108,7 @@ def read_seeds(path: str | None) -> dict[str, list[str]] | None:
 
     file = Path(path) if Path(path).exists() else CONFIG_DIR / path
     if not file.is_file():
-        raise ConfigError(f"config sft.seed_candidates: no such file {path!r}")
+        raise ConfigError(f"config sft.seed_candidates: no such file {quote(path)}")
     out: dict[str, list[str]] = {}
     for lineno, r in schema.read_jsonl(file):
         ok = isinstance(r, dict) and isinstance(r.get("problem_id"), str)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cppo_bench.util.termsafe import quote
 from trainers.engine.layers import CONFIG_DIR, ConfigError, build
 
 __all__ = ["CONFIG_DIR", "ConfigError", "TrainConfig", "build_flat", "flat_keys"]
@@ -155,7 +156,7 @@ class TrainConfig:
 
         if self.report_to not in TRACKERS:
             known = ", ".join(TRACKERS.names())
-            raise ConfigError(f"config report_to: one of {known}, got {self.report_to!r}")
+            raise ConfigError(f"config report_to: one of {known}, got {quote(self.report_to)}")
 
 
 def flat_keys(algo_config_cls: type) -> list[str]:

@@ -157,7 +157,7 @@ class MetricsLog:
 
         make_root(self.path.parent)
         # never through a link planted in a stranger's run folder (`train --resume`)
-        with storefs.open_file(self.path, "a", encoding="utf-8") as f:
+        with storefs.open_file(self.path, "a", encoding="utf-8", root=self.path.parent) as f:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
             f.fsync()  # an AppendFile: a refused write or sync is one line naming the log
 
