@@ -1,0 +1,99 @@
+"""`cppo-bench train ... --dry-run` and the preflight: per-stage memory estimates on the 4B and
+9B study presets (shapes shipped in trainers/model_shapes/, no weights), a layout that cannot
+fit refused in one line, an offline node missing a hub model refused at start, and the
+estimate's training state against what torch really allocates for a tiny model."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = str(Path(sys.executable).parent / "cppo-bench")
+STAGE = re.compile(r"^  (sft|rm|warmup|joint): .+: (\d+\.\d) GiB/GPU \(", re.M)
+
+
+def _train(*args: str, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, **env}
+    return subprocess.run(
+        [CLI, "train", "cppo", *args], cwd=REPO, env=full, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("size", ["4b", "9b"])
+def test_dry_run_prints_every_stage_estimate_of_the_study_presets(size: str) -> None:
+    model = f"Qwen/Qwen3.5-{size.upper()}"
+    preset = f"trainers/configs/cppo.study-{size}.yaml"
+    proc = _train("--model", model, "--config", preset, "--dry-run", "--set",
+                  "engine.rollout_engine=hf")  # fmt: skip
+    refused = [x for x in proc.stderr.splitlines() if x.startswith("refused:")]
+    # no card given: memory is not compared; only this machine's disk may be too small
+    assert all("GiB free, a training state" in x for x in refused), proc.stderr
+    assert proc.returncode == (2 if refused else 0)
+    stages = dict(STAGE.findall(proc.stdout))
+    assert set(stages) == {"sft", "rm", "warmup", "joint"}, proc.stdout
+    assert all(float(v) > 1 for v in stages.values())
+    assert "shape from Qwen--Qwen3.5" in proc.stdout  # no weights, no hub
+
+
+def test_a_layout_that_cannot_fit_is_refused_in_one_line() -> None:
+    proc = _train("--model", "Qwen/Qwen3.5-4B", "--config", "trainers/configs/cppo.study-4b.yaml",
+                  "--dry-run", "--gpu-memory", "80GiB", "--set", "engine.rollout_engine=hf")  # fmt: skip
+    assert proc.returncode == 2
+    refused = [x for x in proc.stderr.splitlines() if x.startswith("refused: stage")]
+    assert refused == [x for x in refused if "GiB per GPU; the card has 80.0 GiB" in x]
+    assert any(x.startswith("refused: stage sft ") for x in refused), proc.stderr
+    # the same plan on a card it fits is not refused for memory
+    big = _train("--model", "Qwen/Qwen3.5-4B", "--config", "trainers/configs/cppo.study-4b.yaml",
+                 "--dry-run", "--gpu-memory", "4000GiB", "--set", "engine.rollout_engine=hf")  # fmt: skip
+    assert "refused: stage" not in big.stderr
+
+
+def test_an_offline_node_missing_a_hub_model_is_refused_at_start(tmp_path: Path) -> None:
+    proc = _train("--model", "Qwen/Qwen3.5-9B", "--dry-run", "--set", "engine.rollout_engine=hf",
+                  HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path))  # fmt: skip
+    assert proc.returncode == 2
+    assert "refused: policy Qwen/Qwen3.5-9B: not in the local Hugging Face cache" in proc.stderr
+    real = _train("--model", "Qwen/Qwen3.5-9B", "--out", str(tmp_path / "run"),
+                  HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path))  # fmt: skip
+    assert real.returncode == 1 and "not in the local Hugging Face cache" in real.stderr
+    assert not (tmp_path / "run").exists()  # refused before any stage
+
+
+def test_the_state_estimate_equals_what_adamw_allocates() -> None:
+    """The oracle is torch: every parameter, gradient and AdamW moment tensor after one step
+    of a tiny Llama and a tiny Qwen3.5, against memory_plan's 16 B/param from the config."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from trainers.engine.memory_plan import param_count, shape_of, state_bytes
+
+    llama = transformers.LlamaConfig(
+        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
+    )  # fmt: skip
+    qwen = transformers.Qwen3_5TextConfig(
+        vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_conv_kernel_dim=4,
+        linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+        linear_num_value_heads=4, layer_types=["linear_attention"] * 3 + ["full_attention"],
+    )  # fmt: skip
+    for cfg, cls in ((llama, transformers.LlamaForCausalLM),
+                     (qwen, transformers.Qwen3_5ForCausalLM)):  # fmt: skip
+        model = cls(cfg)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        model(
+            input_ids=torch.tensor([[1, 2, 3, 4]]), labels=torch.tensor([[1, 2, 3, 4]])
+        ).loss.backward()
+        opt.step()
+        tensors = [p for p in model.parameters()] + [p.grad for p in model.parameters()]
+        tensors += [t for st in opt.state.values() for k, t in st.items() if k != "step"]
+        measured = sum(t.numel() * t.element_size() for t in tensors)
+        shape = shape_of(cfg.to_dict())
+        assert param_count(shape) == sum(p.numel() for p in model.parameters())
+        assert state_bytes(shape, "none", 1) == (measured, 0)
