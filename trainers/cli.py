@@ -187,7 +187,7 @@ def train(algo: str, **opts: object) -> None:
                 lines=True,
             )
             return
-        plan_ok = _preflight(algo, opts, overrides)
+        plan_ok = _preflight(algo, opts, overrides, stages)
         if opts["dry_run"]:
             sys.exit(0 if plan_ok else 2)
         outcome = api_train(
@@ -244,7 +244,7 @@ def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:
     return {**overrides, "reward_tests": str(folder)}
 
 
-def _preflight(algo: str, opts: dict, overrides: dict) -> bool:
+def _preflight(algo: str, opts: dict, overrides: dict, stages: list[str]) -> bool:
     """trainers.preflight before any stage: with --dry-run the plan is printed; problems are
     one line each (a real run stops at the first, exit 1; a dry run lists all, returns False)."""
     from trainers.api import resolve
@@ -257,7 +257,9 @@ def _preflight(algo: str, opts: dict, overrides: dict) -> bool:
     options = {k: opts[k] for k in ("rm_model",) if opts[k]}
     options |= {"judge": opts["judge_spec"]} if opts["judge_spec"] else {}
     out = opts["out"] or Path("runs") / "train"
-    plan, card = preflight(algo, resolved.config, opts["model"], options, out, opts["gpu_memory"])
+    plan, card = preflight(
+        algo, resolved.config, opts["model"], options, out, opts["gpu_memory"], stages
+    )
     if opts["dry_run"]:
         echo("\n".join(plan.lines(card)), lines=True)
         for problem in plan.problems:

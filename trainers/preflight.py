@@ -20,6 +20,7 @@ from typing import Any
 from trainers.engine import memory_plan as mp
 
 SHAPES = Path(__file__).with_name("model_shapes")
+RM_TOKENS = 512  # trainers/cppo_pipeline/reward_model.py RMConfig.max_tokens
 EMBEDDED = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the embedded default model's shape
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|GB|G)?\s*$", re.I)
 
@@ -116,9 +117,15 @@ def _shape(model: str | None, plan: Plan, role: str) -> mp.Shape | None:
 
 
 def build_plan(
-    algo: str, config: Any, model: str | None, options: dict[str, Any], card: int | None
+    algo: str,
+    config: Any,
+    model: str | None,
+    options: dict[str, Any],
+    card: int | None,
+    stages: list[str] | None = None,
 ) -> Plan:
-    """The stages ``algo`` will run with their per-GPU estimates, and what stops it."""
+    """The stages ``algo`` will run (``stages``: the selected ones, default all) with their
+    per-GPU estimates, and what stops it."""
     plan = Plan()
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     engine = config.engine if algo == "cppo" else config[0]
@@ -128,24 +135,26 @@ def build_plan(
     card_for_vllm = card or 80 * 10**9
     if algo == "cppo" and policy is not None:
         seq = mp.PROMPT_TOKENS + config.planner_max_tokens
-        plan.stages.append(mp.plain_estimate("sft", policy, config.sft.batch_size, seq))
+        sft = mp.sft_estimate(policy, engine, config.sft.batch_size, seq, config.planner_max_tokens)
+        plan.stages.append(sft)
     if algo == "cppo" and config.rm.kind == "generative":
         # as the stage picks it: the study's base on a GPU, the embedded model on a CPU
         rm_model = (
             options.get("rm_model") or config.rm.model or (config.rm.gpu_model if card else None)
         )
         rm = _shape(rm_model, plan, "reward model")
-        if rm is not None:
-            seq = mp.PROMPT_TOKENS + config.planner_max_tokens
-            plan.stages.append(mp.plain_estimate("rm", rm, config.rm.batch_size, seq))
+        if rm is not None:  # RMConfig.max_tokens: the prompt's tail the RM reads
+            plan.stages.append(mp.rm_estimate(rm, engine, config.rm.batch_size, RM_TOKENS))
     judge = str(options.get("judge") or "").split("=", 1)[-1]  # [KIND=]BACKEND:MODEL
     if judge.startswith(("hf:", "vllm:")):
         _shape(judge.split(":", 1)[1], plan, "judge")
     if policy is not None:
-        stages = ("warmup", "joint") if algo == "cppo" else (algo,)
+        rl = ("warmup", "joint") if algo == "cppo" else (algo,)
         extra = config.planner_max_tokens if algo == "cppo" else 0  # the solver reads a plan
-        for stage in stages:
+        for stage in rl:
             plan.stages.append(mp.rl_estimate(stage, policy, engine, world, card_for_vllm, extra))
+        if stages:
+            plan.stages = [e for e in plan.stages if e.stage in stages]
         if card is not None:
             for est in plan.stages:
                 if est.total > card:
@@ -191,10 +200,11 @@ def preflight(
     options: dict[str, Any],
     out: Path,
     gpu_memory: str | None,
+    stages: list[str] | None = None,
 ) -> tuple[Plan, int | None]:
     """The plan and the card it was compared with; ``plan.problems`` refuse the run."""
     card = card_memory(gpu_memory)
-    plan = build_plan(algo, config, model, options, card)
+    plan = build_plan(algo, config, model, options, card, stages)
     engine = config.engine if algo == "cppo" else config[0]
     check_disk(plan, out, plan.policy, 1 if engine.keep_folders == 0 else engine.keep_folders)
     return plan, card

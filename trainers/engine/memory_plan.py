@@ -197,14 +197,34 @@ def rl_estimate(
     )  # fmt: skip
 
 
-def plain_estimate(stage: str, s: Shape, rows: int, tokens: int) -> Estimate:
-    """SFT and the generative RM as they train today (trainers/cppo_pipeline/sft.py,
-    reward_model.py): plain fp32 AdamW on the main process's GPU, no sharding, no
-    checkpointing, full logits over every position of the batch."""
-    return training(
-        stage, s, layout="none (plain AdamW, main process)", world=1, rows=rows, tokens=tokens,
-        trained=tokens, checkpointing=False, chunk=0,
+def sft_estimate(s: Shape, engine: Any, batch: int, tokens: int, trained: int) -> Estimate:
+    """CPPO's SFT stage (trainers/cppo_pipeline/sft.py ``SFTLayout``): on the main process
+    alone, in micro-batches of ``micro_batch_rows``, chunked planner logits, checkpointing as
+    the engine section says, FSDP2 offload on one process when ``sharding`` asks for it."""
+    offload = engine.sharding == "fsdp2_offload"
+    rows = min(batch, engine.micro_batch_rows) if engine.micro_batch_rows > 0 else batch
+    est = training(
+        "sft", s, layout="fsdp2_offload" if offload else "none (main process)", world=1,
+        rows=rows, tokens=tokens, trained=trained,
+        checkpointing=engine.gradient_checkpointing, chunk=engine.logits_chunk_tokens,
     )  # fmt: skip
+    # before training, the stage samples its candidates with the whole fp32 policy on the GPU
+    named = {
+        ("candidate sampling" if k == "gathered policy" else k): v for k, v in est.parts.items()
+    }
+    return Estimate(est.stage, est.layout, named, est.host)
+
+
+def rm_estimate(s: Shape, engine: Any, batch: int, tokens: int) -> Estimate:
+    """The generative RM's fit (reward_model.py): plain AdamW on the main process, the head
+    only where a row ends (a (B, <=B, V) logits tensor and its gradient), checkpointing as
+    the engine section says."""
+    est = training(
+        "rm", s, layout="none (main process)", world=1, rows=batch, tokens=tokens, trained=1,
+        checkpointing=engine.gradient_checkpointing, chunk=0,
+    )  # fmt: skip
+    parts = {**est.parts, "logits": 2 * batch * min(batch, tokens) * s.vocab * 4}
+    return Estimate(est.stage, est.layout.replace("full logits", "last-position logits"), parts)
 
 
 def state_save_bytes(s: Shape) -> int:
