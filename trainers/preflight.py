@@ -58,6 +58,30 @@ def _installed(name: str) -> bool:
         return False
 
 
+VLLM_PIN = ((0, 32), (0, 33))  # pyproject's vllm extra: the version the engine was read against
+
+
+def _check_vllm(plan: Plan) -> None:
+    """vLLM present and inside the pin (the rollout engine and weight sync rely on 0.32's
+    internals: sleep tags, reload_weights, the external launcher)."""
+    if not _installed("vllm"):
+        plan.problems.append("rollout_engine vllm: vllm is not installed (pip install vllm)")
+        return
+    from importlib import metadata
+
+    try:
+        version = metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return  # a stand-in module (tests), not a distribution
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    low, high = VLLM_PIN
+    if not low <= parts < high:
+        plan.problems.append(
+            f"rollout_engine vllm: vllm {version} is outside the tested range "
+            f">={low[0]}.{low[1]},<{high[0]}.{high[1]} (pip install 'cppo-bench[vllm]')"
+        )
+
+
 def _is_hub_id(model: str) -> bool:
     return not Path(model).exists() and not model.endswith(".gguf") and model.count("/") == 1
 
@@ -102,7 +126,10 @@ def model_config(model: str | None, plan: Plan, role: str) -> dict[str, Any] | N
     from cppo_bench.util import userfiles  # a model folder may be a stranger's
 
     loaded = userfiles.read_json(Path(path), userfiles.MAX_SMALL)
-    return loaded if isinstance(loaded, dict) else None
+    if not isinstance(loaded, dict):
+        plan.problems.append(f"{role} {name}: {path} is not a JSON object")
+        return None
+    return loaded
 
 
 def _shape(model: str | None, plan: Plan, role: str) -> mp.Shape | None:
@@ -130,8 +157,8 @@ def build_plan(
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     engine = config.engine if algo == "cppo" else config[0]
     policy = plan.policy = _shape(model, plan, "policy")
-    if engine.rollout_engine == "vllm" and not _installed("vllm"):
-        plan.problems.append("rollout_engine vllm: vllm is not installed (pip install vllm)")
+    if engine.rollout_engine == "vllm":
+        _check_vllm(plan)
     card_for_vllm = card or 80 * 10**9
     if algo == "cppo" and policy is not None:
         seq = mp.PROMPT_TOKENS + config.planner_max_tokens

@@ -101,3 +101,49 @@ def test_the_state_estimate_equals_what_adamw_allocates() -> None:
         shape = shape_of(cfg.to_dict())
         assert param_count(shape) == sum(p.numel() for p in model.parameters())
         assert state_bytes(shape, "none", 1) == (measured, 0)
+
+
+def test_a_folder_with_only_its_config_is_planned_without_weights(tmp_path: Path) -> None:
+    """No weights are read: a folder holding only config.json (a Llama shape) is enough, for
+    a non-CPPO algorithm too (one stage named after it)."""
+    import json
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    shape = {"model_type": "llama", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+             "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(shape))
+    proc = subprocess.run(
+        [CLI, "train", "pkpo", "--model", str(folder), "--dry-run", "--gpu-memory", "1GiB"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = r"^  pkpo: none, logits chunk 512: 0\.\d GiB/GPU \(state 0\.0"
+    assert re.search(line, proc.stdout, re.M), proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[1, 2]", "is not a JSON object"),
+        ('{"vocab_size": 10, "hidden_size": -8, "num_hidden_layers": 2, '
+         '"intermediate_size": 16}', ""),
+        ('{"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": true, '
+         '"intermediate_size": 16}', ""),
+    ],
+    ids=["not-an-object", "negative-size", "bool-size"],
+)  # fmt: skip
+def test_a_strangers_config_is_one_line_never_an_estimate(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    from trainers.api import resolve
+    from trainers.preflight import build_plan
+
+    (tmp_path / "config.json").write_text(text)
+    cfg = resolve("pkpo", preset="study", model=str(tmp_path)).config
+    plan = build_plan("pkpo", cfg, str(tmp_path), {}, 80 * 2**30)
+    assert plan.stages == []
+    if problem:
+        assert len(plan.problems) == 1 and problem in plan.problems[0]
+    else:
+        assert any("is not a non-negative integer" in n for n in plan.notes), plan.notes

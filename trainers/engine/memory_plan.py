@@ -51,9 +51,12 @@ def shape_of(config: Mapping[str, Any]) -> Shape:
     text = config.get("text_config")
     cfg = {**config, **text} if isinstance(text, Mapping) else dict(config)
     need = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size")
-    missing = [k for k in need if not isinstance(cfg.get(k), int)]
-    if missing:
-        raise ValueError(f"model config has no integer {missing[0]}")
+    sizes = [k for k in cfg if k in need or k.endswith(("_heads", "_dim"))]
+    bad = [k for k in need if k not in cfg] + [
+        k for k in sizes if cfg[k] is not None and (type(cfg[k]) is not int or cfg[k] < 0)
+    ]  # a stranger's file: every size a non-negative int (bool is not one)
+    if bad:
+        raise ValueError(f"model config: {bad[0]} is not a non-negative integer")
     heads = int(cfg.get("num_attention_heads") or 1)
     types = list(cfg.get("layer_types") or [])
     linear_layers = sum(1 for t in types if t == "linear_attention")
