@@ -101,3 +101,23 @@ def verifier(tmp: Path) -> str:
     if got != [True, False]:
         raise AssertionError(f"right / wrong program judged {got}, not [True, False]")
     return f"right program passes, wrong one fails; sandbox {sandbox_mode()}"
+
+
+@check("preflight-4b", "the 4B study preset's per-stage estimates fit this card", gpu=False)
+def preflight_4b(tmp: Path) -> str:
+    """What `cppo-bench train cppo --model Qwen/Qwen3.5-4B --config
+    trainers/configs/cppo.study-4b.yaml --dry-run` plans (shipped shapes, no weights), against
+    this card's memory (80 GiB where there is none): a stage that does not fit is a FAIL."""
+    from trainers.api import resolve
+    from trainers.engine.memory_plan import GIB
+    from trainers.preflight import build_plan, card_memory
+
+    card = card_memory(None) or 80 * GIB
+    preset = REPO / "trainers" / "configs" / "cppo.study-4b.yaml"
+    cfg = resolve("cppo", config=preset, model="Qwen/Qwen3.5-4B").config
+    plan = build_plan("cppo", cfg, "Qwen/Qwen3.5-4B", {}, card)
+    memory = [p for p in plan.problems if p.startswith("stage ")]
+    if memory or not plan.stages:
+        raise AssertionError(memory[0] if memory else "no stage planned")
+    peaks = ", ".join(f"{e.stage} {e.total / GIB:.0f}" for e in plan.stages)
+    return f"GiB per GPU on a {card / GIB:.0f} GiB card: {peaks}"

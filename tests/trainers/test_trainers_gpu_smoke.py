@@ -55,7 +55,7 @@ GPU_CHECKS = {
     "cppo-rm", "cppo-audit", "fsdp2-step", "zero3-step", "vllm-sync", "ckpt-memory",
     "vllm-train", "vllm-close", "vllm-context-9b", "cppo-joint-sleep",
 }  # fmt: skip
-CPU_CHECKS = {"ckpt-recompute", "state-save", "verifier", "ckpt-wrapper"}
+CPU_CHECKS = {"ckpt-recompute", "state-save", "verifier", "ckpt-wrapper", "preflight-4b"}
 # what a CPU-only user lacks besides CUDA: the dry run skips these with the reason
 NEEDS = {"fsdp2-step": "no CUDA device", "zero3-step": "deepspeed is not installed",
          "vllm-sync": "vllm is not installed", "vllm-train": "vllm is not installed",
