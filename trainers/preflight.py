@@ -208,7 +208,7 @@ def check_disk(plan: Plan, out: Path, shape: mp.Shape | None, keep: int) -> None
 
 
 def card_memory(given: str | None) -> int | None:
-    """--gpu-memory, else the first CUDA device's memory, else None (not compared)."""
+    """--gpu-memory, else this process's CUDA device's memory, else None (not compared)."""
     if given:
         return parse_memory(given)
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "" or not _installed("torch"):
@@ -217,7 +217,9 @@ def card_memory(given: str | None) -> int | None:
 
     if not torch.cuda.is_available():
         return None
-    return int(torch.cuda.get_device_properties(0).total_memory)
+    # this process's card (under a launcher every rank asks; none touches another's device)
+    index = int(os.environ.get("LOCAL_RANK", "0") or 0) % torch.cuda.device_count()
+    return int(torch.cuda.get_device_properties(index).total_memory)
 
 
 def preflight(
