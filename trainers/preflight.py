@@ -13,10 +13,12 @@ import importlib.util
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.util.registry import Registry
 from trainers.engine import memory_plan as mp
 
 SHAPES = Path(__file__).with_name("model_shapes")
@@ -58,27 +60,37 @@ def _installed(name: str) -> bool:
         return False
 
 
+# A rule reads the engine config and the installed libraries and appends a problem line when
+# the combination is known to fail; register one per combination (issue 43 names them).
+VersionRule = Callable[["Plan", Any], None]
+VERSION_RULES: Registry[VersionRule] = Registry("version rule")
 VLLM_PIN = ((0, 32), (0, 33))  # pyproject's vllm extra: the version the engine was read against
 
 
-def _check_vllm(plan: Plan) -> None:
-    """vLLM present and inside the pin (the rollout engine and weight sync rely on 0.32's
-    internals: sleep tags, reload_weights, the external launcher)."""
-    if not _installed("vllm"):
-        plan.problems.append("rollout_engine vllm: vllm is not installed (pip install vllm)")
-        return
+def _version(dist: str) -> tuple[int, ...] | None:
     from importlib import metadata
 
     try:
-        version = metadata.version("vllm")
+        return tuple(int(x) for x in re.findall(r"\d+", metadata.version(dist))[:2])
     except metadata.PackageNotFoundError:
-        return  # a stand-in module (tests), not a distribution
-    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+        return None  # a stand-in module (tests), not a distribution
+
+
+@VERSION_RULES.register("vllm")
+def _check_vllm(plan: Plan, engine: Any) -> None:
+    """vLLM present and inside the pin when the rollouts use it (the engine and weight sync
+    rely on 0.32's internals: sleep tags, reload_weights, the external launcher)."""
+    if engine.rollout_engine != "vllm":
+        return
+    if not _installed("vllm"):
+        plan.problems.append("rollout_engine vllm: vllm is not installed (pip install vllm)")
+        return
+    parts = _version("vllm")
     low, high = VLLM_PIN
-    if not low <= parts < high:
+    if parts is not None and not low <= parts < high:
         plan.problems.append(
-            f"rollout_engine vllm: vllm {version} is outside the tested range "
-            f">={low[0]}.{low[1]},<{high[0]}.{high[1]} (pip install 'cppo-bench[vllm]')"
+            f"rollout_engine vllm: vllm {'.'.join(map(str, parts))} is outside the tested "
+            f"range >={low[0]}.{low[1]},<{high[0]}.{high[1]} (pip install 'cppo-bench[vllm]')"
         )
 
 
@@ -157,8 +169,8 @@ def build_plan(
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     engine = config.engine if algo == "cppo" else config[0]
     policy = plan.policy = _shape(model, plan, "policy")
-    if engine.rollout_engine == "vllm":
-        _check_vllm(plan)
+    for name in VERSION_RULES.names():  # library versions against the layout
+        VERSION_RULES.get(name)(plan, engine)
     card_for_vllm = card or 80 * 10**9
     if algo == "cppo" and policy is not None:
         seq = mp.PROMPT_TOKENS + config.planner_max_tokens

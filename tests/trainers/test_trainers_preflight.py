@@ -147,3 +147,23 @@ def test_a_strangers_config_is_one_line_never_an_estimate(
         assert len(plan.problems) == 1 and problem in plan.problems[0]
     else:
         assert any("is not a non-negative integer" in n for n in plan.notes), plan.notes
+
+
+@pytest.mark.parametrize(("installed", "version", "want"), [
+    (False, None, "vllm is not installed"),
+    (True, (0, 34), "vllm 0.34 is outside the tested range >=0.32,<0.33"),
+    (True, (0, 32), ""),
+])  # fmt: skip
+def test_vllm_outside_its_pin_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, installed: bool, version: tuple | None, want: str
+) -> None:
+    from trainers import preflight
+    from trainers.api import resolve
+
+    monkeypatch.setattr(preflight, "_installed", lambda name: installed)
+    monkeypatch.setattr(preflight, "_version", lambda dist: version)
+    cfg = resolve("pkpo", preset="study", model="x", overrides={"rollout_engine": "vllm"}).config
+    plan = preflight.build_plan("pkpo", cfg, None, {}, None)
+    about = [p for p in plan.problems if "vllm" in p]
+    assert len(about) == (1 if want else 0), plan.problems
+    assert all(p.startswith("rollout_engine vllm: ") and want in p for p in about)
