@@ -247,16 +247,17 @@ def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:
 def _preflight(algo: str, opts: dict, overrides: dict, stages: list[str]) -> bool:
     """trainers.preflight before any stage: with --dry-run the plan is printed; problems are
     one line each (a real run stops at the first, exit 1; a dry run lists all, returns False)."""
-    from trainers.api import resolve
+    from trainers.api import default_out, recorded_config, resolve
     from trainers.preflight import preflight
 
-    resolved = resolve(
+    out = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))
+    resolved = resolve(  # the config the run will use, as --print-config resolves it
         algo, config=opts["config_file"], preset=str(opts["preset"]), model=opts["model"],
-        overrides=overrides,
+        overrides=overrides, bench=str(opts["bench"]),
+        base=recorded_config(algo, Path(out)) if opts["resume"] else None,
     )  # fmt: skip
     options = {k: opts[k] for k in ("rm_model",) if opts[k]}
     options |= {"judge": opts["judge_spec"]} if opts["judge_spec"] else {}
-    out = opts["out"] or Path("runs") / "train"
     plan, card = preflight(
         algo, resolved.config, opts["model"], options, out, opts["gpu_memory"], stages
     )
