@@ -30,7 +30,7 @@ from trainers.cppo_pipeline.negatives import (
     split_by_problem,
 )
 from trainers.cppo_pipeline.pool import pool_records
-from trainers.cppo_pipeline.sft import sft_rows, train_sft
+from trainers.cppo_pipeline.sft import SFTLayout, sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import artifacts
@@ -168,6 +168,13 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             revisit="sft",
         )
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+
+    def save(state: dict[str, Any] | None) -> None:
+        meta = {"base_model": inp.model}
+        with artifacts.saving(ctx.folder / CHECKPOINT, "planner", meta) as tmp:
+            artifacts.save_pretrained(model, tmp, state)
+            tok.save_pretrained(tmp)
+
     losses = train_sft(
         model,
         sft_rows(tok, examples, k),
@@ -177,10 +184,9 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         lr=c.lr,
         seed=inp.seed,
         log=ctx.log,
+        layout=SFTLayout.from_engine(inp.config.engine),  # the engine's memory layout
+        save=save,
     )
-    with artifacts.saving(ctx.folder / CHECKPOINT, "planner", {"base_model": inp.model}) as tmp:
-        artifacts.save_pretrained(model, tmp)
-        tok.save_pretrained(tmp)
     return StageResult(
         (SFT_SET, "funnel.json", f"{CHECKPOINT}/{artifacts.MANIFEST}", exposure),
         {
@@ -208,6 +214,7 @@ def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
         tau=inp.config.tau,
         min_recall=c.min_recall,
         seed=inp.seed,
+        checkpointing=inp.config.engine.gradient_checkpointing,
     )
 
 
