@@ -21,20 +21,22 @@ memory from what is left), puts it back:
   and switch limits, trace and profile hooks, faulthandler, tracemalloc, atexit handlers,
   the garbage collector's settings, numpy's global random state (a fresh seed).
 
-Where it cannot be put back (a lowered hard rlimit, a pending signal, frozen objects, an
-audit hook, which no API removes), `release` says so and the child ends: the next test forks
-a fresh one. What stays by design is the state of modules the program imported (their
+Where it cannot be put back (a lowered hard rlimit, a pending signal, objects frozen by
+gc.freeze, an audit hook, which no API removes), `release` says so and the child ends: the
+next test forks a fresh one. What stays by design is the state of modules the program imported (their
 attributes): the official harnesses run all of a program's tests in one process too.
 """
 
 from __future__ import annotations
 
+import _signal
 import builtins
 import gc
 import os
 import resource
 import signal
 import sys
+from operator import is_
 
 import nsutil
 
@@ -46,16 +48,24 @@ _LIMITS = tuple(getattr(resource, n) for n in dir(resource)
 _SIGNALS = tuple(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
 
 
-def _same(now: dict, then: dict) -> bool:
-    """The same keys bound to the very same objects (identity: no program `__eq__` runs)."""
-    return len(now) == len(then) and all(now.get(k, _MISSING) is v for k, v in then.items())
+class _Snapshot:
+    """A dict's items as they were: checked by identity (no program `__eq__` runs, which
+    could claim to equal anything), at C speed (map), and put back in place."""
 
+    def __init__(self, now: dict) -> None:
+        self.now, self.then = now, dict(now)
+        self.keys, self.values = tuple(self.then), tuple(self.then.values())
 
-def _put_back(now: dict, then: dict) -> None:
-    if not _same(now, then):
-        for key in [k for k in now if k not in then]:
-            del now[key]
-        now.update(then)
+    def same(self) -> bool:
+        now = self.now
+        return len(now) == len(self.keys) and all(map(is_, map(now.get, self.keys), self.values))
+
+    def put_back(self) -> None:
+        if not self.same():
+            now = self.now
+            for key in [k for k in now if k not in self.then]:
+                del now[key]
+            now.update(self.then)
 
 
 def _null_std_fds() -> None:
@@ -79,13 +89,21 @@ class Fresh:
             return real(hook)
 
         sys.addaudithook = addaudithook
-        self.spaces = [(m.__dict__, dict(m.__dict__)) for m in (sys, builtins, os)]
+        freeze = gc.freeze
+
+        def gc_freeze():  # (frozen objects are never collected: this child then ends. A
+            # wrapper, since gc.get_freeze_count walks every frozen object: ~50 us a call)
+            self.hooked = True
+            freeze()
+
+        gc.freeze = gc_freeze
+        self.spaces = [_Snapshot(m.__dict__) for m in (sys, builtins, os)]
         self.lists = [(getattr(sys, n), list(getattr(sys, n)))
                       for n in ("path", "meta_path", "path_hooks")]  # fmt: skip
-        self.modules = dict(sys.modules)
+        self.modules = _Snapshot(sys.modules)
         self.environ = dict(os.environ._data)  # type: ignore[attr-defined]
         self.environ_str = dict(os.environ)
-        self.signals = {s: signal.getsignal(s) for s in _SIGNALS}
+        self.signals = [_signal.getsignal(s) for s in _SIGNALS]  # (raw: no enum per call)
         self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self.umask = os.umask(0o077)
         os.umask(self.umask)
@@ -93,7 +111,7 @@ class Fresh:
         self.recursion = sys.getrecursionlimit()
         self.digits = sys.get_int_max_str_digits()
         self.switch = sys.getswitchinterval()
-        self.gc = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
+        self.gc = (gc.isenabled(), gc.get_threshold())
 
     def release(self, g: dict, keep_fds: tuple[int, ...], nofile: int) -> bool:
         """After a test: put everything back (module doc). False: it cannot be, end the
@@ -105,31 +123,34 @@ class Fresh:
 
     def _release(self, g: dict, keep_fds: tuple[int, ...], nofile: int) -> bool:
         _null_std_fds()
-        if self.hooked or signal.sigpending():
+        if self.hooked or signal.sigpending():  # (an audit hook, or gc.freeze: see __init__)
             return False
         for which in _TIMERS:  # (before any handler is put back: no alarm of its fires)
             signal.setitimer(which, 0)
         g.clear()
-        for now, then in self.spaces:
-            _put_back(now, then)
+        for space in self.spaces:
+            space.put_back()
         for now_list, then_list in self.lists:
             if len(now_list) != len(then_list) or any(
                 a is not b for a, b in zip(now_list, then_list, strict=True)
             ):
                 now_list[:] = then_list
         modules = sys.modules
-        for name in [n for n in modules if n not in self.modules]:
-            if getattr(modules[name], "__spec__", None) is None:  # made by the program
-                del modules[name]
-        for name, module in self.modules.items():
-            if modules.get(name) is not module:
-                modules[name] = module
+        if not self.modules.same():
+            for name in [n for n in modules if n not in self.modules.then]:
+                if getattr(modules[name], "__spec__", None) is None:  # made by the program
+                    del modules[name]
+            for name, module in self.modules.then.items():
+                if modules.get(name) is not module:
+                    modules[name] = module
         if os.environ._data != self.environ:  # type: ignore[attr-defined]
             os.environ.clear()
             os.environ.update(self.environ_str)
-        for signum, handler in self.signals.items():
-            if signal.getsignal(signum) is not handler:
-                signal.signal(signum, handler)
+        handlers = map(_signal.getsignal, _SIGNALS)
+        if not all(map(is_, handlers, self.signals)):
+            for signum, handler in zip(_SIGNALS, self.signals, strict=True):
+                if _signal.getsignal(signum) is not handler:
+                    _signal.signal(signum, handler)
         signal.set_wakeup_fd(-1)
         signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
         os.umask(self.umask)
@@ -149,11 +170,7 @@ class Fresh:
         atexit = modules.get("atexit")
         if atexit is not None:
             atexit._clear()
-        enabled, threshold, frozen = self.gc
-        if gc.get_freeze_count() > frozen:  # (the program froze its objects: they stay)
-            return False
-        # (frozen objects of the zygote's die too: the streams a test replaced)
-        self.gc = (enabled, threshold, gc.get_freeze_count())
+        enabled, threshold = self.gc
         gc.set_threshold(*threshold)
         gc.enable() if enabled else gc.disable()
         gc.collect()  # (the program's objects die here: their files write to /dev/null)
