@@ -154,9 +154,11 @@ def run(
     kill_after: int = 0,
     problems: int = 16,
     parity_reward: bool = False,
+    gate: Any = None,
     **overrides: Any,
 ) -> Any:
-    """Train on the toy task through the real engine (rollouts, verifier, update)."""
+    """Train on the toy task through the real engine (rollouts, verifier, update). ``gate``:
+    CPPO's reward-model gate (problems, tuples) -> p(valid), for ``algo="cppo"``."""
     from trainers.engine.algorithm import ALGORITHMS
     from trainers.engine.config import build_flat
     from trainers.engine.data import TrainingSet
@@ -187,8 +189,11 @@ def run(
             # the next step starts and is killed while in flight (during its rollouts)
             os.environ["TOY_KILL_NEXT"] = "1"
 
+    algorithm = cls(algo_cfg)
+    if gate is not None:
+        algorithm.gate = gate
     spec = RunSpec(
-        algorithm=cls(algo_cfg),
+        algorithm=algorithm,
         config=engine_cfg,
         training=training,
         out_dir=out,

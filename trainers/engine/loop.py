@@ -253,6 +253,9 @@ def _step(
     timer = Timer()
     ctx = step_context(step, env, timer)
     scored = algo.collect(local, ctx)
+    # every rollout of the step is done (CPPO's two rounds included): the update may have the
+    # rollout engine's memory until the sync after it wakes the engine (vllm_sleep)
+    env.rollout.sleep()
     with timer.phase("advantage"):
         step_rows = algo.rows(scored, ctx)
     snap: list[ParamSnapshot] = []
