@@ -13,6 +13,24 @@ from typing import Any
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
 
+# the oldest torch the engine has run on (2.11 and 2.13 are tested): FSDP2 keeps its parameter
+# groups under another private name before 2.13 (sharding.param_groups), and older releases
+# were never read; pyproject pins the same floor
+MIN_TORCH = (2, 11)
+
+
+def check_torch(version: str) -> None:
+    """One line, before anything is built, when ``version`` is older than ``MIN_TORCH``."""
+    import re
+
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None or (int(found[1]), int(found[2])) < MIN_TORCH:
+        floor = ".".join(map(str, MIN_TORCH))
+        raise ValueError(
+            f"torch {version}: the training engine needs torch >= {floor} (tested on 2.11 "
+            "and 2.13); install a newer torch"
+        )
+
 
 def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     import os
@@ -21,6 +39,8 @@ def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     from accelerate import Accelerator
 
     from trainers.engine.trackers import check_tracker
+
+    check_torch(torch.__version__)  # the first thing a run does: nothing is built yet
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
     check_tracker(cfg.report_to)  # a missing package: one line, before any model loads

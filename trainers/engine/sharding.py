@@ -155,19 +155,27 @@ def _fsdp_units(model: Any) -> list[Any]:
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
 
 
+def param_groups(state: Any) -> list[Any]:
+    """An FSDP2 unit state's parameter groups, on every torch the engine supports. torch has
+    no public getter: 2.13 keeps a list ``_fsdp_param_groups`` (its ``_fsdp_param_group`` is
+    a property that raises for several), 2.11 one ``_fsdp_param_group`` attribute. Every
+    read of FSDP2's groups goes through here; reading only the 2.13 name silently found no
+    group on 2.11, so ``gathered`` never restored resharding (issue 43)."""
+    groups = getattr(state, "_fsdp_param_groups", None)
+    if groups is not None:
+        return list(groups)
+    one = getattr(state, "_fsdp_param_group", None)
+    return [one] if one is not None else []
+
+
 def offload_policies(model: Any) -> list[Any]:
     """The offload policy of every FSDP2 parameter group (what FSDP really applies, read
-    from its state: torch has no public getter; 2.13 keeps ``_fsdp_param_groups``, older
-    releases one ``_fsdp_param_group``). [] when unsharded."""
-    out = []
-    for unit in _fsdp_units(model):
-        state = unit._get_fsdp_state()
-        groups = getattr(state, "_fsdp_param_groups", None)
-        if groups is None:
-            one = getattr(state, "_fsdp_param_group", None)
-            groups = [one] if one is not None else []
-        out += [g.offload_policy for g in groups]
-    return out
+    from its state: torch has no public getter). [] when unsharded."""
+    return [
+        g.offload_policy
+        for unit in _fsdp_units(model)
+        for g in param_groups(unit._get_fsdp_state())
+    ]
 
 
 def describe(model: Any) -> dict[str, Any]:
@@ -245,10 +253,10 @@ def gathered(model: Any) -> Iterator[None]:
 
 
 def _reshard_setting(unit: Any) -> tuple[bool, list[Any]]:
-    """A unit's reshard-after-forward state as FSDP2 keeps it (torch 2.13: no public getter):
+    """A unit's reshard-after-forward state as FSDP2 keeps it (torch 2.11-2.13: no getter):
     whether the lazy root default still applies, and each parameter group's post-forward mesh."""
     state = unit._get_fsdp_state()
-    groups = getattr(state, "_fsdp_param_groups", [])
+    groups = param_groups(state)
     return bool(state._auto_reshard_after_forward), [g.post_forward_mesh_info for g in groups]
 
 
@@ -261,8 +269,7 @@ def _restore_reshard_setting(unit: Any, setting: tuple[bool, list[Any]]) -> None
     auto, meshes = setting
     state = unit._get_fsdp_state()
     state._auto_reshard_after_forward = auto
-    groups = getattr(state, "_fsdp_param_groups", [])
-    for group, mesh in zip(groups, meshes, strict=True):
+    for group, mesh in zip(param_groups(state), meshes, strict=True):
         group.post_forward_mesh_info = None if auto and state._is_root else mesh
 
 
