@@ -247,7 +247,7 @@ def _step(
     log: MetricsLog,
 ) -> None:
     """One step: rollouts -> rows -> update(s) -> sync -> metrics -> saves -> stop signal."""
-    from trainers.engine.update import old_policy_logprobs, policy_update
+    from trainers.engine.update import old_policy_logprobs, policy_inference, policy_update
 
     cfg, algo, acc, model = spec.config, spec.algorithm, parts.accelerator, parts.model
     timer = Timer()
@@ -268,7 +268,7 @@ def _step(
     with timer.phase("update"):
         old = None
         if cfg.updates_per_rollout > 1:
-            with sharding.gathered(model):  # per-process counts of forwards differ
+            with policy_inference(model):  # per-process counts of forwards differ
                 old = old_policy_logprobs(
                     model, step_rows.rows, cfg.micro_batch_rows, parts.pad_id, acc.device,
                     cfg.temperature, cfg.logits_chunk_tokens,
