@@ -17,7 +17,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
 from cppo_bench.store.outdir import OutDir
-from trainers.cppo_pipeline import ranks
+from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
 from trainers.cppo_pipeline.exposure import write_exposure
@@ -195,9 +195,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
 
 def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
-    model = inp.rm_model or c.model
-    if model is None and torch.cuda.is_available():
-        model = c.gpu_model  # the study's ~0.8B-class verifier where a GPU can train it
+    model = rm_base.resolve(inp.rm_model, c, torch.cuda.is_available())
     return rmod.RMConfig(
         kind=c.kind,
         model=model,
