@@ -58,6 +58,27 @@ def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     )
 
 
+def mixed_precision(accelerator: Any) -> Any:
+    """accelerate's mixed precision (``accelerate launch --mixed_precision``) as FSDP2's
+    policy, for the layout the engine shards itself (accelerate applies it to DDP and
+    DeepSpeed, never saw this one, and FSDP2 ran fp32 while the user asked for bf16).
+    bf16: forwards and backwards in bf16 over fp32 master weights, gradients reduced in
+    fp32 (the step sums them across processes: bf16 would round each one). None: "no".
+    fp16 and fp8 need a loss scaler / recipe the engine's FSDP2 path has not: one line."""
+    mode = str(accelerator.mixed_precision)
+    if mode == "no":
+        return None
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    if mode == "bf16":
+        return MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    raise ValueError(
+        f"mixed precision {mode}: the engine's FSDP2 layout runs bf16 or no mixed precision "
+        "(fp16 needs a loss scaler it has not); launch with --mixed_precision bf16 or no"
+    )
+
+
 def all_reduce_sum(accelerator: Any) -> Callable[[Any], Any]:
     if accelerator.num_processes == 1:
         return lambda t: t
@@ -154,7 +175,8 @@ def build(cfg: TrainConfig, model_name: str | None, accelerator: Any) -> Parts:
     fsdp = sharding.uses_fsdp(cfg.sharding, world)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
         offload = sharding.wants_offload(cfg.sharding)
-        model = sharding.shard(model, accelerator.device, world, offload=offload)
+        mixed = mixed_precision(accelerator)
+        model = sharding.shard(model, accelerator.device, world, offload=offload, mixed=mixed)
     # created after sharding, over the DTensor shards: under offload they and the AdamW
     # moments live in host memory, so the step runs there
     optim, scheduler = optimizer(cfg, model)

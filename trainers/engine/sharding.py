@@ -105,9 +105,10 @@ def layer_classes(model: Any) -> set[str]:
     return {str(n) for n in names}
 
 
-def shard(model: Any, device: Any, world: int, offload: bool = False) -> Any:
+def shard(model: Any, device: Any, world: int, offload: bool = False, mixed: Any = None) -> Any:
     """Shard ``model`` in place over every process (FSDP2) and return it. ``offload``: the
-    shards stay in host memory (CPUOffloadPolicy), pinned only where CUDA can use the pins."""
+    shards stay in host memory (CPUOffloadPolicy), pinned only where CUDA can use the pins.
+    ``mixed``: FSDP2's MixedPrecisionPolicy (``setup.mixed_precision``; None: fp32)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 
@@ -123,9 +124,10 @@ def shard(model: Any, device: Any, world: int, offload: bool = False) -> Any:
     mesh = init_device_mesh(device.type, (world,))
     wanted = layer_classes(model)
     units = [m for m in model.modules() if type(m).__name__ in wanted and m is not model]
+    mp = {"mp_policy": mixed} if mixed is not None else {}
     for unit in units:
-        fully_shard(unit, mesh=mesh, offload_policy=policy)
-    fully_shard(model, mesh=mesh, offload_policy=policy)
+        fully_shard(unit, mesh=mesh, offload_policy=policy, **mp)
+    fully_shard(model, mesh=mesh, offload_policy=policy, **mp)
     return model
 
 
@@ -187,12 +189,15 @@ def describe(model: Any) -> dict[str, Any]:
     policies = offload_policies(model)
     offload = bool(policies) and all(isinstance(p, CPUOffloadPolicy) for p in policies)
     first = next(iter(model.parameters()))
+    groups = [g for unit in _fsdp_units(model) for g in param_groups(unit._get_fsdp_state())]
+    computes = {str(g.mp_policy.param_dtype or first.dtype).removeprefix("torch.") for g in groups}
     return {
         "fsdp2": True,
         "mesh_size": int(first.device_mesh.size()) if hasattr(first, "device_mesh") else 1,
         "units": len(_fsdp_units(model)),
         "offload": "cpu" if offload else "none",
         "pinned": offload and all(p.pin_memory for p in policies),
+        "param_dtype": ",".join(sorted(computes)),  # what forwards compute in
     }
 
 
