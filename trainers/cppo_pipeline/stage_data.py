@@ -18,7 +18,7 @@ from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
 from cppo_bench.store.outdir import OutDir
 from cppo_bench.util.termsafe import quote
-from trainers.cppo_pipeline import ranks
+from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
 from trainers.cppo_pipeline.exposure import write_exposure
@@ -202,9 +202,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
 
 def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
-    model = inp.rm_model or c.model
-    if model is None and torch.cuda.is_available():
-        model = c.gpu_model  # the study's ~0.8B-class verifier where a GPU can train it
+    model = rm_base.resolve(inp.rm_model, c, torch.cuda.is_available())
     return rmod.RMConfig(
         kind=c.kind,
         model=model,

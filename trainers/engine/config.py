@@ -92,7 +92,8 @@ class TrainConfig:
     # an augmented test set (`cppo-bench augment --out DIR`): the reward judges with the
     # problems' own tests plus its tests, so a policy cannot learn weak tests ("" = off)
     reward_tests: str = ""
-    verify_workers: int = 0  # 0 = one per CPU core
+    # sandboxes per process at once; 0 = the node's cores // its training processes, >= 1
+    verify_workers: int = 0
     # the training problems, by id, in that order (empty = every decontaminated problem):
     # the CPU demo trains on problems its 135M model can pass, so its steps train on something
     problem_ids: tuple[str, ...] = ()
