@@ -14,8 +14,9 @@ processes wait in a barrier for as long as the main process's longest single-pro
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from cppo_bench.util import env
 
 _TIMEOUT_S: list[int | None] = [None]
 
@@ -26,7 +27,7 @@ def configure(timeout_s: int | None) -> None:
 
 
 def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return env.world_size()
 
 
 def _state() -> Any:
