@@ -28,14 +28,20 @@ UNKNOWN = "(unknown)"
 GROUPERS: Registry[Callable[[Any], str]] = Registry("grouping")
 
 
+def _text(value: Any) -> str | None:
+    """A cell's text; an empty or missing cell (None, pandas' NaN) is None."""
+    return value if isinstance(value, str) and value else None
+
+
 @GROUPERS.register("difficulty")
 def _difficulty(row: Any) -> str:
-    return str(row["difficulty"]).lower() if row["difficulty"] else UNKNOWN
+    text = _text(row["difficulty"])
+    return text.lower() if text else UNKNOWN
 
 
 @GROUPERS.register("platform")
 def _platform(row: Any) -> str:
-    return str(row["platform"]) if row["platform"] else UNKNOWN
+    return _text(row["platform"]) or UNKNOWN
 
 
 @GROUPERS.register("month")
@@ -118,6 +124,11 @@ def pass_at_k_by(
     from cppo_bench.stats import pass_at_k
 
     group = GROUPERS.get(by)
+    need = "contest_date" if by in ("month", "window") else by
+    if need not in frame.columns:  # a CSV without the column: say which file and what it has
+        source = frame.attrs.get("source", "results frame")
+        have = ", ".join(str(c)[:60] for c in frame.attrs.get("columns", frame.columns))[:400]
+        raise DataError(f"{source}: no {need!r} column to group by {by} (its columns: {have})")
     if frame.empty:
         return pd.DataFrame()
     labels = frame.apply(group, axis=1)

@@ -47,6 +47,7 @@ RUN_COLUMNS = (
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
     "texts_kind", "validity", "dataset_size", "difficulty", "platform", "contest_date", "tests",
 )  # fmt: skip
+META_COLUMNS = ("difficulty", "platform", "contest_date")  # a problem's, for grouping
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
 
@@ -211,11 +212,17 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     raw = raw.fillna("")
     records: list[dict[str, Any]] = []
     seen: dict[tuple[str, str, int, str], int] = {}
-    for line, cells in enumerate(raw.to_dict("records"), start=2):
+    raw_rows = raw.to_dict("records")
+    for line, cells in enumerate(raw_rows, start=2):
         records.append(_checked(cells, f"{path}:{line}", line, seen))
     if not records:
         raise DataError(f"{path}: no data rows")
     frame = pd.DataFrame(records)
+    for column in META_COLUMNS:  # what `stats --by` groups on, when the file has it
+        if column in header:
+            frame[column] = [str(c.get(column, "")).strip() or None for c in raw_rows]
+    # where the rows came from, for a message about a column the file lacks
+    frame.attrs["source"], frame.attrs["columns"] = str(path), list(raw.columns)
     if "trained" not in header:  # `seed` is a training seed: several seeds = trained
         n_seeds = frame.groupby(["benchmark", "method"])["seed"].transform("nunique")
         frame["trained"] = frame["trained"].where(n_seeds <= 1, "(several seeds)")
