@@ -3,13 +3,16 @@ phrase saying why not: the scalar type rules are the typed builder's
 (`cppo_bench.util.builder.why_not`), so a stored document, a method option, a report spec and
 the train config take the same values. The vocabulary of every schema and range check (the run store's
 documents in cppo_bench.store.schema, the verifier's limits), kept at the bottom layer so
-the verifier and the store share one meaning of "an integer" or "a finite number"."""
+the verifier and the store share one meaning of "an integer" or "a finite number". A
+`Schema` (an object's fields) is a checker too, so documents nest."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+import reprlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cppo_bench.util.builder import why_not
@@ -20,6 +23,23 @@ Check = Callable[[Any], str | None]
 MAX_NAME = 1024  # characters in a name (model ids and paths are well below this)
 MAX_INT = (1 << 63) - 1  # an int64: pandas and numpy sum stored integers as int64
 MAX_PROBLEMS = 10_000_000
+MAX_QUOTE = 200  # characters of a bad value a message quotes (a 2 MB field is not a message)
+
+
+def quote(value: Any, limit: int = MAX_QUOTE) -> str:
+    """`value` as a message quotes it: a repr (escapes included) of at most about `limit`
+    characters, built without ever writing out the whole of a huge or deep stored value."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**limit:
+        return f"an integer of over {limit} digits"  # str() of a huge int is itself refused
+    shorten = reprlib.Repr()
+    shorten.maxstring = shorten.maxother = shorten.maxlong = limit
+    shorten.maxlist = shorten.maxdict = shorten.maxtuple = 6
+    shorten.maxlevel = 3
+    try:
+        text = shorten.repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit + 20 else f"{text[:limit]}..."
 
 
 def has_control(text: str) -> bool:
@@ -38,7 +58,7 @@ def has_control(text: str) -> bool:
 def integer(lo: int = -MAX_INT, hi: int = MAX_INT) -> Check:
     def check(v: Any) -> str | None:
         # the builder's rule (cppo_bench.util.builder): bool is not a count, 3.0 is not an int
-        return why_not(int, v) or (None if lo <= v <= hi else f"{v} is outside {lo}..{hi}")
+        return why_not(int, v) or (None if lo <= v <= hi else f"{quote(v)} is outside {lo}..{hi}")
 
     return check
 
@@ -49,7 +69,7 @@ def number(lo: float = 0.0, hi: float = float("inf")) -> Check:
             return why_not(float, v)
         if not math.isfinite(v):
             return f"{v} is not finite"
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
+        return None if lo <= v <= hi else f"{quote(v)} is outside {lo}..{hi}"
 
     return check
 
@@ -76,7 +96,11 @@ def optional(check: Check) -> Check:
 
 
 def one_of(*values: str) -> Check:
-    return lambda v: None if v in values else f"expected one of {', '.join(values)}"
+    def check(v: Any) -> str | None:
+        ok = isinstance(v, str) and v in values  # `[]` or `{}` is not a choice (nor hashable)
+        return None if ok else f"expected one of {', '.join(values)}, got {quote(v, 60)}"
+
+    return check
 
 
 def mapping(v: Any) -> str | None:
@@ -99,4 +123,90 @@ def list_of(check: Check, max_len: int = MAX_PROBLEMS) -> Check:
 
 
 def matches(pattern: re.Pattern[str], what: str) -> Check:
-    return lambda v: None if isinstance(v, str) and pattern.match(v) else f"expected {what}"
+    def check(v: Any) -> str | None:
+        ok = isinstance(v, str) and pattern.match(v)
+        return None if ok else f"expected {what}, got {quote(v, 60)}"
+
+    return check
+
+
+def mapping_of(key: Check, value: Check, max_len: int = MAX_PROBLEMS) -> Check:
+    """An object whose every key passes `key` and every value `value`."""
+
+    def check(v: Any) -> str | None:
+        why = mapping(v)
+        if why:
+            return why
+        if len(v) > max_len:
+            return f"more than {max_len} entries"
+        for k, item in v.items():
+            why = key(k) or value(item)
+            if why:
+                return f"entry {quote(k, 60)}: {why}"
+        return None
+
+    return check
+
+
+def scalar(v: Any) -> str | None:
+    """A JSON scalar a message or a hash may hold: null, a bool, a finite number or a
+    printable bounded text (identity values, method options of a method not installed)."""
+    if v is None or type(v) in (bool, int):
+        return None if type(v) is not int or abs(v) <= MAX_INT else f"{quote(v)} is too large"
+    if type(v) is float:
+        return None if math.isfinite(v) else f"{v} is not finite"
+    if isinstance(v, str):
+        return "holds a control character" if has_control(v) else None
+    return f"expected a scalar, got {type(v).__name__}"
+
+
+# --- documents: a schema is a checker of an object, nested as deep as its readers read ------
+
+_FIELD = "field '"  # how a problem names its field: nested ones join as 'extra.tests.problems'
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Fields (name -> checker), which of them may be absent, and checks across fields."""
+
+    name: str
+    fields: Mapping[str, Check]
+    optional: frozenset[str] = frozenset()
+    relations: tuple[Callable[[dict[str, Any]], str | None], ...] = ()
+    open_ended: bool = False  # fields beyond `fields` are recorded context, not an error
+    all_optional: bool = False  # every field may be absent (an `extra` object)
+
+    def __call__(self, doc: Any) -> str | None:
+        """A schema is a checker too: a field's value may be a document of its own."""
+        return self.check(doc)
+
+    def check(self, doc: Any) -> str | None:
+        """None when `doc` conforms, else the first problem found ("field 'extra.tests':
+        ..."): a nested schema's field is named by its dotted path."""
+        if not isinstance(doc, dict):
+            return f"expected a JSON object, got {type(doc).__name__}"
+        unknown = sorted(set(doc) - set(self.fields), key=str)
+        if unknown and not self.open_ended:
+            return f"unknown field(s) {', '.join(quote(u, 60) for u in unknown[:5])}"
+        for key, check in self.fields.items():
+            if key not in doc:
+                if key in self.optional or self.all_optional:
+                    continue
+                return f"missing field {key!r}"
+            why = check(doc[key])
+            if why:
+                if isinstance(check, Schema) and why.startswith(_FIELD):
+                    return f"{_FIELD}{key}.{why[len(_FIELD) :]}"
+                return f"field {key!r}: {why}"
+        for relation in self.relations:
+            why = relation(doc)
+            if why:
+                return why
+        return None
+
+
+def context(name: str, fields: Mapping[str, Check], **kw: Any) -> Schema:
+    """An open `extra` object: every field any reader reads is declared here with its type
+    and range (all optional: older runs lack them); other keys are recorded context that
+    no reader may read (tests/store/test_schema_fields.py walks the readers for that)."""
+    return Schema(name, fields, open_ended=True, all_optional=True, **kw)
