@@ -31,6 +31,7 @@ from cppo_bench.store.runs import (
     read_manifest,
     read_records,
     run_dir_for,
+    store_path,
     write_manifest,
 )
 
@@ -105,7 +106,11 @@ def rejudge(
     from cppo_bench.runner.scoring import problem_meta
     from cppo_bench.verifier import VerifyJob, verify_batch
 
-    source_dir = Path(run_dir)
+    source_dir = store_path(run_dir, "run directory")
+    if workers is not None and (type(workers) is not int or workers < 1):
+        raise DataError(f"rejudge: workers must be an integer >= 1, got {str(workers)[:60]!r}")
+    if tests is not None and not isinstance(tests, str | Path) and not hasattr(tests, "bench"):
+        raise DataError(f"rejudge: tests must be a test set folder, got {type(tests).__name__}")
     source = read_manifest(source_dir)
     records = read_records(source_dir)
     if not records:
@@ -129,7 +134,7 @@ def rejudge(
     if any(by_id[pid].task != "codegen" for pid in records):
         raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")
     manifest = new_manifest(source, source_dir, test_set)
-    root = Path(out) if out is not None else store_root(source_dir, source)
+    root = store_path(out, "--out") if out is not None else store_root(source_dir, source)
     target = run_dir_for(root, manifest)
     if (target / MANIFEST).exists() or target.resolve() == source_dir.resolve():
         raise DataError(

@@ -39,7 +39,9 @@ def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = (1, 2, 4), **options: An
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
-    ks = [k] if isinstance(k, int) else [int(x) for x in k]
+    ks: list[Any] = [k] if not isinstance(k, list | tuple | range) else list(k)
+    if any(type(x) is not int for x in ks):  # "x", 1.5 or True is not a budget
+        raise DataError(f"every k must be an integer >= 1, got {str(k)[:80]!r}")
     if not ks or min(ks) < 1:
         raise DataError(f"every k must be >= 1, got {k!r}")
     return ks

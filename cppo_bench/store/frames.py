@@ -80,12 +80,15 @@ def load_runs(
     the numbers."""
     import pandas as pd
 
+    for what, fn in (("warn", warn), ("progress", progress)):  # a caller's mistake, one line
+        if fn is not None and not callable(fn):
+            raise DataError(f"load_runs: {what} must be a function, got {type(fn).__name__}")
     from cppo_bench.benchmarks.testsource import manifest_line
     from cppo_bench.methods import passk_rule
     from cppo_bench.plan.validity import record_tally
     from cppo_bench.store.index import one_per_slot, scan
 
-    store = scan(Path(path))
+    store = scan(path)  # the path itself checked there: one DataError for None or bytes
     if not store.runs:
         if store.unreadable:  # nothing readable: the first reason is the error
             raise DataError(store.unreadable[0][1])
@@ -296,6 +299,11 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
     """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
     frame has it, else `method`). A frame filtered or built by hand works too: only
     `method`, `problem_id` and `outcomes` or `passed` are required."""
+    if not callable(getattr(frame, "to_dict", None)) or not hasattr(frame, "columns"):
+        raise DataError(
+            f"results frame: expected a pandas DataFrame (cppo_bench.load_runs or a CSV read "
+            f"by read_outcomes), got {type(frame).__name__}"
+        )
     missing = {"method", "problem_id"} - set(frame.columns)
     if missing or not {"outcomes", "passed"} & set(frame.columns):
         need = sorted(missing) or ["outcomes or passed"]

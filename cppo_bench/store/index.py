@@ -26,6 +26,7 @@ from cppo_bench.store.runs import (
     read_records,
     shard_of,
     shard_suffix,
+    store_path,
 )
 from cppo_bench.util.progress import ProgressFn
 
@@ -80,11 +81,12 @@ class StoreScan:
         return out
 
 
-def scan(root: Path, progress: ProgressFn | None = None) -> StoreScan:
+def scan(root: str | Path, progress: ProgressFn | None = None) -> StoreScan:
     """Every stored run under `root` (a run store or one run directory), shards merged."""
     groups: dict[Path, list[tuple[Path, RunManifest]]] = {}
     unreadable: list[tuple[Path, str]] = []
-    for run_dir in iter_runs(Path(root)):
+    root = store_path(root)
+    for run_dir in iter_runs(root):
         try:
             manifest = read_manifest(run_dir)
         except DataError as exc:

@@ -26,7 +26,7 @@ from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
 from cppo_bench.errors import DataError
 from cppo_bench.runner.pipeline import EvalSpec, execute
-from cppo_bench.store.runs import MANIFEST, RECORDS, iter_runs
+from cppo_bench.store.runs import MANIFEST, RECORDS, iter_runs, slug
 from cppo_bench.store.schema import MANIFEST_EXTRA, RECORD_EXTRA
 
 HOSTILE: list[Any] = [
@@ -40,21 +40,30 @@ DELETE = object()
 EXAMPLES = 15
 
 
+# three runs the real writer makes: direct, CPPO (plans, validity, planner finish reasons)
+# and a trained checkpoint's tagged run
+RUNS = [
+    ("direct", "scripted-model", {}),
+    ("cppo", "scripted-model", {}),
+    ("direct", "ckpt/pkpo-1", {"trained": "pkpo", "base_model": "m0", "train_seed": 1}),
+]
+
+
+def spec(method: str, model: str, tags: dict[str, Any], max_tokens: int = 64) -> EvalSpec:
+    return EvalSpec(method=method, bench="demo", model=model, backend="scripted", k=4, seed=0,
+                    sampling=SamplingParams(max_tokens=max_tokens), tags=tags)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
-def base(tmp_path_factory) -> Path:
-    """Three runs the real writer made: direct, CPPO (plans, validity, planner finish
-    reasons) and a trained checkpoint's tagged run."""
-    problems = load_benchmark("demo", difficulty="medium", limit=2).problems
+def problems():
+    return load_benchmark("demo", difficulty="medium", limit=2).problems
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory, problems) -> Path:
     out = tmp_path_factory.mktemp("fuzzbase") / "runs"
-    runs = [
-        ("direct", "scripted-model", {}),
-        ("cppo", "scripted-model", {}),
-        ("direct", "ckpt/pkpo-1", {"trained": "pkpo", "base_model": "m0", "train_seed": 1}),
-    ]
-    for method, model, tags in runs:
-        spec = EvalSpec(method=method, bench="demo", model=model, backend="scripted", k=4,
-                        seed=0, sampling=SamplingParams(max_tokens=64), tags=tags)  # fmt: skip
-        execute(spec, problems, ScriptedBackend(problems), out)
+    for method, model, tags in RUNS:
+        execute(spec(method, model, tags), problems, ScriptedBackend(problems), out)
     return out
 
 
@@ -183,7 +192,7 @@ def test_every_store_reader_skips_one_bad_field_and_shows_the_rest(base, tmp_pat
 @settings(max_examples=3, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(data=st.data())
-def test_report_and_rejudge_on_one_bad_field(base, tmp_path, data):
+def test_report_rejudge_and_run_on_one_bad_field(base, problems, tmp_path, data):
     m = data.draw(mutations(base))
     store = plant(base, tmp_path, m)
     runner = CliRunner()
@@ -205,6 +214,18 @@ def test_report_and_rejudge_on_one_bad_field(base, tmp_path, data):
             call()
         except DataError as exc:
             assert str(victim) in str(exc) and "\n" not in str(exc), exc
+    # a run: resuming the victim's configuration, and a new run beside it (which reads the
+    # stored siblings' manifests to tell them apart)
+    (method, model, tags) = next(r for r in RUNS if f"/{r[0]}/" in f"/{m['run']}/"
+                                 and slug(r[1]) in str(m["run"]))  # fmt: skip
+    for max_tokens in (64, 32):
+        try:
+            done = execute(spec(method, model, tags, max_tokens), problems,
+                           ScriptedBackend(problems), store)  # fmt: skip
+        except DataError as exc:
+            assert str(victim) in str(exc) and "\n" not in str(exc), exc
+        else:
+            assert done.manifest.status == "complete"
 
 
 def _run_of(base: Path, method: str, trained: bool = False) -> Path:
@@ -262,3 +283,37 @@ def test_fuzz_values_cover_the_classes():
     kinds = {type(v).__name__ for v in HOSTILE}
     assert {"NoneType", "bool", "str", "int", "float", "list", "dict"} <= kinds
     assert any(isinstance(v, float) and math.isnan(v) for v in HOSTILE)
+
+
+HOSTILE_PATHS = [None, 123, 1.5, ["x"], "a\0b", b"/tmp/\xff"]
+
+
+@pytest.mark.parametrize("value", HOSTILE_PATHS, ids=repr)
+def test_the_api_store_readers_take_a_bad_path_as_one_data_error(tmp_path, value):
+    """cb.* calls that read a store raise the project's own error, never TypeError or
+    ValueError from deep inside (issue 44 item 7)."""
+    calls = (lambda: cb.load_runs(value), lambda: cb.samples(value),
+             lambda: cb.rejudge(value, out=tmp_path / "o"))  # fmt: skip
+    for call in calls:
+        with pytest.raises(DataError) as err:
+            call()
+        assert "\n" not in str(err.value) and len(str(err.value)) < 300
+
+
+def test_the_api_store_readers_take_bad_arguments_as_one_data_error(base, tmp_path):
+    run_dir = base / _run_of(base, "direct")
+    frame = cb.load_runs(base)
+    calls = {
+        "samples problem=[]": lambda: cb.samples(run_dir, []),
+        "rejudge tests=5": lambda: cb.rejudge(run_dir, tests=5, out=tmp_path / "a"),
+        "rejudge workers='x'": lambda: cb.rejudge(run_dir, workers="x", out=tmp_path / "b"),
+        "rejudge bogus=1": lambda: cb.rejudge(run_dir, bogus=1),
+        "load_runs progress=5": lambda: cb.load_runs(base, progress=5),
+        "pass_at_k k='x'": lambda: cb.stats.pass_at_k(frame, k="x"),
+        "pass_at_k k=[1.5]": lambda: cb.stats.pass_at_k(frame, k=[1.5]),
+        "pass_at_k frame=5": lambda: cb.stats.pass_at_k(5, k=[1]),
+    }
+    for name, call in calls.items():
+        with pytest.raises(DataError) as err:
+            call()
+        assert "\n" not in str(err.value), name
