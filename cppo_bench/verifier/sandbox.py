@@ -86,6 +86,8 @@ def sandbox_mode(keep_probe: bool = False) -> str:
         forced = env.text(MODE_ENV, "") or ""
         if forced and forced not in (*MODES, "command"):
             raise SandboxError(f"{MODE_ENV}={forced!r}: one of {', '.join(MODES)}, command")
+        for switch in (SECCOMP_ENV, REUSE_ENV):  # a bad switch is its own line, not the
+            env.flag(switch, True)  # reason every mode's probe failed
         failures = []
         for mode in [forced] if forced else list(MODES):
             tool = {"bwrap": "bwrap", "unshare": "unshare"}.get(mode)

@@ -126,3 +126,16 @@ def test_typed_values_and_ranges(monkeypatch):
     assert math.isfinite(env.number("X_UNSET_NUM", 3.0, floor=1.0))
     monkeypatch.setenv("X_PATH", "~/cache")
     assert env.path("X_PATH") == Path.home() / "cache"
+
+
+@pytest.mark.parametrize("name", ["CPPO_SANDBOX_SECCOMP", "CPPO_SANDBOX_REUSE"])
+def test_a_bad_sandbox_switch_is_its_own_line(monkeypatch, name):
+    """Not the failure of every sandbox mode's probe (which is what it read as at first)."""
+    from cppo_bench.verifier import launch, sandbox
+
+    assert name in (launch.SECCOMP_ENV, launch.REUSE_ENV)
+    monkeypatch.setattr(sandbox, "_MODE", None)
+    monkeypatch.setenv(name, "2")
+    with pytest.raises(env.EnvError) as err:
+        sandbox.sandbox_mode()
+    assert str(err.value).startswith(f"environment variable {name}=")
