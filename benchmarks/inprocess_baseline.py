@@ -31,14 +31,15 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from unittest import mock
 
-import cppo_bench.verifier
+import cppo_bench.verifier.inside
 from cppo_bench.verifier import VerifyJob, extract_code, get_checker
 from cppo_bench.verifier.cpus import process_cpus
 from cppo_bench.verifier.records import Limits
 
 # The sandbox-side modules import their siblings by plain name (they run as a script there).
-sys.path.insert(0, os.path.dirname(cppo_bench.verifier.__file__))
-from child import PRELUDES, RECURSION_LIMITS, WRAPPED, compile_program  # noqa: E402
+sys.path.insert(0, os.path.dirname(cppo_bench.verifier.inside.__file__))
+from child import PRELUDES, RECURSION_LIMITS  # noqa: E402
+from programs import WRAPPED, compile_program  # noqa: E402
 
 del sys.path[0]
 

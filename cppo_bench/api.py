@@ -203,6 +203,7 @@ def run(
     from cppo_bench.backends.opening import backend_factory, default_model_label, open_backend
     from cppo_bench.benchmarks import BENCHMARKS
     from cppo_bench.methods import METHODS
+    from cppo_bench.runner import rundata
     from cppo_bench.runner.pipeline import EvalSpec, execute
 
     METHODS.get(method)  # an unknown method before anything loads
@@ -230,6 +231,8 @@ def run(
         name = str(getattr(backend, "name", type(backend).__name__))
         label = model or str(getattr(backend, "model_id", f"{name}-default"))
         opened = _given(backend)
+    # what reloads the run from anywhere: the resolved path, its bytes' hash, every option
+    data_record = rundata.record(data, dict(loader_options or {}))
     results = []
     with opened as live:
         for seed in seed_list:
@@ -244,7 +247,7 @@ def run(
                 method_options=dict(method_options or {}),
                 chunk_size=chunk_size,
                 verify_workers=workers,
-                tags={**dict(tags or {}), **identity(test_set)},
+                tags={**dict(tags or {}), **identity(test_set), "data": data_record},
                 limit=limit,
                 shard=shard,
                 new_run=new_run,
@@ -255,7 +258,7 @@ def run(
                     loaded.problems,
                     live,
                     Path(out),
-                    data_source=loaded.source or bench,
+                    data_source=data_record["path"] or loaded.source or bench,
                     reporter=reporter,
                     lock_wait=lock_wait,
                 )

@@ -46,21 +46,45 @@ def resolve(
     preset: str = "auto",
     model: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
+    bench: str = "demo_train",
 ) -> Resolved:
     """The typed config of ``algo``: one ConfigError line for an unknown key or a bad value.
-    ``preset`` auto = demo when neither ``model`` nor ``config`` is given."""
+    ``preset`` auto = demo when neither ``model`` nor ``config`` is given. ``base``: a run's
+    recorded config (a resume), which takes the place of the defaults and presets."""
     recipe = RECIPES.get(algo)
     if preset not in PRESETS:
         raise ConfigError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
     if preset == "auto":
         preset = "demo" if model is None and config is None else "study"
-    values: dict[str, Any] = {}
-    for path in recipe.presets(preset):
+    values: dict[str, Any] = dict(base or {})
+    for path in recipe.presets(preset, bench) if base is None else []:
         values = merge(values, read_preset(path))
     if config is not None:
         values = merge(values, read_preset(Path(config)))
     values = merge(values, dict(overrides or {}))
     return Resolved(algo, preset, recipe.build(values))
+
+
+def default_out(algo: str, model: str | None, seed: int) -> Path:
+    """A run's folder without --out: runs/train/ALGO-MODEL-seedS."""
+    return Path("runs") / "train" / f"{algo}-{model_tag(model)}-seed{seed}"
+
+
+def recorded_config(algo: str, folder: Path) -> dict[str, Any] | None:
+    """The config a run's manifest records, as the base of a plain ``--resume`` (so its
+    ``--set`` keys need not be repeated); keys this code no longer has are dropped. None for
+    a pipeline (cppo: per-stage configs) or a folder without an engine run of ``algo``."""
+    from trainers.engine.manifest import recorded
+
+    if RECIPES.get(algo).has_stages:
+        return None
+    previous = recorded(folder)
+    config = previous.get("config")
+    if previous.get("algorithm") != algo or not isinstance(config, dict):
+        return None
+    known = set(resolve(algo, preset="study").as_dict())
+    return {k: v for k, v in config.items() if k in known}
 
 
 def train(
@@ -91,7 +115,14 @@ def train(
 
     recipe = RECIPES.get(algo)
     check_known(recipe, stages)
-    resolved = resolve(algo, config=config, preset=preset, model=model, overrides=overrides)
+    folder = Path(out) if out is not None else default_out(algo, model, seed)
+    base = recorded_config(algo, folder) if resume else None
+    resolved = resolve(
+        algo, config=config, preset=preset, model=model, overrides=overrides, base=base,
+        bench=bench,
+    )  # fmt: skip
+    if base is not None:
+        echo(f"--resume: the config recorded in {folder}, with this command's --config / --set")
     problems, source = datamod.load_training(bench, data, split, echo=echo)
     training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
     if resolved.preset == "demo":
@@ -102,12 +133,6 @@ def train(
             f"decontamination: {len(training.removed)} training problem(s) {verb}; "
             "listed in the manifest"
         )
-    suffix = f"-seed{seed}"
-    folder = (
-        Path(out)
-        if out is not None
-        else Path("runs") / "train" / f"{algo}-{model_tag(model)}{suffix}"
-    )
     job = TrainJob(
         algo,
         resolved.config,

@@ -153,13 +153,18 @@ def train(algo: str, **opts: object) -> None:
             overrides.setdefault("rm", {})["kind"] = opts["rm_kind"]
         overrides = _reward_tests(algo, opts, overrides)
         stages = parse_stages(str(opts["stages"])) if opts["stages"] else []
-        if opts["print_config"]:
+        if opts["print_config"]:  # what a run (or a plain --resume of --out) would use
+            from trainers.api import default_out, recorded_config
+
+            folder = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))  # type: ignore[arg-type]
             resolved = resolve(
                 algo,
                 config=opts["config_file"],  # type: ignore[arg-type]
                 preset=str(opts["preset"]),
                 model=opts["model"],  # type: ignore[arg-type]
                 overrides=overrides,
+                base=recorded_config(algo, Path(folder)) if opts["resume"] else None,  # type: ignore[arg-type]
+                bench=str(opts["bench"]),
             )
             echo(
                 json.dumps(

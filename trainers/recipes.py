@@ -51,7 +51,8 @@ class TrainOutcome:
 class Recipe:
     name: str
     eval_method: str  # the `cppo-bench run --method` that evaluates its checkpoints
-    presets: Callable[[str], list[Path]]  # preset name -> preset files, in order
+    # (preset name, training benchmark) -> preset files, in order
+    presets: Callable[[str, str], list[Path]]
     build: Callable[[dict[str, Any]], Any]  # merged layers -> typed config
     run: Callable[[TrainJob, Callable[[str], None]], TrainOutcome]
     has_stages: bool = False
@@ -63,11 +64,14 @@ def engine_recipe(algo: str, eval_method: str) -> Recipe:
     ``cppo-bench run --method eval_method`` evaluates. Register it in RECIPES by name to get
     ``cppo-bench train ALGO`` (docs/extending.md, "A trainer")."""
 
-    def presets(preset: str) -> list[Path]:
+    def presets(preset: str, bench: str = "") -> list[Path]:
         if preset != "demo":
             return []
-        own = CONFIG_DIR / f"{algo}.demo.yaml"
-        return [CONFIG_DIR / "demo.yaml", *([own] if own.is_file() else [])]
+        # the algorithm's own demo keys, then the training set's (demo_train.demo.yaml)
+        files = [CONFIG_DIR / "demo.yaml", CONFIG_DIR / f"{algo}.demo.yaml"]
+        if bench.replace("_", "").isalnum():  # a benchmark's name, never a path
+            files.append(CONFIG_DIR / f"{bench}.demo.yaml")
+        return [f for f in files if f.is_file()]
 
     def build(values: dict[str, Any]) -> Any:
         from trainers.engine.algorithm import ALGORITHMS
@@ -76,14 +80,22 @@ def engine_recipe(algo: str, eval_method: str) -> Recipe:
         return build_flat(ALGORITHMS.get(algo).Config, values)
 
     def run(job: TrainJob, echo: Callable[[str], None]) -> TrainOutcome:
+        from trainers.cppo_pipeline.pipeline import select_problems
         from trainers.engine.algorithm import ALGORITHMS
         from trainers.engine.loop import RunSpec, train
+        from trainers.engine.manifest import recorded
 
         engine_cfg, algo_cfg = job.config
+        chosen = select_problems(job.training.problems, engine_cfg.problem_ids or None)
+        training = dataclasses.replace(job.training, problems=chosen)
+        if not job.resume and recorded(job.out):  # stopped before its first state: still a run
+            raise DataError(
+                f"{job.out} already holds a training run: pass --resume, or another --out"
+            )
         spec = RunSpec(
             algorithm=ALGORITHMS.get(algo)(algo_cfg),
             config=engine_cfg,
-            training=job.training,
+            training=training,
             out_dir=job.out,
             model=job.model,
             seed=job.seed,
@@ -100,7 +112,7 @@ def engine_recipe(algo: str, eval_method: str) -> Recipe:
 
 
 def _cppo_recipe() -> Recipe:
-    def presets(preset: str) -> list[Path]:
+    def presets(preset: str, bench: str = "") -> list[Path]:
         return [CONFIG_DIR / "cppo.demo.yaml"] if preset == "demo" else []
 
     def build(values: dict[str, Any]) -> Any:

@@ -53,6 +53,23 @@ def _problem_dirs(root: Path) -> list[Path]:
     return [d for d in root.iterdir() if d.is_dir() and userfiles.is_file(d / "question.txt")]
 
 
+_SPLIT_WORD = re.compile(r"(?:^|[^a-z])(train|test)(?:[^a-z]|$)")
+
+
+def split_of(data: str | Path | None, split: str | None) -> str:
+    """The split a load reads and records: the one asked for; else, for a local copy whose
+    file or folder names one (`APPS/train/`, `apps_train.jsonl`), that one, so a train file is
+    never recorded (and decontaminated) as the test split; else test."""
+    if split:
+        return str(split)
+    if data is not None:
+        for part in reversed(Path(data).resolve().parts[-3:]):
+            found = _SPLIT_WORD.findall(part.lower())
+            if len(set(found)) == 1:
+                return found[0]
+    return "test"
+
+
 def release_root(path: Path, split: str) -> Path | None:
     """The folder of problem folders if `path` is (or holds `split/` in) the release layout."""
     if not path.is_dir():
@@ -246,7 +263,7 @@ def load_apps(
     data: str | Path | None = None,
     *,
     strict: bool = False,
-    split: str = "test",
+    split: str | None = None,
     difficulty: str | None = "introductory",
     subset: int | str | None = 200,
     subset_seed: int | str = 0,
@@ -254,8 +271,10 @@ def load_apps(
     **options: Any,
 ) -> LoadResult:
     """APPS `split`, problems of `difficulty` ('all' or None: every level), then the seeded
-    `subset` of that many problems (0 or None: all); `ids` picks problems explicitly."""
+    `subset` of that many problems (0 or None: all); `ids` picks problems explicitly.
+    `split` None: test, or what a local copy's path names (`split_of`)."""
     reject_unknown("apps", options)
+    split = split_of(data, split)
     size, seed = as_int("subset", subset), as_int("subset_seed", subset_seed) or 0
     if size is not None and size < 0:
         raise DataError(f"option subset={subset!r}: must be >= 0")

@@ -89,8 +89,17 @@ def python3_solutions(solutions: Any) -> tuple[str, ...]:
 
 
 def _enum(table: dict[int, str], value: Any) -> str | None:
-    if value is None or value == "":
+    """An enum field's name. A parquet / pandas copy may hold the number as a float (7.0) or
+    a missing one as NaN: the name of 7, and None, never 'nan'."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):  # NaN, inf: no value
+            return None
+        if value.is_integer():
+            value = int(value)
+    if value is None or value == "" or isinstance(value, bool):
         return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
     return table.get(value, str(value)) if isinstance(value, int) else str(value)
 
 

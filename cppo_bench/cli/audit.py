@@ -3,6 +3,7 @@ again with an augmented test set; see docs/augment.md)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -38,6 +39,7 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
     from cppo_bench.cli.testsets import load_tests
     from cppo_bench.errors import DataError
     from cppo_bench.runner.pipeline import load_problems
+    from cppo_bench.runner.rundata import reload_args
     from cppo_bench.store.runs import read_manifest, read_records
     from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.util.termsafe import console as Console
@@ -50,11 +52,10 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
         try:
             manifest = read_manifest(run_dir)
             ts = load_tests(tests_dir, manifest.bench)
-            data = data_path or (manifest.data_source if Path(manifest.data_source).exists()
-                                 else None)  # fmt: skip
-            key = (manifest.bench, str(data))
+            data, run_options, _ = reload_args(manifest, data_path, options)
+            key = (manifest.bench, str(data), json.dumps(run_options, sort_keys=True))
             if key not in loaded:
-                result = load_problems(manifest.bench, data, None, options)
+                result = load_problems(manifest.bench, data, None, run_options)
                 loaded[key] = {p.problem_id: p for p in result.problems}
             records = list(read_records(run_dir).values())
             doc = audit_run(manifest, records, loaded[key], ts, strict=strict, workers=workers,

@@ -89,10 +89,13 @@ def check_sandbox() -> Check:
     if mode == "bwrap":
         why = f"bubblewrap {bwrap}"
         return Check("sandbox", OK, f"bwrap ({why}); " + ", ".join(facts))
+    forced = env.text(sb.MODE_ENV, "") or ""
     if bwrap is None:
         why, fix = "bubblewrap not found", BWRAP_FIX
+    elif forced:  # the user chose the weaker mode; bubblewrap may work
+        why, fix = f"{sb.MODE_ENV}={forced} set", f"unset {sb.MODE_ENV}"
     else:  # installed but refused here (typically: no user namespaces in this container)
-        why = f"bubblewrap {bwrap} unusable: {sb._probe('bwrap') or 'forced off'}"
+        why = f"bubblewrap {bwrap} unusable: {sb.why_unusable('bwrap') or 'passed a probe now'}"
         fix = _userns_fix()
     detail = f"{mode}, weaker than bwrap ({why}); " + ", ".join(facts)
     return Check("sandbox", WEAK, detail + (f"; {notes}" if notes else ""), fix)

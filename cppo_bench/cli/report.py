@@ -123,8 +123,9 @@ def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any
 @click.option(
     "--study-numbers",
     is_flag=True,
-    help="Also show the study's published cells the specs name (e.g. its external Gemma "
-    "LCB-v6 numbers), footnoted as such; by default a report shows only your runs.",
+    help="Also show the study's published tables (published_main, published_gemma) and a "
+    "spec's external cells, in rows and columns of their own, each citing its source; by "
+    "default a report shows only your runs.",
 )
 def report(
     runs: Path,

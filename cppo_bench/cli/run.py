@@ -10,13 +10,13 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.run_like import METHOD_FLAGS
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import UnknownNameError
 from cppo_bench.util.termsafe import echo
 
 # flag -> method option it sets (only the methods that have the option accept it)
-METHOD_FLAGS = ("inference", "select", "strategies", "fill")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -143,8 +143,17 @@ def _method_help() -> str:
 
 
 @click.command()
-@click.option("--method", required=True, help=_method_help())
-@bench_options
+@click.option("--method", default=None, help=_method_help())
+@bench_options(required=False)
+@click.option(
+    "--like",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Make the run in RUN_DIR again from its manifest (method, data, loader options, "
+    "model, sampling and the rest); options given here override; default --out: RUN_DIR's "
+    "store.",
+)
 @tests_option
 @click.option("--model", default=None, help="Model id or path (default: the backend's default).")
 @click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
@@ -263,6 +272,13 @@ def run(**opts: Any) -> None:
     from cppo_bench.store.runs import parse_shard
     from cppo_bench.verifier import SandboxError
 
+    if opts["like"] is not None:
+        from cppo_bench.cli.run_like import apply_like
+
+        apply_like(opts, click.get_current_context())
+    for flag, name in (("--method", "method"), ("--bench", "bench")):
+        if opts[name] is None:  # required, unless --like gives it
+            raise click.MissingParameter(param_hint=f"'{flag}'", param_type="option")
     seeds = parse_seeds(opts["seeds"])
     try:
         shard = None if opts["shard"] is None else parse_shard(opts["shard"])

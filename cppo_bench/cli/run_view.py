@@ -3,7 +3,6 @@ Rich is imported here only, when a command renders."""
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,8 @@ class RichReporter:
         self.title, self.k, self.quiet = title, k, quiet
         self.passed = self.done = self.total = self.gens = 0
         self.tps, self.stage = "-", ""
+        self.started = False  # start() heard: the data and the model are loaded
+        self.in_stage = self.stage_gens = 0  # the running batch's requests, and those done
         self.run_dir: Path | None = None
         self.progress: Any = None
         self.ticker: Ticker | None = None
@@ -58,15 +59,23 @@ class RichReporter:
         )
 
     def line(self, elapsed: float) -> str:
-        """The plain progress line (a log has no bar)."""
+        """The plain progress line (a log has no bar): only what is known. Before the run
+        starts, that the data and the model are loading; during a batch, its requests in
+        flight; a throughput once one batch has finished."""
         from cppo_bench.util.progress import clock_text
 
-        stage = f", stage {self.stage}" if self.stage else ""
-        total = self.total or "?"
-        return (
-            f"{self.title}: {self.done}/{total} problems, pass@{self.k} {self._passk()}"
-            f"{stage}, {self.gens} gens, {self.tps} tok/s, elapsed {clock_text(elapsed)}"
-        )
+        clock = f"elapsed {clock_text(elapsed)}"
+        if not self.started:
+            return f"{self.title}: loading the data and the model, {clock}"
+        parts = [f"{self.done}/{self.total} problems", f"pass@{self.k} {self._passk()}"]
+        if self.stage:
+            flight = self.in_stage - self.stage_gens
+            parts.append(f"stage {self.stage}: {flight} request(s) in flight")
+        if self.gens:
+            parts.append(f"{self.gens} gens")
+        if self.tps != "-":
+            parts.append(f"{self.tps} tok/s")
+        return f"{self.title}: {', '.join(parts)}, {clock}"
 
     def _show(self, **change: Any) -> None:
         if self.progress is not None:
@@ -93,16 +102,19 @@ class RichReporter:
 
     def start(self, run_dir: Path, total: int, done: list[Any]) -> None:
         self.run_dir, self.total = run_dir, total  # what an interrupt reports on
+        self.started = True
         self.done, self.passed = len(done), sum(r.passed for r in done)
         self._show(total=total, completed=self.done, passk=self._passk())
 
     def stage_started(self, stage: str, n: int) -> None:
         """A batch of `n` generations of prompt `stage` begins (PlanSearch's stages...)."""
         self.stage = f"{stage} x{n}"
+        self.in_stage, self.stage_gens = n, 0
         self._show(stage=f"{markup(self.stage)}  ")
 
     def generated(self, n: int) -> None:
         self.gens += n
+        self.stage_gens = min(self.in_stage, self.stage_gens + n)
         self._show(gens=self.gens)
 
     def stage_done(self, stats: Any) -> None:
@@ -216,18 +228,38 @@ def validity_text(records: list[Any]) -> str:
 
 
 def print_seed_table(results: list[Any]) -> None:
+    """The seeds' pass@K with the study's one uncertainty rule (`seed_summary`)."""
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
-    values = [r.summary["pass_at_k"] for r in results if r.summary["pass_at_k"] is not None]
+    Console().print(seed_summary(results), highlight=False)
+
+
+def seed_summary(results: list[Any]) -> str:
+    """'pass@4 over seeds: 0.500 ± 0.102 (bootstrap SE, n=24, 3 seeds; seed 0: ...)': the
+    number `stats passk` and `report` give for the same runs, by the same call
+    (`cell_uncertainty`, the study's rule: sampling seeds of an untrained model are averaged
+    per problem, bootstrap SE over problems; a trained checkpoint's seeds: std over them)."""
+    import numpy as np
+
+    from cppo_bench.metrics.table import OutcomeRow, row_scores
+    from cppo_bench.metrics.uncertainty import cell_uncertainty
+
     k = results[0].manifest.k
     per_seed = ", ".join(f"seed {r.manifest.seed}: {_fmt(r.summary['pass_at_k'])}" for r in results)
-    mean = statistics.fmean(values) if values else None
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    n = len(values)
-    Console().print(
-        f"pass@{k} over seeds: {_fmt(mean)} ± {std:.3f} (sd over {n} sampling seeds; {per_seed})",
-        highlight=False,
-    )
+    scores: list[dict[str, float]] = []
+    for r in results:
+        m = r.manifest
+        rows = [OutcomeRow(m.bench, m.method, m.seed, rec.problem_id, outcomes=tuple(rec.outcomes))
+                for rec in r.records]  # fmt: skip
+        values = row_scores(rows, k, estimator="first", select="first") if rows else []
+        scores.append(dict(zip((x.problem_id for x in rows), map(float, values), strict=True)))
+    shared = sorted(set.intersection(*(set(s) for s in scores))) if scores else []
+    if not shared:
+        return f"pass@{k} over seeds: - (no problem every seed recorded; {per_seed})"
+    matrix = np.array([[s[p] for p in shared] for s in scores])
+    trained = bool(results[0].manifest.extra.get("trained"))
+    u = cell_uncertainty(matrix, trained, n_total=results[0].manifest.dataset_size or 0)
+    return f"pass@{k} over seeds: {u} ({per_seed})"
 
 
 def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:

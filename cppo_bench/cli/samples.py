@@ -33,14 +33,24 @@ def _print(rows: list[dict[str, Any]], full: bool) -> None:
         if row["prompt"] is not None:
             prompt, title = row["prompt"], "prompt (problem statement)"
             if row["prompt_kind"] == "messages":
-                prompt = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt)
+                prompt = _messages(prompt)
                 title = "prompt (as sent)"
             text = prompt if full else prompt[:600]
             console.print(Panel(lines(text), title=title, expand=False))
+        for stage in row.get("stages", []):  # what each planning stage sent and received
+            if stage["prompt"] is not None:
+                text = _messages(stage["prompt"])
+                text = text if full else text[:600]
+                console.print(Panel(lines(text), title=f"{stage['stage']} prompt (as sent)",
+                                    expand=False))  # fmt: skip
+            for j, got in enumerate(stage["received"]):
+                text = got if full else got[:1200]
+                console.print(Panel(lines(text), title=f"{stage['stage']} output {j} (raw)",
+                                    expand=False))  # fmt: skip
         for i, plans in enumerate(row["plans"]):
-            console.print(f"plans (tuple {i}):", highlight=False)
+            console.print(f"plans (tuple {i}, as parsed):", highlight=False)
             for plan in plans:
-                console.print(f"  - {markup(plan)}", highlight=False)
+                console.print(f"  - {lines(plan)}", highlight=False)
         table = Table(show_lines=True)
         for col in ("#", "verdict", "tests", "plan", "program", "first failing test"):
             table.add_column(col, overflow="fold")
@@ -55,15 +65,32 @@ def _print(rows: list[dict[str, Any]], full: bool) -> None:
             if a["detail"] and not a["passed"]:
                 fail += f"\n{a['detail']}"
             code = a["code"] if full else "\n".join(a["code"].splitlines()[:25])
+            plan = lines(a["plan"] or "-") + (
+                " [bold](filled)[/bold]" if a.get("plan_filled") else ""
+            )
             table.add_row(
                 str(a["index"]),
                 markup(a["verdict"]),
                 f"{a['tests_passed']}/{a['tests_total']}",
-                markup(a["plan"] or "-"),
+                plan,
                 lines(code or "(no program)"),
                 lines(fail),
             )
         console.print(table)
+        shown: set[str] = set()
+        for a in row["attempts"]:  # each branch's solver prompt as sent (once if all share it)
+            if a.get("solver_prompt") is None:
+                continue
+            text = _messages(a["solver_prompt"])
+            if text in shown:
+                continue
+            shown.add(text)
+            title = f"solver prompt of attempt {a['index']} (as sent)"
+            console.print(Panel(lines(text if full else text[-800:]), title=title, expand=False))
+
+
+def _messages(messages: list[dict[str, str]]) -> str:
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
 
 
 @click.command("samples")

@@ -63,7 +63,9 @@ def _scoring(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _ks(text: str) -> list[int]:
+def _ks(text: str | None) -> list[int]:
+    if text is None:
+        return []
     try:
         ks = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -84,7 +86,10 @@ def stats() -> None:
 
 @stats.command("passk")
 @_source
-@click.option("--k", "k_text", default="1,2,4", show_default=True, help="Comma-separated K.")
+@click.option(
+    "--k", "k_text", default=None,
+    help="Comma-separated K (default: those of 1,2,4 the runs allow; the others are named).",
+)  # fmt: skip
 @_scoring
 @click.option(
     "--spread",
@@ -115,7 +120,13 @@ def passk(
     from cppo_bench import stats as api
 
     with _clean_errors():
-        frame, ks = _frame(runs, csv_path, bench), _ks(k_text)
+        frame = _frame(runs, csv_path, bench)
+        ks, left = _ks(k_text), []
+        if k_text is None:
+            ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
+                                      select=select, seed=seed)  # fmt: skip
+        for line in left:  # a default k the runs cannot give: named, not a stop
+            echo(line, err=True)
         options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
                        seed=seed)  # fmt: skip
         if by is not None:
@@ -160,20 +171,24 @@ def _print_grouped(table: Any, by: str, ks: list[int], estimator: str, as_json: 
     for w in table.attrs.get("warnings", []):
         echo(f"warning: {w}", err=True)
     cells: dict[tuple[str, str, str], dict[int, Any]] = {}
+    marks: dict[tuple[str, str, str], str] = {}
     for _, row in table.iterrows() if len(table) else []:
         c = row["cell"]
         cells.setdefault((c.benchmark, row[by], c.method), {})[c.k] = c
+        marks[(c.benchmark, row[by], c.method)] = row.get("run_partial") or ""
     if as_json:
-        out = [{**c.to_dict(), by: g} for (_, g, _), per_k in cells.items() for c in per_k.values()]
+        out = [{**c.to_dict(), by: g, "run_partial": marks[(b, g, m)]}
+               for (b, g, m), per_k in cells.items() for c in per_k.values()]  # fmt: skip
         echo(json.dumps(out, indent=1), lines=True)
         return
     body = []
     for (b, g, m), per_k in cells.items():  # groups in pass_at_k_by's order
         first = next(iter(per_k.values()))
         body.append([b, g, m, str(len(first.seeds))]
-                    + [_pm(per_k[k].value) if k in per_k else "-" for k in ks])  # fmt: skip
+                    + [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
+                    + [marks[(b, g, m)] or "-"])  # fmt: skip
     _table(f"pass@K ({estimator}) by {by}", ["benchmark", by, "method", "seeds"]
-           + [f"pass@{k}" for k in ks], body)  # fmt: skip
+           + [f"pass@{k}" for k in ks] + ["coverage"], body)  # fmt: skip
 
 
 def _pm(u: Any) -> str:
@@ -190,7 +205,10 @@ def _pm(u: Any) -> str:
     multiple=True,
     help="Baseline(s); the strongest is used. Default: every other method.",
 )
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K compared (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1))
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1))
 @_scoring
@@ -206,8 +224,9 @@ def bootstrap(
         table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
                               resamples=resamples, alpha=alpha, estimator=estimator,
                               select=select, seed=seed)  # fmt: skip
-    for line in table.attrs["skipped"]:
+    for line in [*table.attrs["left_out"], *table.attrs["skipped"]]:
         echo(line, err=True)
+    k = table.attrs["k"]
     out = table.to_dict("records")
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")

@@ -12,8 +12,8 @@ CSV schema (a header row; comma-separated; one row per benchmark, method, seed a
     seed          optional  training seed (int, default 0; inference-only methods use one)
     trained       optional  the trained checkpoint's tag (e.g. cppo, pkpo); empty for an
                   inference-only method. Decides the ± `stats passk` shows (std over
-                  training seeds vs bootstrap SE over problems); without the column, a
-                  method with several seeds counts as trained
+                  training seeds vs bootstrap SE over problems); without the column no
+                  method is trained: several seeds are sampling seeds (a warning names them)
     benchmark     optional  default "-"
     planner_tokens, solver_tokens   optional  decoded tokens for the problem
     estimator     optional  how pass@k < (number of branches) is scored for the row:

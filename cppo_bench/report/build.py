@@ -159,6 +159,23 @@ def _copy_manifests(computed: Computed, out: OutDir) -> dict[Path, str]:
     return links
 
 
+def check_out(runs: Path, out: Path) -> None:
+    """The report goes beside the run store, never into it: --out equal to --runs, or inside
+    one of its runs (a folder holding a manifest.json), is one line before anything is
+    written (its tables, figures and copied manifests would mix with the runs)."""
+    from cppo_bench.store.runs import MANIFEST
+
+    target = out.resolve()
+    if target == runs.resolve():
+        raise DataError(
+            f"--out {out}: that is the run store itself (--runs {runs}); write the report "
+            "into another folder, e.g. reports/"
+        )
+    for folder in (target, *target.parents):
+        if (folder / MANIFEST).is_file():
+            raise DataError(f"--out {out}: inside the run {folder}; write the report elsewhere")
+
+
 def build_report(
     runs: Path,
     out: Path,
@@ -185,6 +202,7 @@ def build_report(
     unknown = [f for f in formats if f not in RENDERERS]
     if unknown:
         raise ValueError(f"unknown table format {unknown[0]!r}; known: {', '.join(RENDERERS)}")
+    check_out(Path(runs), Path(out))
     computed = compute(
         runs,
         specs_dir=specs_dir,
@@ -216,6 +234,10 @@ def build_report(
     from cppo_bench.report.slice_tables import slice_tables  # LiveCodeBench's own view
 
     extra_tables += slice_tables(runs, resamples=resamples, seed=seed, spread=spread)
+    if study_numbers:  # the study's own tables, in their own rows and columns
+        from cppo_bench.report.published import published_tables
+
+        extra_tables += published_tables()
     from cppo_bench.report.compact import prune
 
     full = [*computed.tables, *extra_tables]

@@ -118,7 +118,8 @@ class CellEngine:
                 note = "incomplete run: computed from the problems recorded so far"
                 if note not in out.notes:
                     out.notes.append(note)
-        if runs.k is not None and runs.k != metric.k:
+        has_values = any(out.per_seed.values()) or bool(out.per_run)
+        if runs.k is not None and runs.k != metric.k and has_values:
             est = (
                 "unbiased estimator"
                 if (metric.estimator or row.estimator) == "unbiased"

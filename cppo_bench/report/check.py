@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.report.escape import shell_arg
@@ -41,9 +40,18 @@ def _template_flags(template: RunManifest | None) -> list[str]:
     backend and sampling as a stored run of the same benchmark and model."""
     if template is None:
         return []
+    from cppo_bench.errors import DataError
+    from cppo_bench.runner.rundata import source_of
+
+    try:  # the stored run's data and loader options, as recorded (not as typed)
+        src = source_of(template)
+    except DataError:  # its file changed since: the command cannot promise that data
+        src = None
     flags = []
-    if template.data_source != template.bench and Path(template.data_source).exists():
-        flags.append(f"--data {shell_arg(template.data_source)}")
+    if src is not None and src.data is not None:
+        flags.append(f"--data {shell_arg(src.data)}")
+    for key, value in sorted((src.options if src is not None else {}).items()):
+        flags.append(f"-o {shell_arg(f'{key}={value}')}")
     flags += [f"--limit {len(template.problem_ids)}", f"--backend {shell_arg(template.backend)}"]
     for key in ("temperature", "top_p", "max_tokens"):
         if key in template.sampling:

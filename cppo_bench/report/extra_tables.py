@@ -34,6 +34,23 @@ def external_cell(spec: TableSpec, row: Selector, model: str | None, bench: str)
     return None
 
 
+def external_rows(spec: TableSpec, columns: list[Column]) -> list[Row]:
+    """A spec's published cells (`report --study-numbers`) as rows of their own, one per
+    row label, "LABEL (published: SOURCE)": never in the row of the user's own runs, and
+    never averaged or tested (the Avg. and dagger passes skip rows without a selector)."""
+    out = []
+    for label in dict.fromkeys(ext.row for ext in spec.external):
+        sel = next((r for r in spec.rows if r.label == label), None)
+        cells = [
+            (external_cell(spec, sel, c.meta["model"], c.meta["bench"]) if sel else None)
+            or Cell(notes=["not published"])
+            for c in columns
+        ]
+        sources = sorted({ext.source for ext in spec.external if ext.row == label})
+        out.append(Row((f"{label} (published: {'; '.join(sources)})",), cells))
+    return out
+
+
 def add_average_columns(
     spec: TableSpec, engine: CellEngine, columns: list[Column], rows: list[Row]
 ) -> list[Column]:

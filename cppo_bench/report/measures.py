@@ -8,7 +8,6 @@ counts as a failed attempt, and a missing answer as an abstention.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,22 +53,35 @@ def _padded(rec: ProblemRecord, width: int) -> tuple[bool, ...]:
 
 
 def _pass(ctx: Ctx) -> np.ndarray:
+    """pass@k of each record by `row_scores`, the function `stats passk` calls. A record's
+    missing branches (fewer plans than K) are failed attempts, but only up to the run's own
+    K: a selection the run has no branches for (last-K / random-K of a 4-tuple from a K < 4
+    run) is an empty cell with the reason, never another selection's number."""
+    from cppo_bench.metrics.passk import branches_needed
+
     k, run_k = ctx.metric.k, ctx.run.manifest.k
     if not ctx.records:
         return np.empty(0)
-    if run_k == k:  # the run already spent exactly K attempts: solved iff any passed
-        estimator, select = "first", "first"
-    else:
-        estimator = ctx.metric.estimator or ctx.row.estimator
-        select = ctx.row.select
-    width = max(run_k, 4 * math.ceil(k / 4) if select != "first" else k)
+    estimator = ctx.metric.estimator or ctx.row.estimator
+    select = ctx.row.select
+    if run_k == k and select == "first":  # exactly K attempts: solved iff any passed
+        estimator = "first"
+    # "auto" scores these rows by OutcomeRow's default, the unbiased estimator
+    unbiased = estimator in ("unbiased", "auto")
+    need = k if unbiased else branches_needed(k, select)  # type: ignore[arg-type]
+    if run_k < need:
+        ctx.notes.append(
+            f"not computed: pass@{k} with select={select} reads {need} branches per problem "
+            f"(whole 4-tuples); these runs have k={run_k}"
+        )
+        return np.full(len(ctx.records), np.nan)
     rows = [
         OutcomeRow(
             ctx.run.manifest.bench,
             ctx.run.manifest.method,
             ctx.run.seed,
             r.problem_id,
-            outcomes=_padded(r, width),
+            outcomes=_padded(r, run_k),
         )
         for r in ctx.records
     ]

@@ -71,19 +71,20 @@ def _grid_columns(spec: TableSpec, engine: CellEngine) -> list[Column]:
 
 @TABLE_KINDS.register("grid")
 def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
-    from cppo_bench.report.extra_tables import add_average_columns, external_cell
+    from cppo_bench.report.extra_tables import add_average_columns, external_rows
 
     columns = _grid_columns(spec, engine)
     rows = []
     for sel in spec.rows:
         cells = [
-            (engine.study_numbers and external_cell(spec, sel, c.meta["model"], c.meta["bench"]))
-            or engine.cell(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"])
+            engine.cell(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"])
             for c in columns
         ]
         rows.append(Row((sel.label,), cells))
     if spec.columns.average:
         columns = add_average_columns(spec, engine, columns, rows)
+    if engine.study_numbers:  # a spec's published cells: rows of their own, labelled
+        rows += external_rows(spec, columns)
     notes = list(spec.notes)
     if any(c.spread is not None and c.spread_over == "problems" for r in rows for c in r.cells):
         # say what an inference-only row's ± is (each number also names its own)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -226,12 +227,24 @@ def execute(
     wanted = [by_id[i] for i in manifest.problem_ids]
     method.check(wanted, spec.k)
     planned_dir = run_dir_for(Path(out), manifest)
+    # the bench / method / model folders this call creates: taken back if it stores no run
+    # (a model that fails to load leaves no empty model folder in the store)
+    new_dirs = [d for d in (*reversed(planned_dir.parent.parents), planned_dir.parent)
+                if d.is_relative_to(Path(out)) and not d.exists()]  # fmt: skip
     make_dirs(Path(out), planned_dir.parent)  # never through a link planted in the store
-    with RunLock(planned_dir, lock_wait):
-        check_under(Path(out), planned_dir)
-        return _execute_locked(
-            spec, manifest, method, wanted, by_id, backend, Path(out), reporter, start
-        )
+    try:
+        with RunLock(planned_dir, lock_wait):
+            check_under(Path(out), planned_dir)
+            return _execute_locked(
+                spec, manifest, method, wanted, by_id, backend, Path(out), reporter, start
+            )
+    except BaseException:
+        for folder in reversed(new_dirs):
+            try:
+                os.rmdir(folder)  # only an empty folder goes: never one a run was stored in
+            except OSError:
+                break
+        raise
 
 
 def _execute_locked(

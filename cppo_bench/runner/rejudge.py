@@ -51,9 +51,9 @@ def _problems(manifest: RunManifest, data: str | Path | None, options: dict[str,
     """The run's benchmark, from `data`, else the file the run was made from when it is
     still there, else the benchmark's own source (the hub)."""
     from cppo_bench.benchmarks.load import load_result
+    from cppo_bench.runner.rundata import reload_args
 
-    if data is None and manifest.data_source and Path(manifest.data_source).exists():
-        data = manifest.data_source
+    data, options, _ = reload_args(manifest, data, options)  # the run's data, from anywhere
     return load_result(manifest.bench, data, unique=False, **options)
 
 

@@ -28,9 +28,9 @@ def _clip(text: Any, limit: int = TEST_CHARS) -> str:
 
 def _benchmark(manifest: Any, data: str | Path | None, options: dict[str, Any]) -> Any:
     from cppo_bench.benchmarks.load import load_result
+    from cppo_bench.runner.rundata import reload_args
 
-    if data is None and manifest.data_source and Path(manifest.data_source).exists():
-        data = manifest.data_source
+    data, options, _ = reload_args(manifest, data, options)  # the run's data, from anywhere
     if data is None:
         return None  # never reach for the hub to show samples
     return load_result(manifest.bench, data, unique=False, **options)
@@ -72,7 +72,9 @@ def sample_rows(
     ``problem_id``, ``passed``, ``prompt`` (direct: the chat messages as sent; other methods,
     whose prompts differ per stage and attempt: the statement; None when the data is not at
     hand) and ``prompt_kind``,
-    ``plans``, and ``attempts`` (index, plan, code, completion, verdict, passed,
+    ``plans``, ``stages`` (planning methods: each stage's prompt as sent and the raw texts
+    received, cppo_bench.runner.sample_stages), and ``attempts`` (index, plan,
+    plan_filled, solver_prompt (the messages sent), code, completion, verdict, passed,
     tests_passed, tests_total, first_failed, ``first_failing_test`` {input, expected} or
     None, detail, finish_reason, tokens, seed)."""
     run_dir = store_path(run, "run directory")
@@ -92,14 +94,19 @@ def sample_rows(
         order = [problem]
     loaded = _benchmark(manifest, data, dict(loader_options or {}))
     by_id = {p.problem_id: p for p in loaded.problems} if loaded is not None else {}
+    from cppo_bench.runner.sample_stages import stage_view
+
     rows = []
     for pid in order:
         rec, p = records[pid], by_id.get(pid)
         prompt, kind = _prompt(manifest, p)
+        stages, solver_prompts, filled = stage_view(manifest, p, rec)
         attempts = [
             {
                 "index": b.index,
                 "plan": b.plan,
+                "plan_filled": filled[i],  # a filled (generic or repeated) plan, not the model's
+                "solver_prompt": solver_prompts[i],  # the messages this branch's solver was sent
                 "code": b.code,
                 "completion": b.completion,
                 "verdict": b.verdict,
@@ -113,7 +120,7 @@ def sample_rows(
                 "tokens": b.solver_tokens,
                 "seed": b.seed,
             }
-            for b in rec.branches
+            for i, b in enumerate(rec.branches)
         ]
         rows.append(
             {
@@ -127,6 +134,7 @@ def sample_rows(
                 "prompt": prompt,
                 "prompt_kind": kind,  # messages (as sent) | statement | none
                 "plans": rec.plans,
+                "stages": stages,  # per planning stage: the prompt sent, the raw texts received
                 "attempts": attempts,
                 "tests_at_hand": p is not None,
             }

@@ -13,17 +13,47 @@ bootstrap, the per-seed t interval); this module only groups and tabulates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cppo_bench.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["bootstrap", "pass_at_k", "pass_at_k_by", "seeds", "tokens", "window"]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _takes_frame(fn: F) -> F:
+    """The public statistics check their frame first: a wrong argument is one DataError,
+    never an AttributeError from inside pandas."""
+
+    @functools.wraps(fn)
+    def checked(frame: Any, *args: Any, **kwargs: Any) -> Any:
+        from cppo_bench.store.frames import check_frame
+
+        check_frame(frame)
+        return fn(frame, *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
+
+__all__ = [
+    "DEFAULT_KS",
+    "allowed_ks",
+    "bootstrap",
+    "pass_at_k",
+    "pass_at_k_by",
+    "seeds",
+    "tokens",
+    "window",
+]
+
+DEFAULT_KS = (1, 2, 4)  # `stats passk` without --k: those of these the runs allow
+
+
+@_takes_frame
 def window(frame: pd.DataFrame, **bounds: Any) -> pd.DataFrame:
     """Rows in a contest-date window / on a platform (cppo_bench.stats.slices.window)."""
     from cppo_bench.stats.slices import window as cut
@@ -31,11 +61,49 @@ def window(frame: pd.DataFrame, **bounds: Any) -> pd.DataFrame:
     return cut(frame, **bounds)
 
 
-def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = (1, 2, 4), **options: Any) -> pd.DataFrame:
-    """pass@k per difficulty / platform / month / release window (cppo_bench.stats.slices)."""
+@_takes_frame
+def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = None, **options: Any) -> pd.DataFrame:
+    """pass@k per difficulty / platform / month / release window (cppo_bench.stats.slices);
+    `k` None: those of DEFAULT_KS the runs allow (``.attrs["left_out"]`` says which not)."""
     from cppo_bench.stats.slices import pass_at_k_by as grouped
 
-    return grouped(frame, by, k, **options)
+    left: list[str] = []
+    if k is None:
+        picked = {n: options[n] for n in ("estimator", "select", "seed") if n in options}
+        k, left = allowed_ks(frame, DEFAULT_KS, **picked)
+    out = grouped(frame, by, k, **options)
+    out.attrs["left_out"] = left
+    return out
+
+
+@_takes_frame
+def allowed_ks(
+    frame: pd.DataFrame,
+    candidates: Sequence[int] = DEFAULT_KS,
+    *,
+    estimator: str = "auto",
+    select: str | None = None,
+    seed: int = 0,
+) -> tuple[list[int], list[str]]:
+    """The k of `candidates` at which every row can be scored, and one line per k left out
+    naming why (the first row that cannot give it). Asked of `row_scores` itself, the
+    function every number is scored by, so a default never promises what scoring refuses.
+    None allowed is one DataError line with the reasons."""
+    from cppo_bench.metrics.table import row_scores
+    from cppo_bench.store.frames import rows_of
+
+    rows = rows_of(frame)
+    ks, left = [], []
+    for kk in candidates:
+        try:
+            row_scores(rows, kk, estimator=estimator, select=select, seed=seed)  # type: ignore[arg-type]
+        except DataError as exc:
+            left.append(f"pass@{kk} left out: {exc}")
+            continue
+        ks.append(kk)
+    if not ks:
+        raise DataError("no k the runs allow: " + "; ".join(left))
+    return ks, left
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
@@ -66,9 +134,10 @@ def _estimators(rows: Any, estimator: str, select: str | None) -> dict[tuple[str
     return {key: estimator_name(rs, estimator, select) for key, rs in groups.items()}
 
 
+@_takes_frame
 def pass_at_k(
     frame: pd.DataFrame,
-    k: int | Sequence[int] = (1, 2, 4),
+    k: int | Sequence[int] | None = None,
     *,
     estimator: str = "auto",
     select: str | None = None,
@@ -84,15 +153,22 @@ def pass_at_k(
     `estimator` "auto" (default): each run's own rule (its method's `passk_rule`: the
     unbiased estimator for exchangeable samples, the first-K rule for ordered tuples);
     "first": the first-K rule on the rollout (each run's own `select`, unless given);
-    "unbiased": 1 - C(n-c,k)/C(n,k). Column `estimator` names the one used. Warnings (a
+    "unbiased": 1 - C(n-c,k)/C(n,k). Column `estimator` names the one used. `k` None: the
+    k of DEFAULT_KS the runs allow (`allowed_ks`; the others, and why, are in
+    ``.attrs["left_out"]``). Warnings (a
     method whose seeds share no problem) are in ``.attrs["warnings"]``; what each
     benchmark's scores rest on (test kinds and counts, release) in ``.attrs["tests"]``."""
     import pandas as pd
 
     from cppo_bench.metrics.cells import stats_cells
 
-    out, warnings = [], []
-    for kk in _ks(k):
+    out, warnings = [], list(frame.attrs.get("warnings", []))
+    left: list[str] = []
+    if k is None:
+        ks, left = allowed_ks(frame, DEFAULT_KS, estimator=estimator, select=select, seed=seed)
+    else:
+        ks = _ks(k)
+    for kk in ks:
         rows, _, nested = _scored(frame, kk, estimator, select, seed)
         cells, warned = stats_cells(rows, nested, kk, spread, resamples, seed)  # type: ignore[arg-type]
         warnings += [w for w in warned if w not in warnings]
@@ -104,6 +180,7 @@ def pass_at_k(
             out.append({**d, "text": str(c.value), "cell": c})
     result = pd.DataFrame(out)
     result.attrs["warnings"] = warnings
+    result.attrs["left_out"] = left
     result.attrs["tests"] = _tests(frame)
     return result
 
@@ -119,12 +196,13 @@ def _tests(frame: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+@_takes_frame
 def bootstrap(
     frame: pd.DataFrame,
     a: str | Sequence[str],
     b: str | Sequence[str] = (),
     *,
-    k: int = 4,
+    k: int | None = None,
     resamples: int = 1000,
     alpha: float = 0.05,
     estimator: str = "auto",
@@ -136,7 +214,8 @@ def bootstrap(
     (default: every other method) on the problems they share. One row per benchmark and
     method of `a`: score, baseline, baseline_score, p_value, significant (p < alpha),
     problems (shared), dropped (not in every run), resamples. Benchmarks lacking a method
-    are listed in ``.attrs["skipped"]``."""
+    are listed in ``.attrs["skipped"]``. `k` None: the largest k up to 4 the runs allow
+    (``.attrs["k"]``; the larger ones left out, and why, in ``.attrs["left_out"]``)."""
     import pandas as pd
 
     from cppo_bench.metrics import dagger_marks, hierarchical_bootstrap
@@ -145,6 +224,10 @@ def bootstrap(
     cands = [a] if isinstance(a, str) else list(a)
     bases = [b] if isinstance(b, str) else list(b)
     out, skipped = [], []
+    left: list[str] = []
+    if k is None:
+        ks, left = allowed_ks(frame, (1, 2, 3, 4), estimator=estimator, select=select, seed=seed)
+        k = ks[-1]  # scoring needs more branches for a larger k: those left out are larger
     rows, _, nested = _scored(frame, k, estimator, select, seed)
     named = _estimators(rows, estimator, select)
     for bench, methods in sorted(nested.items()):
@@ -168,9 +251,11 @@ def bootstrap(
             })  # fmt: skip
     table = pd.DataFrame(out)
     table.attrs["skipped"] = skipped
+    table.attrs["k"], table.attrs["left_out"] = k, left
     return table
 
 
+@_takes_frame
 def seeds(
     frame: pd.DataFrame,
     a: str,
@@ -215,6 +300,7 @@ def seeds(
     return pd.DataFrame(out)
 
 
+@_takes_frame
 def tokens(
     frame: pd.DataFrame,
     *,

@@ -29,8 +29,9 @@ GROUPERS: Registry[Callable[[Any], str]] = Registry("grouping")
 
 
 def _text(value: Any) -> str | None:
-    """A cell's text; an empty or missing cell (None, pandas' NaN) is None."""
-    return value if isinstance(value, str) and value else None
+    """A frame cell as text, None when it holds none: pandas fills a missing cell with NaN,
+    which is truthy and prints as 'nan' (a CodeContests record without a difficulty)."""
+    return value if isinstance(value, str) and value.strip() else None
 
 
 @GROUPERS.register("difficulty")
@@ -117,10 +118,12 @@ def pass_at_k_by(
     **options: Any,
 ) -> pd.DataFrame:
     """`cppo_bench.stats.pass_at_k` per group of problems (`by`: difficulty, platform,
-    month, window): the same columns plus `by`'s. A group's n is its own problems, so a
-    group is never called partial against the whole benchmark's size."""
+    month, window): the same columns plus `by`'s. A group's n is its own problems (a group
+    is never measured against the whole benchmark's size), and `run_partial` says when the
+    runs cover only part of the benchmark ("partial: n=12/300 of the benchmark")."""
     import pandas as pd
 
+    from cppo_bench.metrics.uncertainty import is_partial
     from cppo_bench.stats import pass_at_k
 
     group = GROUPERS.get(by)
@@ -132,12 +135,29 @@ def pass_at_k_by(
     if frame.empty:
         return pd.DataFrame()
     labels = frame.apply(group, axis=1)
+    # a group's n is its own, but a run over part of the benchmark stays marked partial:
+    # "partial: n=4/32 of the benchmark" (the one rule `stats` and `report` use)
+    keys = ["benchmark", "method"]
+    covered = frame.groupby(keys)["problem_id"].nunique()
+    sizes = (
+        frame.groupby(keys)["dataset_size"].max()
+        if "dataset_size" in frame.columns
+        else covered * 0
+    )
+    partial = {
+        key: f"partial: n={int(n)}/{int(sizes[key])} of the benchmark"
+        for key, n in covered.items()
+        if is_partial(int(n), int(sizes[key] or 0))
+    }
     parts, warnings = [], []
     for value in sorted(set(labels), key=lambda v: (v == UNKNOWN, _order(by, v))):
         sub = frame[labels == value].copy()
         sub["dataset_size"] = 0  # coverage is the group's own
         table = pass_at_k(sub, k, **options)
         table.insert(1, by, value)
+        table["run_partial"] = [
+            partial.get((b, m), "") for b, m in zip(table["benchmark"], table["method"], strict=True)
+        ] if len(table) else []  # fmt: skip
         parts.append(table)
         warnings += [w for w in table.attrs.get("warnings", []) if w not in warnings]
     out = pd.concat(parts, ignore_index=True)

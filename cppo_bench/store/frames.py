@@ -226,10 +226,23 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
             frame[column] = [str(c.get(column, "")).strip() or None for c in raw_rows]
     # where the rows came from, for a message about a column the file lacks
     frame.attrs["source"], frame.attrs["columns"] = str(path), list(raw.columns)
-    if "trained" not in header:  # `seed` is a training seed: several seeds = trained
-        n_seeds = frame.groupby(["benchmark", "method"])["seed"].transform("nunique")
-        frame["trained"] = frame["trained"].where(n_seeds <= 1, "(several seeds)")
+    frame.attrs["warnings"] = [] if "trained" in header else untagged_seeds(frame)
     return frame
+
+
+def untagged_seeds(frame: pd.DataFrame) -> list[str]:
+    """A CSV without the `trained` column marks no method trained: the study's rule
+    (`cppo_bench.metrics.uncertainty`) reads a method's seeds as training seeds only when a
+    checkpoint tag says so, as a run's manifest does. A method with several seeds is named,
+    so a trained one can be tagged (one line each)."""
+    n_seeds = frame.groupby(["benchmark", "method"])["seed"].nunique()
+    return [
+        f"{method} ({bench}): {n} seeds and no `trained` column: read as sampling seeds of an "
+        "untrained method (bootstrap SE over problems); a trained checkpoint's rows need "
+        "its tag in a `trained` column (std over training seeds)"
+        for (bench, method), n in n_seeds.items()
+        if n > 1
+    ]
 
 
 def _checked(
@@ -295,15 +308,20 @@ def _cell(row: dict[str, Any], name: str, default: Any = None) -> Any:
     return value
 
 
-def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
-    """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
-    frame has it, else `method`). A frame filtered or built by hand works too: only
-    `method`, `problem_id` and `outcomes` or `passed` are required."""
-    if not callable(getattr(frame, "to_dict", None)) or not hasattr(frame, "columns"):
+def check_frame(frame: Any) -> None:
+    """One DataError when a statistic is handed something other than a results frame."""
+    if not callable(getattr(frame, "to_dict", None)) or not hasattr(frame, "attrs"):
         raise DataError(
             f"results frame: expected a pandas DataFrame (cppo_bench.load_runs or a CSV read "
             f"by read_outcomes), got {type(frame).__name__}"
         )
+
+
+def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
+    """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
+    frame has it, else `method`). A frame filtered or built by hand works too: only
+    `method`, `problem_id` and `outcomes` or `passed` are required."""
+    check_frame(frame)
     missing = {"method", "problem_id"} - set(frame.columns)
     if missing or not {"outcomes", "passed"} & set(frame.columns):
         need = sorted(missing) or ["outcomes or passed"]

@@ -129,6 +129,20 @@ def _tests_counts(d: dict[str, Any]) -> str | None:
     return None
 
 
+def _data(v: Any) -> str | None:
+    """extra.data (cppo_bench.runner.rundata): the resolved data path, its bytes' sha256 and
+    the loader options, all read back to reload and rerun the run (`run --like`)."""
+    why = mapping(v)
+    if why:
+        return why
+    for key in ("path", "file_sha256"):
+        if (got := optional(text)(v.get(key))) or (
+            isinstance(v.get(key), str) and has_control(v[key])
+        ):
+            return f"{key}: {got or 'holds a control character'}"
+    return _options(v.get("options", {}))
+
+
 # manifest.extra: what the readers read of it, declared once, as deep as they read it
 MANIFEST_EXTRA = context(
     "run_manifest.extra",
@@ -166,6 +180,7 @@ MANIFEST_EXTRA = context(
         "invocations": list_of(mapping),  # each resume: when, which version
         "merged_from": list_of(name),  # `runs merge`: the shard directories
         "summary": mapping,  # written for people; readers compute their own
+        "data": _data,  # the data the run loaded (cppo_bench.runner.rundata): `run --like`
     },
 )
 

@@ -134,6 +134,12 @@ def take_probed(key: tuple) -> Sandbox | None:
     return None
 
 
+def why_unusable(mode: str) -> str | None:
+    """Why `mode` cannot run programs here (a probe of a fresh sandbox), or None when it can;
+    the doctor's words for a mode this process did not pick."""
+    return _probe(mode, keep_box=False)
+
+
 def _probe(mode: str, keep_box: bool) -> str | None:
     box = Sandbox(mode)
     keep = False

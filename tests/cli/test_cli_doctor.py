@@ -4,6 +4,7 @@ and the exact install line for each missing piece (checked against pyproject's e
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -77,6 +78,41 @@ def test_without_bubblewrap_it_says_so_and_how_to_install_it(
     assert check.status in (doc.WEAK, doc.MISSING)
     assert "not found" in check.detail or "not installed" in check.detail
     assert check.fix == doc.BWRAP_FIX
+
+
+def test_a_forced_weaker_mode_is_named_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CPPO_SANDBOX=unshare` on a machine where bubblewrap works: the check says the user
+    chose the weaker mode (the check once crashed calling the probe with too few arguments)."""
+    from cppo_bench.verifier import sandbox as sb
+
+    monkeypatch.setattr(sb, "_MODE", None)
+    monkeypatch.setenv(sb.MODE_ENV, "unshare")
+    check = by_name(doc.run_checks(["sandbox"]))["sandbox"]
+    assert "check failed" not in check.detail
+    if check.status == doc.WEAK:  # unshare works here
+        assert check.detail.startswith("unshare") and "CPPO_SANDBOX=unshare set" in check.detail
+        assert check.fix == "unset CPPO_SANDBOX"
+
+
+def test_an_unusable_bubblewrap_gets_its_probe_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """A `bwrap` on PATH that refuses to run (as in a container without user namespaces):
+    the check names bubblewrap's own failure, probed again, with the fix for it."""
+    from cppo_bench.verifier import sandbox as sb
+
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv(sb.MODE_ENV, raising=False)
+    monkeypatch.setattr(sb, "_MODE", None)
+    check = by_name(doc.run_checks(["sandbox"]))["sandbox"]
+    assert "check failed" not in check.detail, check.detail
+    assert check.status in (doc.WEAK, doc.MISSING)
+    assert f"bubblewrap {fake} unusable" in check.detail, check.detail
+    assert check.fix
 
 
 def pyproject() -> str:

@@ -31,7 +31,7 @@ def run(*args: str):
 def outcomes_csv(tmp_path: Path) -> tuple[Path, dict[tuple[str, int], np.ndarray]]:
     """cppo (3 seeds, strong) and pkpo (3 seeds, weaker) and direct (1 run), 120 problems."""
     rng = np.random.default_rng(0)
-    lines = ["benchmark,method,seed,problem_id,outcomes,planner_tokens,solver_tokens"]
+    lines = ["benchmark,method,seed,problem_id,outcomes,planner_tokens,solver_tokens,trained"]
     truth = {}
     for method, p, seeds in (("cppo", 0.45, 3), ("pkpo", 0.2, 3), ("direct", 0.2, 1)):
         for s in range(seeds):
@@ -39,8 +39,9 @@ def outcomes_csv(tmp_path: Path) -> tuple[Path, dict[tuple[str, int], np.ndarray
             truth[(method, s)] = mat
             for i, r in enumerate(mat):
                 bits = "".join("1" if x else "0" for x in r)
+                tag = "" if method == "direct" else method  # cppo, pkpo: trained checkpoints
                 lines.append(
-                    f"demo,{method},{s},p{i:03d},{bits},{150 if method == 'cppo' else 0},1000"
+                    f"demo,{method},{s},p{i:03d},{bits},{150 if method == 'cppo' else 0},1000,{tag}"
                 )
     path = tmp_path / "outcomes.csv"
     path.write_text("\n".join(lines) + "\n")

@@ -157,20 +157,30 @@ def test_average_column_of_inference_rows(store):
     assert table.rows[2].labels[0] == "Fixed-Strategy Ensemble"
 
 
-def test_external_cells_are_point_estimates_outside_significance(tmp_path):
+def test_external_cells_are_rows_of_their_own_outside_significance(tmp_path):
+    from pathlib import Path
+
+    import yaml
+
+    import cppo_bench
+
     root = tmp_path / "runs"
     root.mkdir()
-    table = _build(root, "gemma", study_numbers=True)  # `report --study-numbers`
+    shipped = Path(cppo_bench.__file__).parent / "report" / "specs" / "gemma.yaml"
+    spec = yaml.safe_load(shipped.read_text())
+    spec["external"] = [{"row": "Direct Solve", "model": "google/gemma-4-E2B", "bench": "lcb",
+                         "value": 0.44, "spread": None, "source": "a model card"}]  # fmt: skip
+    table = _build(root, "gemma", spec, study_numbers=True)  # `report --study-numbers`
     cells = {(r.labels[0], c.header[0], c.header[1]): cell
              for r in table.rows for c, cell in zip(table.columns, r.cells, strict=True)}  # fmt: skip
-    ext = cells[("Direct Solve", "Gemma 4 E2B", "LCB")]
+    ext = cells[("Direct Solve (published: a model card)", "Gemma 4 E2B", "LCB")]
     assert ext.value == pytest.approx(0.44) and ext.spread is None and ext.request is None
     assert "left out of significance tests" in ext.notes[0] and not ext.mark
-    other = cells[("Direct Solve", "Gemma 4 E2B", "APPS")]
-    assert other.value is None and other.request is not None  # still asks for a run
-    # by default a report shows one's own runs only: the published cell is not there
-    plain = _build(root, "gemma")
-    assert all(c.value is None for r in plain.rows for c in r.cells)
+    own = cells[("Direct Solve", "Gemma 4 E2B", "LCB")]
+    assert own.value is None and own.request is not None  # the user's row still asks for a run
+    # by default a report shows one's own runs only: no published row
+    plain = _build(root, "gemma", spec)
+    assert all("published" not in r.labels[0] for r in plain.rows)
 
 
 def test_classifier_reliability_table(tmp_path):

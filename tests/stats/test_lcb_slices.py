@@ -97,6 +97,11 @@ def test_stats_cli_by_difficulty_and_window(store):
     cells = json.loads(result.stdout)
     keep = lambda r: r["contest_date"][:10] >= "2023-09-01"  # noqa: E731
     assert {c["difficulty"]: c["mean"] for c in cells} == pytest.approx(oracle(solved, keep))
+    # the window holds part of the file's problems: every --by row keeps the partial marker
+    shown, total = sum(c["problems"] for c in cells), len(raw_rows())
+    assert {c["run_partial"] for c in cells} == {f"partial: n={shown}/{total} of the benchmark"}
+    text = invoke(["stats", "passk", "--runs", str(out), "--k", "1", "--by", "difficulty"])
+    assert text.stdout.count("partial: n=") == len(cells)
     empty = invoke(["stats", "passk", "--runs", str(out), "--start-date", "2030-01-01"])
     assert empty.exit_code == 1 and "no results in the window" in empty.output
 

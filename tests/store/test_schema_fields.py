@@ -26,6 +26,7 @@ READERS = [
     ROOT / "cppo_bench" / "benchmarks" / "testsource.py",
     ROOT / "cppo_bench" / "runner" / "rejudge.py",
     ROOT / "cppo_bench" / "runner" / "samples.py",
+    ROOT / "cppo_bench" / "runner" / "rundata.py",
     ROOT / "cppo_bench" / "augment" / "audit.py",
     ROOT / "cppo_bench" / "api.py",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +195,7 @@ def test_every_store_reader_skips_one_bad_field_and_shows_the_rest(base, tmp_pat
 @given(data=st.data())
 def test_report_rejudge_and_run_on_one_bad_field(base, problems, tmp_path, data):
     m = data.draw(mutations(base))
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # each example its own: a re-judge is kept
     store = plant(base, tmp_path, m)
     runner = CliRunner()
     report = runner.invoke(

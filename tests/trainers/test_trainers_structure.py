@@ -100,7 +100,11 @@ def test_the_harness_never_imports_trainers() -> None:
 def _preset_cases() -> list[tuple[str, Path]]:
     from trainers.recipes import RECIPES
 
-    cases = [(name, path) for name in RECIPES.names() for path in RECIPES.get(name).presets("demo")]
+    cases = [
+        (name, path)
+        for name in RECIPES.names()
+        for path in RECIPES.get(name).presets("demo", "demo_train")
+    ]
     return sorted(set(cases))
 
 

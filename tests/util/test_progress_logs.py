@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from run_scripted import ScriptedBackend
@@ -148,3 +149,25 @@ def test_wandb_without_a_key_goes_offline_under_the_run(monkeypatch, tmp_path, c
 
     assert os.environ["WANDB_MODE"] == "offline"
     assert "offline" in capsys.readouterr().err
+
+
+def test_the_plain_line_says_what_is_known_not_zeros():
+    """Without a terminal: while the model loads the line says so (not '0/?'); during a
+    batch it gives the requests in flight (not '0 gens, - tok/s'); issue 45 item 8."""
+    from types import SimpleNamespace
+
+    from cppo_bench.cli.run_view import RichReporter
+
+    out = io.StringIO()
+    rep = RichReporter("cppo seed 0", 4, stream=out, interval=30, heartbeat=False)
+    loading = rep.line(12.0)
+    assert "loading the data and the model" in loading and "?" not in loading
+    rep.start(Path("runs/x"), 8, [])
+    rep.stage_started("plan", 8)
+    batch = rep.line(40.0)
+    assert "0/8 problems" in batch and "stage plan x8: 8 request(s) in flight" in batch
+    assert "gens" not in batch and "tok/s" not in batch
+    rep.generated(3)
+    rep.stage_done(SimpleNamespace(generate_s=2.0, tokens_per_s=55.5))
+    later = rep.line(60.0)
+    assert "5 request(s) in flight" in later and "3 gens" in later and "55.5 tok/s" in later

@@ -95,3 +95,5 @@ class CPPOPipelineConfig:
             raise ValueError(f"rm.kind: {self.rm.kind!r} is not one of generative, ngram")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
             raise ValueError(f"tau: must be in [0, 1] or null, got {self.tau}")
+        if self.engine.problem_ids:  # the pipeline picks its problems once, for every stage
+            raise ValueError("engine.problem_ids: a CPPO pipeline takes problem_ids (top level)")

@@ -92,6 +92,9 @@ class TrainConfig:
     # problems' own tests plus its tests, so a policy cannot learn weak tests ("" = off)
     reward_tests: str = ""
     verify_workers: int = 0  # 0 = one per CPU core
+    # the training problems, by id, in that order (empty = every decontaminated problem):
+    # the CPU demo trains on problems its 135M model can pass, so its steps train on something
+    problem_ids: tuple[str, ...] = ()
     # checkpoints and logs
     save_every: int = 50  # HF folder every N steps (and at the end)
     # resumable state every N steps (and at the end): SIGKILL loses at most these steps. A

@@ -60,13 +60,39 @@ def kept_step(out: Path) -> tuple[int, Path] | None:
     return None if best is None else (best[1], best[2])
 
 
+def lost_before_first_state(out: Path) -> str:
+    """What a Ctrl-C before the run's first state save lost, and why: the steps trained so
+    far (its metrics.jsonl lines) are not resumable, as a state is written every
+    `state_every` steps (the manifest's config), not after each one."""
+    from cppo_bench.store.training_schema import read_manifest, read_metrics
+
+    try:
+        steps = len(read_metrics(out))
+        config = (read_manifest(Path(out)) or {}).get("config") or {}
+    except (DataError, OSError):
+        steps, config = 0, {}
+    every = config.get("state_every") if isinstance(config, dict) else None
+    if not steps:
+        return f"interrupted before the first step was trained: nothing kept in {out}"
+    why = (
+        f"a state is saved every {every} steps (state_every), the first after step {every}"
+        if isinstance(every, int)
+        else "no state had been saved yet"
+    )
+    return (
+        f"interrupted before the first state save: {steps} trained step(s) lost ({why}); "
+        f"nothing to resume in {out}; a lower --set state_every=N keeps more, at the cost "
+        "of a save every N steps"
+    )
+
+
 def report(out: Path, argv: Sequence[str] | None, echo: Callable[[str], None]) -> None:
     """Say what the interrupted run kept and how to resume it; tidy its partial folders."""
     for folder in clean_partial(out):
         echo(f"removed the unfinished {folder}")
     kept = kept_step(out)
     if kept is None:
-        echo(f"interrupted before the first step was saved: nothing kept in {out}")
+        echo(lost_before_first_state(out))
         return
     step, folder = kept
     echo(f"interrupted: step {step} is kept ({folder}); the step in flight is lost")

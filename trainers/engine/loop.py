@@ -180,9 +180,11 @@ def _train(spec: RunSpec) -> TrainResult:
     existing = checkpoint.agreed_state(accelerator, out)
     if existing is not None and not spec.resume:
         raise DataError(f"{out} already holds a training run: pass --resume, or another --out")
-    if existing is not None:
+    if spec.resume:  # against the run's recorded config, whether or not a state exists
         manifest.check_resumable(out, spec.algorithm.name, model_label(spec.model))
         manifest.check_resume_config(out, spec)
+        if existing is None and accelerator.is_main_process:
+            echo(manifest.nothing_to_resume(out, manifest.recorded(out)), err=True)
     parts = setup.build(cfg, spec.model, accelerator)
     start = 0
     if existing is not None:

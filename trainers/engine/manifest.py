@@ -122,6 +122,28 @@ def write(
     return path
 
 
+def recorded(out: Path) -> dict[str, Any]:
+    """The run's manifest ({} when there is none, or it is torn: nothing to compare)."""
+    try:
+        return read_manifest(Path(out)) or {}
+    except DataError:
+        return {}
+
+
+def nothing_to_resume(out: Path, previous: dict[str, Any]) -> str:
+    """What a --resume with no saved state does, in one line: a run stopped before its first
+    state save (every `state_every` steps) kept no step, so it starts again from step 0, with
+    the config its manifest records (a change that alters training was refused already)."""
+    if not previous:
+        return f"--resume: nothing to resume in {out} (no training run there); starting a new one"
+    every = (previous.get("config") or {}).get("state_every")
+    when = f" (a state is saved every {every} steps)" if every else ""
+    return (
+        f"--resume: nothing to resume in {out}: the run stopped before its first state "
+        f"save{when}; training starts again from step 0 with the run's recorded config"
+    )
+
+
 def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
     """A resume continues the same run: same algorithm, same base model (one line if not)."""
     previous = read_manifest(out) or {}

@@ -1,0 +1,97 @@
+"""Where a run's data came from, recorded so the run can be read back and rerun from anywhere.
+
+A run's manifest records, in ``extra["data"]`` (declared in cppo_bench.store.schema), what
+loaded its problems: the resolved local path (``path``; None for the hub or the packaged
+file), the sha256 of that file's bytes (``file_sha256``; a folder: None, the identity's
+``data_sha256`` over the problems still names its content), and every loader option the
+command gave (``options``: dates, release, difficulty, subset, split...). ``source_of`` is
+the one reader every command that reloads a run's benchmark goes through (`samples`,
+`verify --run`, `audit`, `report --check`'s fill-in commands, `run --like`), so none of them
+depends on the folder it is run from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cppo_bench.errors import DataError
+
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str | None:
+    """sha256 of a data file's bytes (None for a folder: its problems' hash names it)."""
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def record(data: str | Path | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest's ``extra["data"]`` for a run loaded from ``data`` with ``options``."""
+    path = Path(data).resolve() if data is not None else None
+    return {
+        "path": None if path is None else str(path),
+        "file_sha256": None if path is None else file_sha256(path),
+        "options": {str(k): _scalar(v) for k, v in sorted(options.items())},
+    }
+
+
+def _scalar(value: Any) -> Any:
+    return value if isinstance(value, int | float | str | bool) or value is None else str(value)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """How to load a stored run's benchmark again: ``data`` (None: the loader's default
+    source), the loader ``options``, and ``note`` when the recorded file is not at hand."""
+
+    data: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+def source_of(manifest: Any) -> RunData:
+    """The data and loader options a stored run was made with. The recorded path is used
+    when the file is there with the recorded bytes; a file that changed since is one
+    DataError line (its problems would not be the run's); a path that is gone is a note."""
+    rec = manifest.extra.get("data") if isinstance(manifest.extra, dict) else None
+    rec = rec if isinstance(rec, dict) else {}  # older manifests: the typed source only
+    options = dict(rec.get("options") or {})
+    path = rec.get("path")
+    if path:
+        if not Path(path).exists():
+            return RunData(None, options, f"the run's data {path} is not at hand")
+        want = rec.get("file_sha256")
+        if want and file_sha256(Path(path)) != want:
+            raise DataError(
+                f"{path}: changed since the run was made (sha256 {str(want)[:12]}... "
+                "recorded); give the run's data with --data"
+            )
+        return RunData(str(path), options)
+    # no file given to the run: the loader's own source (a packaged file, as demo's, is a
+    # local path in data_source; a hub dataset is not)
+    source = manifest.data_source
+    if source and source != manifest.bench and Path(source).exists():
+        return RunData(str(source), options)
+    return RunData(None, options)
+
+
+def reload_args(
+    manifest: Any, data: str | Path | None, options: Mapping[str, Any] | None
+) -> tuple[str | None, dict[str, Any], str]:
+    """(data, loader options, note) to load a stored run's benchmark again: the caller's
+    ``data`` / ``options`` where given, over what the run recorded."""
+    src = source_of(manifest)
+    return (
+        str(data) if data is not None else src.data,
+        {**src.options, **dict(options or {})},
+        "" if data is not None else src.note,
+    )
