@@ -274,8 +274,14 @@ def run(
 def rejudge(run_dir: str | Path, **options: Any) -> Any:
     """Judge a stored run's completions again (today's verifier; ``tests``: an augmented test
     set) into a new run beside it, never changing the stored one; see cppo_bench.runner.rejudge."""
+    import inspect
+
     from cppo_bench.runner.rejudge import rejudge as rejudge_run
 
+    try:  # an option it does not take is one line, not Python's TypeError
+        inspect.signature(rejudge_run).bind(run_dir, **options)
+    except TypeError as exc:
+        raise DataError(f"rejudge: {exc}") from None
     return rejudge_run(run_dir, **options)
 
 

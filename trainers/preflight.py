@@ -10,7 +10,6 @@ model's config.json (a local folder, the hub cache, or ``trainers/model_shapes/`
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import shutil
 from collections.abc import Callable
@@ -18,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.util import env
 from cppo_bench.util.registry import Registry
+from cppo_bench.util.termsafe import quote
 from trainers.engine import memory_plan as mp
 
 SHAPES = Path(__file__).with_name("model_shapes")
@@ -31,7 +32,7 @@ def parse_memory(text: str) -> int:
     """``80GiB``, ``80GB`` (10^9), ``80`` (GiB) -> bytes; one ValueError line otherwise."""
     m = _SIZE.match(text)
     if not m:
-        raise ValueError(f"--gpu-memory {text!r}: a size such as 80GiB or 141GB")
+        raise ValueError(f"--gpu-memory {quote(text)}: a size such as 80GiB or 141GB")
     unit = (m.group(2) or "GiB").lower()
     return int(float(m.group(1)) * (10**9 if unit == "gb" else 2**30))
 
@@ -119,7 +120,7 @@ def model_config(model: str | None, plan: Plan, role: str) -> dict[str, Any] | N
         return None
     elif model is not None and _is_hub_id(model):
         path = _cached_config(model)
-        if path is None and os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        if path is None and env.flag("HF_HUB_OFFLINE", False):
             plan.problems.append(
                 f"{role} {model}: not in the local Hugging Face cache and HF_HUB_OFFLINE is "
                 "set (download it first, or pass a local folder)"
@@ -166,7 +167,7 @@ def build_plan(
     """The stages ``algo`` will run (``stages``: the selected ones, default all) with their
     per-GPU estimates, and what stops it."""
     plan = Plan()
-    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    world = env.world_size()
     engine = config.engine if algo == "cppo" else config[0]
     policy = plan.policy = _shape(model, plan, "policy")
     for name in VERSION_RULES.names():  # library versions against the layout
@@ -223,14 +224,14 @@ def card_memory(given: str | None) -> int | None:
     """--gpu-memory, else this process's CUDA device's memory, else None (not compared)."""
     if given:
         return parse_memory(given)
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "" or not _installed("torch"):
+    if env.raw("CUDA_VISIBLE_DEVICES") == "" or not _installed("torch"):
         return None
     import torch
 
     if not torch.cuda.is_available():
         return None
     # this process's card (under a launcher every rank asks; none touches another's device)
-    index = int(os.environ.get("LOCAL_RANK", "0") or 0) % torch.cuda.device_count()
+    index = env.integer("LOCAL_RANK", 0, 0, 1 << 20) % torch.cuda.device_count()
     return int(torch.cuda.get_device_properties(index).total_memory)
 
 

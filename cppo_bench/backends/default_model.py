@@ -36,9 +36,12 @@ _DONE_MARKER = ".cppo-bench-complete"
 
 def cache_root() -> Path:
     """Root of cppo-bench's own cache: $CPPO_BENCH_CACHE, else $XDG_CACHE_HOME/cppo-bench."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    from cppo_bench.util import env
+
+    cache = env.path(CACHE_ENV)
+    if cache is not None:
+        return cache
+    xdg = str(env.path("XDG_CACHE_HOME") or Path.home() / ".cache")
     return Path(xdg).expanduser() / "cppo-bench"
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import queue
 import random
 import threading
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.backends.chat import plain_prompt
+from cppo_bench.util import env
 from cppo_bench.util.termsafe import quote
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -328,11 +328,11 @@ def make_openai_backend(
     completions: `completions` sends messages as a plain prompt, for base models), tokenizer
     (counts tokens when the server reports no usage), extra_body (merged into every request,
     e.g. {"top_k": 20}). batch_size is accepted as an alias of concurrency."""
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    url = base_url or env.text("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     return OpenAIBackend(
         model,
         base_url=url,
-        api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+        api_key=api_key if api_key is not None else env.raw("OPENAI_API_KEY"),
         concurrency=batch_size or concurrency,
         timeout=timeout,
         max_retries=max_retries,

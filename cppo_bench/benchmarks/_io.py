@@ -14,7 +14,6 @@ instead of waiting out the HTTP client's retries.
 from __future__ import annotations
 
 import json
-import os
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -201,12 +200,15 @@ def local_rows(path: str | Path, split: str | None = None) -> Iterator[RawRow]:
 
 
 def _offline_reason() -> str | None:
+    from cppo_bench.util import env
+
     for name in OFFLINE_ENV:
-        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+        if env.text(name, "").lower() in ("1", "true", "yes", "on"):  # type: ignore[union-attr]
             return f"{name} is set"
-    if os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy"):
+    if env.text("HTTPS_PROXY") or env.text("https_proxy"):
         return None  # a proxy decides reachability; let the client try
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    # a nonsense endpoint is one line naming the variable, not a traceback from urlparse
+    endpoint = urlparse(env.url("HF_ENDPOINT", "https://huggingface.co"))
     host = endpoint.hostname or "huggingface.co"
     port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
     try:

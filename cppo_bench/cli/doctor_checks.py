@@ -10,13 +10,14 @@ transformers are found by their metadata, not imported).
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from cppo_bench.util import env
 
 OK, MISSING, WEAK, INFO = "ok", "missing", "weak", "info"
 BWRAP_FIX = "apt-get install bubblewrap   (or: bash .ci/setup, from the cppo-bench checkout)"
@@ -74,7 +75,7 @@ def check_sandbox() -> Check:
         return Check("sandbox", MISSING, f"{mode}: {str(exc).splitlines()[0]}", BWRAP_FIX)
     finally:
         box.close()
-    seccomp_on = os.environ.get(SECCOMP_ENV, "1") != "0"
+    seccomp_on = env.flag(SECCOMP_ENV, True)
     facts = [
         f"user namespace {'yes' if hello.get('userns') else 'no'}",
         f"pid namespace per test {'yes' if hello.get('pidns') else 'no'}",
@@ -88,7 +89,7 @@ def check_sandbox() -> Check:
     if mode == "bwrap":
         why = f"bubblewrap {bwrap}"
         return Check("sandbox", OK, f"bwrap ({why}); " + ", ".join(facts))
-    forced = os.environ.get(sb.MODE_ENV, "").strip()
+    forced = env.text(sb.MODE_ENV, "") or ""
     if bwrap is None:
         why, fix = "bubblewrap not found", BWRAP_FIX
     elif forced:  # the user chose the weaker mode; bubblewrap may work

@@ -14,7 +14,6 @@ Encoders, offline first:
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import zipfile
@@ -42,7 +41,9 @@ class Encoder(Protocol):
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("CPPO_BENCH_CACHE") or Path.home() / ".cache" / "cppo-bench")
+    from cppo_bench.util import env
+
+    return env.path("CPPO_BENCH_CACHE") or Path.home() / ".cache" / "cppo-bench"
 
 
 def _part_file(dist_name: str, index: int) -> Path | None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,7 +48,9 @@ def data_source(benchmark: str, metadata: Mapping[str, Any]) -> str | None:
     if explicit:
         return str(explicit)
     env = DATA_ENV.get(benchmark)
-    return (os.environ.get(env) or None) if env else None
+    from cppo_bench.util import env as environment
+
+    return environment.text(env) if env else None
 
 
 def loader_options(

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
@@ -35,16 +33,9 @@ VERDICT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "first_fai
 
 
 def _workers() -> int | None:
-    raw = os.environ.get(WORKERS_ENV)
-    if not raw:
-        return None
-    try:
-        workers = int(raw)
-    except ValueError:
-        workers = 0
-    if workers < 1:
-        raise DataError(f"{WORKERS_ENV} must be a positive integer, got {quote(raw)}")
-    return workers
+    from cppo_bench.util import env
+
+    return env.optional_integer(WORKERS_ENV, 1, 4096)
 
 
 def verify_responses(
@@ -63,10 +54,9 @@ def verify_responses(
         for text in texts
     ]
     _warn_if_repeats_identical(resps)
-    cache = os.environ.get(CACHE_ENV)
-    results = verify_batch(
-        jobs, workers=_workers(), cache_dir=Path(cache) if cache else None, progress=True
-    )
+    from cppo_bench.util import env
+
+    results = verify_batch(jobs, workers=_workers(), cache_dir=env.path(CACHE_ENV), progress=True)
     # JSON text, not dicts: lm-eval's --log_samples writes non-string responses as Python
     # reprs, and the logged verdicts should be machine-readable.
     records = iter(

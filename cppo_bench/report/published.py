@@ -36,10 +36,10 @@ def _cell(value: Any, where: str, source: str) -> Cell:
 
 def published_tables(path: Path = PUBLISHED) -> list[Table]:
     """The published tables, in the file's order (one DataError line for a malformed file)."""
-    from cppo_bench.util.userfiles import UserFileError, load_yaml
+    from cppo_bench.util.userfiles import UserFileError, load_yaml, read_text
 
     try:
-        doc = load_yaml(path.read_text(encoding="utf-8"), str(path))
+        doc = load_yaml(read_text(path), str(path))
         source, tables = str(doc["source"]), list(doc["tables"])
     except (OSError, UserFileError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: not a published-numbers file ({exc})") from None

@@ -34,6 +34,7 @@ from cppo_bench.store.runs import (
     read_records,
     repair_tail,
     run_dir_for,
+    store_path,
     write_manifest,
 )
 from cppo_bench.util.termsafe import quote
@@ -123,7 +124,11 @@ def rejudge(
     from cppo_bench.runner.scoring import problem_meta
     from cppo_bench.verifier import VerifyJob, verify_batch
 
-    source_dir = Path(run_dir)
+    source_dir = store_path(run_dir, "run directory")
+    if workers is not None and (type(workers) is not int or workers < 1):
+        raise DataError(f"rejudge: workers must be an integer >= 1, got {quote(workers, 60)}")
+    if tests is not None and not isinstance(tests, str | Path) and not hasattr(tests, "bench"):
+        raise DataError(f"rejudge: tests must be a test set folder, got {type(tests).__name__}")
     source = read_manifest(source_dir)
     records = read_records(source_dir)
     if not records:
@@ -147,7 +152,7 @@ def rejudge(
     if any(by_id[pid].task != "codegen" for pid in records):
         raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")
     manifest = new_manifest(source, source_dir, test_set, loaded)
-    root = Path(out) if out is not None else store_root(source_dir, source)
+    root = store_path(out, "--out") if out is not None else store_root(source_dir, source)
     target = run_dir_for(root, manifest)
     if target.resolve() == source_dir.resolve():
         raise DataError(f"{target}: is the source run itself; nothing is overwritten")

@@ -22,16 +22,19 @@ from cppo_bench.errors import DataError
 from cppo_bench.util import userfiles
 
 CHUNK = 1 << 20
+MAX_HASHED = 1 << 40  # a data file of any size a loader reads
 
 
 def file_sha256(path: Path) -> str | None:
-    """sha256 of a data file's bytes (None for a folder: its problems' hash names it)."""
-    if not path.is_file():
-        return None
+    """sha256 of a data file's bytes (None for a folder, whose problems' hash names it, and
+    for anything that is not a regular file: a FIFO or device is never read)."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
+    try:
+        with userfiles.open_bytes(path, max_bytes=MAX_HASHED) as fh:
+            while chunk := fh.read(CHUNK):
+                digest.update(chunk)
+    except userfiles.UserFileError:
+        return None
     return digest.hexdigest()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
-from cppo_bench.store.runs import ProblemRecord, read_manifest, read_records
+from cppo_bench.store.runs import ProblemRecord, read_manifest, read_records, store_path
 from cppo_bench.util.termsafe import quote
 
 TEST_CHARS = 2000  # of a failing test's input / expected output shown
@@ -78,7 +78,11 @@ def sample_rows(
     plan_filled, solver_prompt (the messages sent), code, completion, verdict, passed,
     tests_passed, tests_total, first_failed, ``first_failing_test`` {input, expected} or
     None, detail, finish_reason, tokens, seed)."""
-    run_dir = Path(run)
+    run_dir = store_path(run, "run directory")
+    if problem is not None and not isinstance(problem, str):
+        raise DataError(
+            f"samples: problem must be a problem id (text), got {type(problem).__name__}"
+        )
     manifest = read_manifest(run_dir)
     records: dict[str, ProblemRecord] = read_records(run_dir)
     order = [pid for pid in manifest.problem_ids if pid in records]

@@ -13,14 +13,32 @@ bootstrap, the per-seed t interval); this module only groups and tabulates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _takes_frame(fn: F) -> F:
+    """The public statistics check their frame first: a wrong argument is one DataError,
+    never an AttributeError from inside pandas."""
+
+    @functools.wraps(fn)
+    def checked(frame: Any, *args: Any, **kwargs: Any) -> Any:
+        from cppo_bench.store.frames import check_frame
+
+        check_frame(frame)
+        return fn(frame, *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
 
 __all__ = [
     "DEFAULT_KS",
@@ -36,6 +54,7 @@ __all__ = [
 DEFAULT_KS = (1, 2, 4)  # `stats passk` without --k: those of these the runs allow
 
 
+@_takes_frame
 def window(frame: pd.DataFrame, **bounds: Any) -> pd.DataFrame:
     """Rows in a contest-date window / on a platform (cppo_bench.stats.slices.window)."""
     from cppo_bench.stats.slices import window as cut
@@ -43,6 +62,7 @@ def window(frame: pd.DataFrame, **bounds: Any) -> pd.DataFrame:
     return cut(frame, **bounds)
 
 
+@_takes_frame
 def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = None, **options: Any) -> pd.DataFrame:
     """pass@k per difficulty / platform / month / release window (cppo_bench.stats.slices);
     `k` None: those of DEFAULT_KS the runs allow (``.attrs["left_out"]`` says which not)."""
@@ -57,6 +77,7 @@ def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = None, **options: Any) ->
     return out
 
 
+@_takes_frame
 def allowed_ks(
     frame: pd.DataFrame,
     candidates: Sequence[int] = DEFAULT_KS,
@@ -87,7 +108,9 @@ def allowed_ks(
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
-    ks = [k] if isinstance(k, int) else [int(x) for x in k]
+    ks: list[Any] = [k] if not isinstance(k, list | tuple | range) else list(k)
+    if any(type(x) is not int for x in ks):  # "x", 1.5 or True is not a budget
+        raise DataError(f"every k must be an integer >= 1, got {quote(k, 80)}")
     if not ks or min(ks) < 1:
         raise DataError(f"every k must be >= 1, got {quote(k)}")
     return ks
@@ -112,6 +135,7 @@ def _estimators(rows: Any, estimator: str, select: str | None) -> dict[tuple[str
     return {key: estimator_name(rs, estimator, select) for key, rs in groups.items()}
 
 
+@_takes_frame
 def pass_at_k(
     frame: pd.DataFrame,
     k: int | Sequence[int] | None = None,
@@ -173,6 +197,7 @@ def _tests(frame: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+@_takes_frame
 def bootstrap(
     frame: pd.DataFrame,
     a: str | Sequence[str],
@@ -231,6 +256,7 @@ def bootstrap(
     return table
 
 
+@_takes_frame
 def seeds(
     frame: pd.DataFrame,
     a: str,
@@ -275,6 +301,7 @@ def seeds(
     return pd.DataFrame(out)
 
 
+@_takes_frame
 def tokens(
     frame: pd.DataFrame,
     *,

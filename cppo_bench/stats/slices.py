@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import Registry
+from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,6 +128,11 @@ def pass_at_k_by(
     from cppo_bench.stats import pass_at_k
 
     group = GROUPERS.get(by)
+    need = "contest_date" if by in ("month", "window") else by
+    if need not in frame.columns:  # a CSV without the column: say which file and what it has
+        source = frame.attrs.get("source", "results frame")
+        have = ", ".join(str(c)[:60] for c in frame.attrs.get("columns", frame.columns))[:400]
+        raise DataError(f"{source}: no {quote(need)} column to group by {by} (its columns: {have})")
     if frame.empty:
         return pd.DataFrame()
     labels = frame.apply(group, axis=1)

@@ -48,6 +48,7 @@ RUN_COLUMNS = (
     "solver_tokens", "method_label", "run_dir", "answers", "answer_label", "texts",
     "texts_kind", "validity", "dataset_size", "difficulty", "platform", "contest_date", "tests",
 )  # fmt: skip
+META_COLUMNS = ("difficulty", "platform", "contest_date")  # a problem's, for grouping
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
 
@@ -80,12 +81,15 @@ def load_runs(
     the numbers."""
     import pandas as pd
 
+    for what, fn in (("warn", warn), ("progress", progress)):  # a caller's mistake, one line
+        if fn is not None and not callable(fn):
+            raise DataError(f"load_runs: {what} must be a function, got {type(fn).__name__}")
     from cppo_bench.benchmarks.testsource import manifest_line
     from cppo_bench.methods import passk_rule
     from cppo_bench.plan.validity import record_tally
     from cppo_bench.store.index import one_per_slot, scan
 
-    store = scan(Path(path))
+    store = scan(path)  # the path itself checked there: one DataError for None or bytes
     if not store.runs:
         if store.unreadable:  # nothing readable: the first reason is the error
             raise DataError(store.unreadable[0][1])
@@ -212,11 +216,17 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     raw = raw.fillna("")
     records: list[dict[str, Any]] = []
     seen: dict[tuple[str, str, int, str], int] = {}
-    for line, cells in enumerate(raw.to_dict("records"), start=2):
+    raw_rows = raw.to_dict("records")
+    for line, cells in enumerate(raw_rows, start=2):
         records.append(_checked(cells, f"{path}:{line}", line, seen))
     if not records:
         raise DataError(f"{path}: no data rows")
     frame = pd.DataFrame(records)
+    for column in META_COLUMNS:  # what `stats --by` groups on, when the file has it
+        if column in header:
+            frame[column] = [str(c.get(column, "")).strip() or None for c in raw_rows]
+    # where the rows came from, for a message about a column the file lacks
+    frame.attrs["source"], frame.attrs["columns"] = str(path), list(raw.columns)
     frame.attrs["warnings"] = [] if "trained" in header else untagged_seeds(frame)
     return frame
 
@@ -299,10 +309,20 @@ def _cell(row: dict[str, Any], name: str, default: Any = None) -> Any:
     return value
 
 
+def check_frame(frame: Any) -> None:
+    """One DataError when a statistic is handed something other than a results frame."""
+    if not callable(getattr(frame, "to_dict", None)) or not hasattr(frame, "attrs"):
+        raise DataError(
+            f"results frame: expected a pandas DataFrame (cppo_bench.load_runs or a CSV read "
+            f"by read_outcomes), got {type(frame).__name__}"
+        )
+
+
 def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
     """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
     frame has it, else `method`). A frame filtered or built by hand works too: only
     `method`, `problem_id` and `outcomes` or `passed` are required."""
+    check_frame(frame)
     missing = {"method", "problem_id"} - set(frame.columns)
     if missing or not {"outcomes", "passed"} & set(frame.columns):
         need = sorted(missing) or ["outcomes or passed"]

@@ -26,6 +26,7 @@ from cppo_bench.store.runs import (
     read_records,
     shard_of,
     shard_suffix,
+    store_path,
 )
 from cppo_bench.util.progress import ProgressFn
 from cppo_bench.util.termsafe import quote, safe
@@ -81,11 +82,12 @@ class StoreScan:
         return out
 
 
-def scan(root: Path, progress: ProgressFn | None = None) -> StoreScan:
+def scan(root: str | Path, progress: ProgressFn | None = None) -> StoreScan:
     """Every stored run under `root` (a run store or one run directory), shards merged."""
     groups: dict[Path, list[tuple[Path, RunManifest]]] = {}
     unreadable: list[tuple[Path, str]] = []
-    for run_dir in iter_runs(Path(root)):
+    root = store_path(root)
+    for run_dir in iter_runs(root):
         try:
             if not _utf8(run_dir):  # its name reaches frames, CSV, HTML: all UTF-8 only
                 raise DataError(f"{safe(run_dir)}: the folder's name is not UTF-8 text; rename it")

@@ -154,6 +154,23 @@ class ProblemRecord:
         return cls(**d)
 
 
+def store_path(value: Any, what: str = "run store") -> Path:
+    """A path the API was handed (`load_runs`, `samples`, `rejudge`) as a Path, or one
+    DataError: text or a PathLike naming text, without a NUL byte (None, a number or bytes
+    would end in Python's own TypeError deep inside a reader)."""
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise DataError(
+            f"{what}: expected a path (str or pathlib.Path), got {type(value).__name__}"
+        ) from None
+    if not isinstance(path, str):
+        raise DataError(f"{what} {quote(path, 80)}: expected a text path, not bytes")
+    if "\0" in path:
+        raise DataError(f"{what} {quote(path, 80)}: a path cannot hold a NUL byte")
+    return Path(path)
+
+
 def slug(text: str) -> str:
     """Filesystem-safe form of a model id or path."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip("/")).strip("_")[-80:] or "model"
@@ -205,7 +222,7 @@ def write_manifest(run_dir: Path, manifest: RunManifest, *, root: Path) -> None:
 def read_manifest(run_dir: Path) -> RunManifest:
     """The run's manifest, checked against the `run_manifest` schema: one DataError naming
     the file and the field for anything unreadable or out of range."""
-    path = Path(run_dir) / MANIFEST
+    path = store_path(run_dir, "run directory") / MANIFEST
     try:
         with open_file(path, "rb") as fh:
             raw = jsonio.read_capped(fh, MAX_MANIFEST)
@@ -287,7 +304,7 @@ def read_records(
     manifest lists and have k branches. A line that fails is never counted: with
     `warnings`, it is skipped and "file:line: why" appended there; without, the first one
     raises DataError naming it."""
-    path = Path(run_dir) / RECORDS
+    path = store_path(run_dir, "run directory") / RECORDS
     records: dict[str, ProblemRecord] = {}
     if not exists(path):
         return records

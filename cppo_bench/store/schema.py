@@ -8,6 +8,13 @@ list must not be counted. Each kind of stored document is a `Schema` registered 
 `check` returns the first thing wrong, as a short phrase naming the field, and the reader
 puts the file (and line) in front of it.
 
+This module is the one declaration of every field a reader uses, as deep as the readers go:
+the open `extra` objects of a manifest and a record (`MANIFEST_EXTRA`, `RECORD_EXTRA`) and a
+plan validity report (`VALIDITY`) are schemas of their own, and a run's `method_options` are
+built by the method's own options dataclass. The door (`cppo_bench.store.runs.read_manifest`,
+`read_records`) checks a document once, so no reader meets an unchecked value; a reader that
+reads an undeclared key fails tests/store/test_schema_fields.py. To add a field, declare it here.
+
 Names that later reach generated shell commands, report cells or the terminal (method,
 benchmark, model, backend, problem ids, checkpoint tags) must be printable: no control
 characters (a newline in a model name would end a comment in `fill_missing.sh`).
@@ -17,8 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from cppo_bench.backends.base import MAX_NEW_TOKENS, TEMPERATURE  # noqa: F401
@@ -28,16 +34,20 @@ from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's v
     MAX_NAME,
     MAX_PROBLEMS,
     Check,
+    Schema,
     boolean,
+    context,
     has_control,
     integer,
     list_of,
     mapping,
+    mapping_of,
     matches,
     name,
     number,
     one_of,
     optional,
+    scalar,
     text,
 )
 from cppo_bench.util.registry import Registry
@@ -52,40 +62,7 @@ MAX_TOKENS = 1 << 40
 VERDICT = re.compile(r"^[A-Za-z0-9_@.:+-]{1,64}$")  # AC, WA, ..., or a maj@K answer check
 
 
-# --- schemas -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Schema:
-    """Fields (name -> checker), which of them may be absent, and checks across fields."""
-
-    name: str
-    fields: Mapping[str, Check]
-    optional: frozenset[str] = frozenset()
-    relations: tuple[Callable[[dict[str, Any]], str | None], ...] = ()
-    open_ended: bool = False  # fields beyond `fields` are recorded context, not an error
-
-    def check(self, doc: Any) -> str | None:
-        """None when `doc` conforms, else the first problem found ("field k: ...")."""
-        if not isinstance(doc, dict):
-            return f"expected a JSON object, got {type(doc).__name__}"
-        unknown = sorted(set(doc) - set(self.fields))
-        if unknown and not self.open_ended:
-            return f"unknown field(s) {', '.join(map(repr, unknown[:5]))}"
-        for key, check in self.fields.items():
-            if key not in doc:
-                if key in self.optional:
-                    continue
-                return f"missing field {quote(key)}"
-            why = check(doc[key])
-            if why:
-                return f"field {quote(key)}: {why}"
-        for relation in self.relations:
-            why = relation(doc)
-            if why:
-                return why
-        return None
-
+# --- schemas ---------------------------------------------------------------------------------
 
 SCHEMAS: Registry[Schema] = Registry("schema")
 
@@ -146,20 +123,9 @@ def _options(v: Any) -> str | None:
     return None
 
 
-def _tags(v: Any) -> str | None:
-    """manifest.extra: a dict; the tags that place a run in a report are names or ints."""
-    why = mapping(v)
-    if why:
-        return why
-    for key in ("trained", "base_model"):
-        if v.get(key) is not None and name(v[key]):
-            return f"field 'extra.{key}': {name(v[key])}"
-    if v.get("train_seed") is not None and integer()(v["train_seed"]):
-        return f"field 'extra.train_seed': {integer()(v['train_seed'])}"
-    if not isinstance(v.get("invocations", []), list):
-        return "field 'extra.invocations': expected a list"
-    if "data" in v and (why := _data(v["data"])):
-        return f"field 'extra.data': {why}"
+def _tests_counts(d: dict[str, Any]) -> str | None:
+    if d.get("public_only", 0) > d.get("problems", 0):
+        return "field 'public_only': more than 'problems'"
     return None
 
 
@@ -177,11 +143,108 @@ def _data(v: Any) -> str | None:
     return _options(v.get("options", {}))
 
 
+# manifest.extra: what the readers read of it, declared once, as deep as they read it
+MANIFEST_EXTRA = context(
+    "run_manifest.extra",
+    {
+        # a trained checkpoint's tags: they place a run in a report (cppo_bench.report.run_index)
+        "trained": optional(name),
+        "base_model": optional(name),
+        "train_seed": optional(integer()),
+        "chunk_size": integer(1, MAX_PROBLEMS),
+        "model_id": optional(name),  # the model the backend reported serving
+        # what else makes the samples (cppo_bench.store.identity): the data's content hash,
+        # the release; further keys are scalars (one identity field each)
+        "identity": context(
+            "identity",
+            {"data_sha256": text, "release": name},
+            relations=(lambda d: mapping_of(name, scalar, 64)(d),),
+        ),
+        # the data's test kinds and counts (cppo_bench.benchmarks.testsource.describe)
+        "tests": Schema(
+            "tests",
+            {
+                "problems": integer(0, MAX_PROBLEMS),
+                "tests": mapping_of(name, integer(0, MAX_INT), 64),
+                "public_only": integer(0, MAX_PROBLEMS),
+            },
+            all_optional=True,
+            relations=(_tests_counts,),
+        ),
+        # judged with an augmented test set (cppo-bench augment --tests)
+        "test_set": context("test_set", {"path": text, "hash": name, "tests": integer(0)}),
+        # judged again from another run's completions (cppo_bench.runner.rejudge)
+        "rejudged": context(
+            "rejudged", {"from": text, "from_config": name, "verifier": text, "at": text}
+        ),
+        "invocations": list_of(mapping),  # each resume: when, which version
+        "merged_from": list_of(name),  # `runs merge`: the shard directories
+        "summary": mapping,  # written for people; readers compute their own
+        "data": _data,  # the data the run loaded (cppo_bench.runner.rundata): `run --like`
+    },
+)
+
+# one plan tuple's validity report (cppo_bench.plan.contract.ValidityReport.to_dict, plus
+# "strict_failed"), as cppo_bench.plan.validity and cppo_bench.report.measures read it
+_positions = list_of(integer(0, MAX_INT), MAX_K)
+VALIDITY = context(
+    "plan_validity",
+    {
+        "k": integer(0, MAX_K),
+        "count": integer(0, MAX_INT),
+        "parse_mode": optional(text),
+        "valid": boolean,
+        "strict_failed": boolean,
+        "fill_rule": optional(text),
+        "n_duplicates": integer(0, MAX_K),
+        "duplicates": list_of(_positions, MAX_K),
+        "filled": _positions,
+        "issues": list_of(text, MAX_K),
+        **{key: _positions for key in ("words", "empty", "code_leak", "answer_leak")},
+        **{key: _positions for key in ("over_words", "substeps")},
+    },
+)
+
+# a record's extra: the problem's metadata (stats --by), maj@K, the planner's finish
+# reasons and the fallbacks a method counted (cppo_bench.plan.validity)
+RECORD_EXTRA = context(
+    "run_record.extra",
+    {
+        "difficulty": optional(text),
+        "platform": optional(text),
+        "contest_date": optional(text),
+        "maj_at_k": boolean,
+        "planner_finish": list_of(optional(text), MAX_K),
+        "planner_completions": list_of(text, MAX_K),
+        "fallbacks": mapping_of(name, integer(0, MAX_INT), 64),
+        "skills": list_of(integer(0, MAX_INT), MAX_K),
+    },
+)
+
+
+def _method_options(d: dict[str, Any]) -> str | None:
+    """A method this install knows checks its stored options with its own typed options
+    dataclass (the one builder, strictly: stored text is not re-read as JSON, and an "@file"
+    list is never read), so `select: sideways` is refused here, not in a reader."""
+    from cppo_bench.methods import METHODS
+    from cppo_bench.util.builder import build
+
+    try:
+        cls = METHODS.get(d["method"])
+    except KeyError:
+        return None  # a plugin's run: `_options` checked its scalars
+    try:
+        build(cls.options_type, d["method_options"], label="option")
+    except ValueError as exc:  # BuildError is a DataError, a ValueError
+        return f"field 'method_options': {str(exc)[:400]}"
+    return None
+
+
 def _ids_consistent(d: dict[str, Any]) -> str | None:
     ids, seen = d["problem_ids"], set()
     for i in ids:  # one pass: a million repeated ids cost a million set lookups, not n**2
         if i in seen:
-            return f"problem id {quote(i)} is listed twice"
+            return f"problem id {quote(i, 60)} is listed twice"
         seen.add(i)
     shard = d.get("shard")
     if shard is not None:
@@ -213,14 +276,14 @@ SCHEMAS.register("run_manifest")(
             "git_commit": optional(text),
             "created_at": text,
             "status": one_of("running", "complete"),
-            "extra": _tags,
+            "extra": MANIFEST_EXTRA,
             "dataset_hash": text,
             "dataset_size": integer(0, MAX_PROBLEMS),
             "selected": integer(0, MAX_PROBLEMS),
             "shard": _shard,
         },
         optional=frozenset({"extra", "dataset_hash", "dataset_size", "selected", "shard"}),
-        relations=(_ids_consistent,),
+        relations=(_ids_consistent, _method_options),
     )
 )
 
@@ -293,9 +356,9 @@ SCHEMAS.register("run_record")(
             "planner_tokens": integer(0, MAX_TOKENS),
             "solver_tokens": integer(0, MAX_TOKENS),
             "plans": list_of(list_of(text, MAX_K), MAX_K),
-            "plan_validity": list_of(mapping, MAX_K),
+            "plan_validity": list_of(VALIDITY, MAX_K),
             "label": optional(text),
-            "extra": mapping,
+            "extra": RECORD_EXTRA,
         },
         optional=frozenset(
             {"planner_tokens", "solver_tokens", "plans", "plan_validity", "label", "extra"}

@@ -15,7 +15,6 @@ The interval is `CPPO_BENCH_PROGRESS_INTERVAL` seconds (default 30).
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -29,16 +28,15 @@ __all__ = ["Bar", "ProgressFn", "Ticker", "interval_s", "is_terminal", "progress
 
 INTERVAL_ENV = "CPPO_BENCH_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL_S = 30.0
+MIN_INTERVAL_S = 1.0  # a log line a second at most: 1e-300 wrote 17,000 lines in 5 s
 
 
 def interval_s() -> float:
-    """Seconds between plain progress lines: $CPPO_BENCH_PROGRESS_INTERVAL, else 30."""
-    text = os.environ.get(INTERVAL_ENV, "")
-    try:
-        value = float(text) if text else DEFAULT_INTERVAL_S
-    except ValueError:
-        value = DEFAULT_INTERVAL_S
-    return value if value > 0 else DEFAULT_INTERVAL_S
+    """Seconds between plain progress lines: $CPPO_BENCH_PROGRESS_INTERVAL (at least 1),
+    else 30; a value that is not a number is one line naming the variable."""
+    from cppo_bench.util import env
+
+    return env.number(INTERVAL_ENV, DEFAULT_INTERVAL_S, floor=MIN_INTERVAL_S)
 
 
 def is_terminal(stream: TextIO | None = None) -> bool:

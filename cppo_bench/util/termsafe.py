@@ -73,14 +73,27 @@ QUOTE_CHARS = 200  # of a bad value quoted in a skip or error line (a 2 MB field
 
 
 def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
-    """The one quoting of a bad value in a message: its repr, of at most `limit` characters
-    of the value (a string or bytes is cut BEFORE repr, so a 2 MB field costs nothing),
+    """The one quoting of a bad value in a message: its repr, of at most about `limit`
+    characters, built without ever writing out the whole of a huge or deep value (a string
+    or bytes is cut BEFORE repr, so a 2 MB field costs nothing; a list shows its first
+    items; an int of thousands of digits, whose str() Python refuses, is named by its size),
     with how much was left out. Escaped by the printer like any message. Never raises."""
+    import reprlib
+
     try:
         if isinstance(value, str | bytes) and len(value) > limit:
             return f"{value[:limit]!r}... ({len(value) - limit} more)"
-        text = repr(value)
-    except Exception as exc:  # a hostile __repr__
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 3 * limit:  # > ~limit digits: never turned into text
+                return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+        shorten = reprlib.Repr()
+        shorten.maxstring = shorten.maxother = shorten.maxlong = limit
+        shorten.maxlist = shorten.maxdict = shorten.maxtuple = shorten.maxset = 6
+        shorten.maxlevel = 3
+        text = shorten.repr(value)
+        if isinstance(value, list | tuple | set | frozenset | dict) and len(value) > 6:
+            text += f" ({len(value)} items, {len(value) - 6} more)"
+    except Exception as exc:  # a hostile __repr__, a recursion
         return f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
 

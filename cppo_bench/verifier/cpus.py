@@ -20,6 +20,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from cppo_bench.util import env
 from cppo_bench.verifier.launch import PIN_ENV
 
 _LOCK = threading.Lock()  # flock is per open file: threads of this process serialise here
@@ -97,7 +98,7 @@ def _update(change) -> object:
 def take() -> tuple[int, int] | None:
     """(cpu, token) for a starting sandbox: the least used CPU this process may run on;
     None when pinning is off or not possible."""
-    if os.environ.get(PIN_ENV, "1") == "0" or not hasattr(os, "sched_getaffinity"):
+    if not env.flag(PIN_ENV, True) or not hasattr(os, "sched_getaffinity"):
         return None
     allowed = process_cpus()
     token = int.from_bytes(os.urandom(6), "big")

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 # the sandboxed server measures test trees with the same /proc scan (stdlib-only module)
+from cppo_bench.util import env
 from cppo_bench.verifier.inside.procs import descendants
 
 MODES = ("bwrap", "unshare", "rlimits")  # probed in this order
@@ -178,8 +179,8 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
         "drop_uid": None,
         # CPPO_SANDBOX_SECCOMP=0: per-test user and IPC namespaces instead of the seccomp
         # filter (what machines without the filter get; the tests exercise it here)
-        "seccomp": os.environ.get(SECCOMP_ENV, "1") != "0",
-        "reuse": os.environ.get(REUSE_ENV, "1") != "0",
+        "seccomp": env.flag(SECCOMP_ENV, True),
+        "reuse": env.flag(REUSE_ENV, True),
     }
     harness = [_real_python(), "-I", "-S", "-B", str(INSIDE_DIR / "harness.py")]
     exe, prefix = _real_python(), os.path.realpath(sys.base_prefix)
@@ -189,7 +190,7 @@ def launch_spec(mode: str, nproc: int = 64) -> tuple[list[str], dict]:
                     keep=[prefix, exe])  # fmt: skip
         return _bwrap_argv(), init
     if mode == "command":
-        argv = shlex.split(os.environ.get(COMMAND_ENV, ""))
+        argv = shlex.split(env.text(COMMAND_ENV, "") or "")
         if not argv:
             raise ValueError(f"{MODE_ENV}=command needs {COMMAND_ENV}")
         return argv, dict(init, site=f"{INSIDE}/site")
@@ -285,7 +286,7 @@ def _memcg_bases() -> list[tuple[Path, int]]:
     """Where a memory cgroup can be made here: a delegated v2 directory ($CPPO_SANDBOX_CGROUP),
     or, as root, the v1 memory hierarchy or the v2 root."""
     out = []
-    delegated = os.environ.get(CGROUP_ENV)
+    delegated = env.text(CGROUP_ENV)
     if delegated and "memory" in _read(Path(delegated) / "cgroup.controllers").split():
         out.append((Path(delegated), 2))
     if os.geteuid() == 0:

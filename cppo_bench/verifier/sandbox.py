@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cppo_bench.util import env
 from cppo_bench.util.termsafe import quote, warn
 from cppo_bench.verifier import cpus
 from cppo_bench.verifier.inside import wire
@@ -82,9 +83,11 @@ def sandbox_mode(keep_probe: bool = False) -> str:
     with _MODE_LOCK:
         if _MODE is not None:
             return _MODE
-        forced = os.environ.get(MODE_ENV, "").strip()
+        forced = env.text(MODE_ENV, "") or ""
         if forced and forced not in (*MODES, "command"):
             raise SandboxError(f"{MODE_ENV}={quote(forced)}: one of {', '.join(MODES)}, command")
+        for switch in (SECCOMP_ENV, REUSE_ENV):  # a bad switch is its own line, not the
+            env.flag(switch, True)  # reason every mode's probe failed
         failures = []
         for mode in [forced] if forced else list(MODES):
             tool = {"bwrap": "bwrap", "unshare": "unshare"}.get(mode)
@@ -116,7 +119,7 @@ _PROBED: list[Sandbox] = []
 def settings(mode: str, nproc: int) -> tuple:
     """What a sandbox is started with (mode, process cap, the environment it reads): one is
     handed to a caller only for the same settings."""
-    return (mode, nproc, *(os.environ.get(n) for n in (SECCOMP_ENV, COMMAND_ENV, REUSE_ENV)))
+    return (mode, nproc, *(env.raw(n) for n in (SECCOMP_ENV, COMMAND_ENV, REUSE_ENV)))
 
 
 def take_probed(key: tuple) -> Sandbox | None:
@@ -234,7 +237,7 @@ class Sandbox:
             warn_once("verifier sandbox: " + "; ".join(self.hello["notes"]))
         if os.geteuid() == 0 and self.mode != "command" and not self.hello.get("dropped"):
             # Programs would run as host root (owner of root's files, whatever the caps).
-            if os.environ.get(UNSAFE_ENV) != "1":
+            if not env.flag(UNSAFE_ENV, False):
                 notes = "; ".join(self.hello.get("notes", [])) or "no uid drop"
                 self.kill()
                 raise SandboxError(

@@ -3,7 +3,7 @@
 Every rank used to verify with one worker per core at once (issue 43 item 6): 8 ranks on a
 node ran 8 sandboxes per core, and the verifier's wall backstop (2 x the time limit + 1 s)
 turned the contention into time-outs of correct programs. ``verify_workers: 0`` now means the
-cores this process may use // ``LOCAL_WORLD_SIZE`` (set by torchrun and ``accelerate
+cores this process may use // ``LOCAL_WORLD_SIZE`` (set by torch.distributed.run and ``accelerate
 launch``), at least 1; a configured number is kept. Observed at the verifier's door: the
 ``workers`` that a real reward hands ``verify_batch`` while it scores a rollout."""
 

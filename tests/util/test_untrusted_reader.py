@@ -50,6 +50,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/verifier/cache.py", ".read_text"): "its own result cache (hash-named)",
     ("cppo_bench/verifier/cache.py", "os.fdopen"): "its own result cache, written O_EXCL",
     ("cppo_bench/verifier/inside/zygote.py", "os.open"): "/proc fds of its own children",
+    ("cppo_bench/verifier/inside/serversetup.py", "open"): "/proc/<pid>/status of its zygotes",
     ("cppo_bench/report/specs.py", ".read_text"): "specs shipped in the package (a user's "
     "--specs file goes through read_yaml)",
     ("cppo_bench/report/html.py", ".read_bytes"): "a figure PNG the report just drew",
@@ -78,6 +79,7 @@ for _sandbox in (
     "inside/mounts",
     "inside/nsutil",
     "inside/procs",
+    "inside/reset",
 ):
     ALLOWED[(f"cppo_bench/verifier/{_sandbox}.py", "os.open")] = "sandbox plumbing (/proc, /dev)"
 ALLOWED[("cppo_bench/verifier/launch.py", "os.open")] = "the memory cgroup's own control files"

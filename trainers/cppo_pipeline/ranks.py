@@ -14,9 +14,10 @@ processes wait in a barrier for as long as the main process's longest single-pro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from cppo_bench.util import env
 
 T = TypeVar("T")
 
@@ -29,7 +30,7 @@ def configure(timeout_s: int | None) -> None:
 
 
 def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return env.world_size()
 
 
 def _state() -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline.config import RMStageConfig
 
 
@@ -36,7 +37,7 @@ def problem(model: str | None) -> str | None:
     if isinstance(cached, str):
         return None
     return (
-        f"rm: base model {model!r:.80} is neither a local folder nor in the Hugging Face "
+        f"rm: base model {quote(model, 80)} is neither a local folder nor in the Hugging Face "
         "cache, and the rm stage would fail loading it after the sft stage; download it "
         "first (huggingface-cli download ID), or pass --rm-model FOLDER, or --rm ngram"
     )

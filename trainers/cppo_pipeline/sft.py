@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from cppo_bench.backends import GenRequest, SamplingParams
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.prompts import render
+from cppo_bench.util import env
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.loss import token_logprobs
 from trainers.cppo_pipeline.sft_funnel import PLAN_PROMPT, SFTExample
@@ -55,13 +56,12 @@ class SFTLayout:
 
     @classmethod
     def from_engine(cls, engine: Any) -> SFTLayout:
-        import os
 
         from trainers.engine import sharding
 
         # one process only: the other ranks wait in the stage barrier, so a multi-process
         # mesh would hang; several processes keep the plain layout (docs/gpu.md)
-        alone = int(os.environ.get("WORLD_SIZE", "1")) == 1
+        alone = env.world_size() == 1
         return cls(
             micro_rows=engine.micro_batch_rows,
             chunk=engine.logits_chunk_tokens,

@@ -26,14 +26,15 @@ ZeRO-3: tests/trainers/test_trainers_deepspeed.py); on a GPU: never (docs/gpu.md
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
 
 def launched() -> bool:
     """Whether ``accelerate launch`` asked for DeepSpeed (its launcher sets this variable)."""
-    return os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+    from cppo_bench.util import env
+
+    return env.flag("ACCELERATE_USE_DEEPSPEED", False)
 
 
 def state_kwargs(cuda: bool, timeout_s: int | None = None) -> dict[str, Any]:

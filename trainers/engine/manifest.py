@@ -18,6 +18,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store.training_schema import TRAIN_MANIFEST, read_manifest
+from cppo_bench.util import env
 from cppo_bench.util.gitinfo import git_commit
 from cppo_bench.util.termsafe import quote
 from trainers.engine.artifacts import atomic_write_text
@@ -63,8 +64,7 @@ def topology(accelerator: Any, model: Any = None) -> dict[str, Any]:
         **deepspeed,
         "distributed_type": accelerator.distributed_type.name,
         "num_processes": accelerator.num_processes,
-        "num_machines": getattr(state, "num_machines", None)
-        or int(__import__("os").environ.get("NNODES", "1") or 1),
+        "num_machines": getattr(state, "num_machines", None) or env.world_size("NNODES"),
         "device": str(accelerator.device),
         "mixed_precision": str(accelerator.mixed_precision),
         **extra,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cppo_bench.util import env
 from cppo_bench.util.registry import Registry
 from cppo_bench.verifier import VerifyJob, verify_batch
 from trainers.engine.rollout import Rollout
@@ -113,11 +114,10 @@ def verify_workers(configured: int) -> int:
     correct programs. (One pool shared by the node's ranks is issue 47.)"""
     if configured:
         return configured
-    import os
 
     from cppo_bench.verifier.cpus import process_cpus
 
-    local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    local = env.world_size("LOCAL_WORLD_SIZE")
     return max(1, len(process_cpus()) // local)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.util import env
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
 
@@ -33,7 +34,6 @@ def check_torch(version: str) -> None:
 
 
 def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
-    import os
 
     import torch
     from accelerate import Accelerator
@@ -44,7 +44,7 @@ def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
     check_tracker(cfg.report_to)  # a missing package: one line, before any model loads
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = env.world_size()
     cuda = torch.cuda.is_available()
     # offloaded shards are host tensors: the group needs gloo beside NCCL for them
     mixed = sharding.wants_offload(cfg.sharding) and cuda and world > 1

@@ -29,12 +29,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from cppo_bench.util import env
 
 SHARDED_WEIGHTS = "sharded_model.safetensors"
 SHARDED_OPTIMIZER = "sharded_optimizer.safetensors"
@@ -42,7 +43,7 @@ SHARDED_OPTIMIZER_META = "sharded_optimizer.json"
 
 
 def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true")
+    return env.flag(name, False)
 
 
 def wants_fsdp(sharding: str) -> bool:
@@ -52,7 +53,7 @@ def wants_fsdp(sharding: str) -> bool:
         return True
     if sharding != "auto":
         return False
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = env.world_size()
     return world > 1 and _env_true("ACCELERATE_USE_FSDP")
 
 
@@ -86,7 +87,7 @@ def process_group(sharding: str) -> Iterator[None]:
     destroyed on exit. A no-op under a launcher (WORLD_SIZE > 1) or with a group already up."""
     import torch.distributed as dist
 
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = env.world_size()
     if world > 1 or not uses_fsdp(sharding, world) or dist.is_initialized():
         yield
         return

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.util import env
 from cppo_bench.util.registry import Registry
 
 PROJECT = "cppo-bench-train"  # the tracker project name; tensorboard's folder under --out
@@ -56,7 +57,7 @@ def check_tracker(name: str, out_dir: Path | None = None) -> dict[str, dict[str,
         raise DataError(f"report_to {name} needs the {tracker.module} package: {tracker.install}")
     if name != "wandb":
         return {}
-    if not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
+    if not env.raw("WANDB_MODE") and not env.raw("WANDB_API_KEY"):
         os.environ["WANDB_MODE"] = "offline"
         from cppo_bench.util.termsafe import echo
 
