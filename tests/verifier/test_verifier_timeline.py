@@ -28,7 +28,7 @@ from cppo_bench.verifier import compare as compare_module
 from cppo_bench.verifier import launch as launch_module
 from cppo_bench.verifier import sandbox as sandbox_module
 
-PROGRAMS, TESTS, ROUNDS = 4, 5, 3
+PROGRAMS, TESTS, ROUNDS = 6, 5, 3
 
 # What the program sees, as one stderr line per test (the answer goes to stdout).
 PROBE = """\
@@ -116,18 +116,18 @@ def _judge_cost(checker: str) -> float:
     return (time.perf_counter() - t1) - (t1 - t0)
 
 
-@pytest.mark.parametrize("reuse", ["1", "0"])
-@pytest.mark.parametrize("checker", sorted(CASES))
-def test_what_a_program_sees_does_not_depend_on_its_verdicts(
-    mode, reuse, checker, monkeypatch
-) -> None:
-    monkeypatch.setenv(launch_module.REUSE_ENV, reuse)
+ATTEMPTS = 3  # a load burst can hide the judging cost from one measurement: measure again
+
+
+def _measure(checker: str, monkeypatch) -> list[tuple[float, float, float, str]]:
+    """(wrong - right, margin, judging cost, detail) for each gap a program sees."""
     right: list[dict[str, list[float]]] = []
     wrong: list[dict[str, list[float]]] = []
     for _ in range(ROUNDS):
         right.append(_round(checker, True, monkeypatch))
         wrong.append(_round(checker, False, monkeypatch))
     cost = _judge_cost(checker)
+    found = []
     for what in right[0]:
         r = [x for g in right for x in g[what]]
         w = [x for g in wrong for x in g[what]]
@@ -139,7 +139,23 @@ def test_what_a_program_sees_does_not_depend_on_its_verdicts(
                   f"(judging one wrong output costs {cost * 1e3:.0f} ms here); quartiles (ms): "
                   f"right {_ms(statistics.quantiles(r, n=4))}, "
                   f"wrong {_ms(statistics.quantiles(w, n=4))}")  # fmt: skip
-        # power: a gap that held the judging of even one wrong output would be seen
+        found.append((diff, margin, cost, detail))
+    return found
+
+
+@pytest.mark.parametrize("reuse", ["1", "0"])
+@pytest.mark.parametrize("checker", sorted(CASES))
+def test_what_a_program_sees_does_not_depend_on_its_verdicts(
+    mode, reuse, checker, monkeypatch
+) -> None:
+    monkeypatch.setenv(launch_module.REUSE_ENV, reuse)
+    for attempt in range(ATTEMPTS):
+        found = _measure(checker, monkeypatch)
+        # power: a gap that held the judging of even one wrong output would be seen; under a
+        # load burst the control is too wide to tell, and the measurement is made again
+        if all(cost > 2 * margin for _, margin, cost, _ in found) or attempt == ATTEMPTS - 1:
+            break
+    for diff, margin, cost, detail in found:
         assert cost > 2 * margin, "inconclusive, the machine is too noisy: " + detail
         assert abs(diff) <= margin, detail
 
