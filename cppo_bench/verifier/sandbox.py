@@ -201,7 +201,7 @@ class Sandbox:
             argv, init = launch_spec(self.mode, self.nproc)
         except ValueError as exc:
             raise SandboxError(str(exc)) from None
-        env = dict(ENV) if self.mode in ("unshare", "rlimits") else None
+        child_env = dict(ENV) if self.mode in ("unshare", "rlimits") else None
         self._buf, self._pending_ends = bytearray(), 0  # nothing of an earlier server
         # a memory cgroup where the host offers one (not for a container: its own runtime's)
         self._memcg = MemCgroup.create() if self.mode != "command" else None
@@ -210,7 +210,7 @@ class Sandbox:
         try:
             self.proc = _spawn(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, env=env, bufsize=0,
+                start_new_session=True, env=child_env, bufsize=0,
                 pass_fds=tuple(self._memcg.fds.values()) if self._memcg else (),
             )  # fmt: skip
         except OSError as exc:
