@@ -54,7 +54,7 @@ def serve(bench: str | None, data_path: str | None, option_pairs: tuple[str, ...
     """Verify programs over HTTP (POST /verify), in the same sandbox as `verify`, every
     test run; tests inline or a --bench problem id. Bound to localhost unless a token is set."""
     try:
-        from cppo_bench.serve.app import ServeState
+        from cppo_bench.serve.pipeline import ServeState
         from cppo_bench.serve.server import serve as run_server
     except ModuleNotFoundError as exc:
         raise click.ClickException(

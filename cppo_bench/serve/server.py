@@ -13,7 +13,8 @@ from types import FrameType
 
 import uvicorn
 
-from cppo_bench.serve.app import ServeState, create_app
+from cppo_bench.serve.app import create_app
+from cppo_bench.serve.pipeline import ServeState
 
 READY = "cppo-bench serve: ready on "  # the line a supervisor (or a test) waits for
 
