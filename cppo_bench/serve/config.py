@@ -38,6 +38,10 @@ class ServeConfig:
     max_memory_mb: int = 2048
     max_output_mb: int = 16  # the output cap per test: a request may ask less, never more
     drain_timeout_s: float = 600.0  # SIGTERM: how long in-flight batches may still run
+    # keep idle sandboxes between requests (verifier.keep_sandboxes, as the trainers do
+    # between steps): scratch wiped and every test forked from the pristine zygote, so the
+    # same isolation as two programs of one request; off: each request starts its own
+    reuse_sandboxes: bool = False
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 16:

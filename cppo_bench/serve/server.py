@@ -5,6 +5,7 @@ the server stops (SIGINT twice, or the drain timeout, stops it at once)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import sys
@@ -15,6 +16,7 @@ import uvicorn
 
 from cppo_bench.serve.app import create_app
 from cppo_bench.serve.pipeline import ServeState
+from cppo_bench.verifier import keep_sandboxes
 
 READY = "cppo-bench serve: ready on "  # the line a supervisor (or a test) waits for
 
@@ -73,8 +75,10 @@ def serve(state: ServeState, on_ready: Callable[[str], None] = _announce,
     uv = uvicorn.Config(create_app(state), log_level=log_level, access_log=False,
                         timeout_graceful_shutdown=int(config.drain_timeout_s), lifespan="off")  # fmt: skip
     server = _DrainingServer(uv, state, on_ready)
+    keep = keep_sandboxes() if config.reuse_sandboxes else contextlib.nullcontext()
     try:
-        server.run(sockets=[sock])
+        with keep:
+            server.run(sockets=[sock])
     finally:
         state.queue.close()
         sock.close()

@@ -23,9 +23,10 @@ from tests.verifier import test_verifier_hostile as hostile  # noqa: E402
 from tests.verifier import test_verifier_programs as fidelity  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def service():
-    svc = Service("--workers", "2", "--max-output-mb", "4")
+@pytest.fixture(scope="module", params=[(), ("--reuse-sandboxes",)], ids=["fresh", "reused"])
+def service(request):
+    # fresh: each request starts its own sandboxes; reused: idle ones kept between requests
+    svc = Service("--workers", "2", "--max-output-mb", "4", *request.param)
     yield svc
     svc.stop()
 
