@@ -46,7 +46,8 @@ def problem_payload(problem: Problem) -> dict[str, Any]:
 
 class VerifierClient:
     def __init__(self, urls: str | Sequence[str], *, token: str | None = None,
-                 timeout: float = 600.0, retries: int = 8, backoff_s: float = 0.5) -> None:  # fmt: skip
+                 timeout: float = 600.0, retries: int = 8, backoff_s: float = 0.5,
+                 batch: int = 256) -> None:  # fmt: skip
         listed = [urls] if isinstance(urls, str) else list(urls)
         self.urls = [u.strip().rstrip("/") for u in listed for u in u.split(",") if u.strip()]
         if not self.urls:
@@ -55,6 +56,7 @@ class VerifierClient:
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s
+        self.batch = max(1, batch)  # programs per request (the server's --max-programs)
         self._next = itertools.cycle(range(len(self.urls)))
         self._lock = threading.Lock()
 
@@ -100,7 +102,23 @@ class VerifierClient:
 
     def verify_items(self, items: list[dict[str, Any]],
                      limits: dict[str, Any] | None = None) -> list[VerifyResult]:  # fmt: skip
-        """Raw schema items (tests inline, or a benchmark problem id the server loaded)."""
+        """Raw schema items (tests inline, or a benchmark problem id the server loaded). Sent
+        in requests of at most `batch` programs, one per URL at a time, so several servers
+        verify one call's programs in parallel; the verdicts come back in the items' order."""
+        if not items:
+            return []
+        per = min(self.batch, math.ceil(len(items) / len(self.urls)))
+        chunks = [items[s : s + per] for s in range(0, len(items), per)]
+        if len(chunks) == 1:
+            return self._verify_chunk(chunks[0], limits)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(self.urls), len(chunks))) as pool:
+            parts = list(pool.map(lambda c: self._verify_chunk(c, limits), chunks))
+        return [r for part in parts for r in part]
+
+    def _verify_chunk(self, items: list[dict[str, Any]],
+                      limits: dict[str, Any] | None) -> list[VerifyResult]:  # fmt: skip
         payload: dict[str, Any] = {"items": items}
         if limits:
             payload["limits"] = limits

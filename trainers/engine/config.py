@@ -92,6 +92,9 @@ class TrainConfig:
     # problems' own tests plus its tests, so a policy cannot learn weak tests ("" = off)
     reward_tests: str = ""
     verify_workers: int = 0  # 0 = one per CPU core
+    # `cppo-bench serve` URL(s) the reward's programs go to instead of this process's
+    # sandboxes (commas: several, spread over them); "" = verify here. docs/serve.md
+    reward_verifier: str = ""
     # the training problems, by id, in that order (empty = every decontaminated problem):
     # the CPU demo trains on problems its 135M model can pass, so its steps train on something
     problem_ids: tuple[str, ...] = ()
@@ -124,6 +127,9 @@ class TrainConfig:
             "state_every",
             "dist_timeout_s",
         )
+        for url in filter(None, (u.strip() for u in self.reward_verifier.split(","))):
+            if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+                raise ConfigError(f"config reward_verifier: {url[:80]!r} is not an http(s) URL")
         for name in ("keep_folders", "verify_workers", "logits_chunk_tokens"):
             # keep_folders=-100 would make the pruning slice delete the newest checkpoints
             if getattr(self, name) < 0:
