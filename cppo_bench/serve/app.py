@@ -16,32 +16,53 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cppo_bench.serve.adapters.openrlhf import add_routes
+from cppo_bench.serve.config import is_loopback
 from cppo_bench.serve.pipeline import ServeState, error, judge
 from cppo_bench.serve.schema import VerifyRequest
+
+
+def _host_is_loopback(host: str) -> bool:
+    name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
+    return is_loopback(name)
+
+
+def _refusal(request: Request, state: ServeState) -> Response | None:
+    """The one door every request passes, in order: the Host (a token-less server answers
+    only loopback names: a web page that rebinds its DNS name to 127.0.0.1 gets nothing),
+    the token (every path but /health), a JSON body (a browser's form POST, which needs no
+    CORS preflight, is refused), the drain."""
+    if state.config.token is None and not _host_is_loopback(request.headers.get("host", "")):
+        return error(403, "Host is not a loopback name (this server has no token)")
+    if request.url.path == "/health":
+        return None
+    if state.config.token is not None:
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {state.config.token}".encode()):
+            return error(401, "missing or wrong bearer token")
+    if request.method == "POST":
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return error(415, "the body must be application/json")
+        if state.draining:
+            return error(503, "draining: not taking new requests", {"Retry-After": "5"})
+    return None
 
 
 def create_app(state: ServeState) -> FastAPI:
     app = FastAPI(title="cppo-bench verifier", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.serve = state
-    token = state.config.token
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
-        # the one door: token, then drain, for every path but /health
-        if request.url.path != "/health":
-            if token is not None:
-                given = request.headers.get("authorization", "")
-                if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                    response: Response = error(401, "missing or wrong bearer token")
-                    state.metrics.request(401)
-                    return response
-            if state.draining and request.method == "POST":
-                state.metrics.request(503)
-                return error(503, "draining: not taking new requests", {"Retry-After": "5"})
+        refused = _refusal(request, state)
+        if refused is not None:
+            state.metrics.request(refused.status_code)
+            return refused
         response = await call_next(request)
         state.metrics.request(response.status_code)
         return response
 
+    @app.exception_handler(StarletteHTTPException)
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error(exc.status_code, str(exc.detail))
@@ -61,7 +82,8 @@ def create_app(state: ServeState) -> FastAPI:
     @app.get("/metrics")
     async def metrics() -> Response:
         text = state.metrics.render(state.queue.waiting, state.queue.running,
-                                    state.config.queue_size, state.draining)  # fmt: skip
+                                    state.config.queue_size, state.draining,
+                                    state.reading)  # fmt: skip
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     @app.post("/verify")

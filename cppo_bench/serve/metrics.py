@@ -57,7 +57,8 @@ class Metrics:
             batches = max(sum(1 for _ in self._recent), 1)
             return self.busy_s / batches if self._recent else 1.0
 
-    def render(self, waiting: int, running: int, capacity: int, draining: bool) -> str:
+    def render(self, waiting: int, running: int, capacity: int, draining: bool,
+               receiving: int = 0) -> str:  # fmt: skip
         tps = self.tests_per_second()
         with self._lock:
             lines = [
@@ -65,6 +66,8 @@ class Metrics:
                 f"cppo_serve_queue_depth {waiting}",
                 "# TYPE cppo_serve_running gauge",
                 f"cppo_serve_running {running}",
+                "# TYPE cppo_serve_receiving gauge",
+                f"cppo_serve_receiving {receiving}",
                 "# TYPE cppo_serve_queue_capacity gauge",
                 f"cppo_serve_queue_capacity {capacity}",
                 "# TYPE cppo_serve_draining gauge",

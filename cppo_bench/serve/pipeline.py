@@ -32,6 +32,7 @@ class ServeState:
     bench: str | None = None
     metrics: Metrics = field(default_factory=Metrics)
     draining: bool = False
+    reading: int = 0  # request bodies being read now (the event loop's own count)
     queue: BatchQueue = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +82,11 @@ async def judge(state: ServeState, request: Request,
     """The one path of every verifying endpoint: body under its cap, strict JSON, `parse`
     to the schema (a pydantic ValidationError or ValueError: 422), jobs capped (serve.jobs),
     a queue slot or 429, then the verdicts; a refusal comes back as its one-line Response."""
+    # bodies are read before a queue slot is taken: bound how many at once, or a crowd of
+    # slow senders of capped bodies holds crowd x cap bytes of memory
+    if state.reading >= 2 * state.config.queue_size:
+        return error(429, "too many requests being received; retry shortly", {"Retry-After": "1"})
+    state.reading += 1
     try:
         body = await _read_body(request, state.config.max_body_bytes)
         try:
@@ -88,6 +94,12 @@ async def judge(state: ServeState, request: Request,
         except (ValueError, RecursionError) as exc:
             raise RequestError(
                 400, f"body is not valid JSON ({getattr(exc, 'msg', exc)})"
+            ) from None
+        try:  # JSON's \ud800 escapes decode to lone surrogates: not text a reply can carry
+            json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise RequestError(
+                400, "body holds a lone UTF-16 surrogate (not Unicode text)"
             ) from None
         try:
             parsed = parse(raw)
@@ -98,6 +110,8 @@ async def judge(state: ServeState, request: Request,
         jobs, limits = to_jobs(parsed, state.config, state.problems, state.bench)
     except RequestError as exc:
         return error(exc.status, exc.message)
+    finally:
+        state.reading -= 1
     try:
         state.queue.admit()
     except QueueFull as exc:

@@ -6,6 +6,7 @@ bind."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -60,6 +61,10 @@ BAD = [
     (b"[" * 100_000 + b"]" * 100_000, 400, "JSON"),  # deep, under the cap: a parse error
     (json.dumps({"items": [{"code": "x" * (2 << 20), "problem": ECHO["problem"]}]}).encode(), 413, "cap"),
     (b"[" * 50_000, 400, "JSON"),
+    # lone surrogates (valid JSON escapes, not Unicode): in the code, a test, a key
+    (b'{"items": [{"code": "print(\'\\ud800\')", "problem": {"tests": [{"input": "a", "output": "a"}]}}]}', 400, "surrogate"),
+    (b'{"items": [{"code": "x", "problem": {"tests": [{"input": "\\udfff", "output": "a"}]}}]}', 400, "surrogate"),
+    (b'{"items": [{"code": "x", "\\ud800": 1}]}', 400, "surrogate"),
 ]  # fmt: skip
 
 
@@ -111,6 +116,51 @@ def _wait_running(svc: Service, token: str | None = TOKEN) -> None:
         if health.get("running") == 1:
             return
     raise AssertionError("the slow request never started")
+
+
+def test_a_json_body_a_loopback_host_and_a_bound_on_bodies_in_flight(guarded) -> None:
+    # a form POST (no CORS preflight from a browser) is refused
+    code, reply, _ = post(guarded, {"items": [ECHO]}, headers={"Content-Type": "text/plain"})
+    assert code == 415 and reply == {"error": "the body must be application/json"}
+    # a token-less server answers only loopback Host names (a DNS-rebinding page: 403)
+    bare = Service("--workers", "1")
+    try:
+        code, reply, _ = raw(bare.url + "/health", None, headers={"Host": "evil.example:80"})
+        assert code == 403 and "loopback" in reply["error"]
+        assert raw(bare.url + "/health", None, headers={"Host": "localhost"})[0] == 200
+    finally:
+        bare.stop()
+    # slow senders: at most 2 x queue size bodies are read at once, then 429 at once
+    host, port = guarded.url.rsplit("/", 1)[1].split(":")
+    slow = []
+    for _ in range(2):
+        s = socket.create_connection((host, int(port)), timeout=60)
+        s.sendall(f"POST /verify HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}"
+                  "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{".encode())  # fmt: skip
+        slow.append(s)
+    try:
+        for _ in range(2000):  # bounded: until the server is reading both bodies
+            if "cppo_serve_receiving 2" in metrics_text(guarded):
+                break
+        else:
+            raise AssertionError("the slow bodies were never being read")
+        code, reply, headers = post(guarded, {"items": [ECHO]})
+        assert code == 429 and "being received" in reply["error"] and headers["retry-after"]
+    finally:
+        for s in slow:
+            s.close()
+    for _ in range(2000):
+        if "cppo_serve_receiving 0" in metrics_text(guarded):
+            break
+    assert post(guarded, {"items": [ECHO]})[0] == 200
+
+
+def metrics_text(svc: Service) -> str:
+    import urllib.request
+
+    req = urllib.request.Request(svc.url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.read().decode()
 
 
 def test_metrics_are_prometheus_text(guarded) -> None:
