@@ -12,12 +12,12 @@ import hmac
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cppo_bench.serve.adapters.openrlhf import add_routes
 from cppo_bench.serve.config import is_loopback
-from cppo_bench.serve.pipeline import ServeState, error, judge
+from cppo_bench.serve.pipeline import JSONResponse, ServeState, error, judge
 from cppo_bench.serve.schema import VerifyRequest
 
 
@@ -49,7 +49,8 @@ def _refusal(request: Request, state: ServeState) -> Response | None:
 
 
 def create_app(state: ServeState) -> FastAPI:
-    app = FastAPI(title="cppo-bench verifier", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="cppo-bench verifier", docs_url=None, redoc_url=None, openapi_url=None,
+                  default_response_class=JSONResponse)  # fmt: skip
     app.state.serve = state
 
     @app.middleware("http")

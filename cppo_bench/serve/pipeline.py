@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse as _StarletteJSON
+from fastapi.responses import Response
 from pydantic import ValidationError
 
 from cppo_bench.problem import Problem
@@ -37,6 +38,16 @@ class ServeState:
 
     def __post_init__(self) -> None:
         self.queue = BatchQueue(self.config, self.metrics)
+
+
+class JSONResponse(_StarletteJSON):
+    """Every JSON reply of the service, ASCII: a program or a test may hold a lone surrogate
+    (a valid JSON escape, `\\ud800`, which the verifier judges in-process like any text); as
+    an escape it travels back, where UTF-8 could not encode it (a 500 before)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                          separators=(",", ":")).encode("ascii")  # fmt: skip
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -94,12 +105,6 @@ async def judge(state: ServeState, request: Request,
         except (ValueError, RecursionError) as exc:
             raise RequestError(
                 400, f"body is not valid JSON ({getattr(exc, 'msg', exc)})"
-            ) from None
-        try:  # JSON's \ud800 escapes decode to lone surrogates: not text a reply can carry
-            json.dumps(raw, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise RequestError(
-                400, "body holds a lone UTF-16 surrogate (not Unicode text)"
             ) from None
         try:
             parsed = parse(raw)

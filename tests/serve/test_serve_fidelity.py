@@ -80,6 +80,10 @@ def test_fidelity_programs_get_the_in_process_verdicts(service) -> None:
             case = Case("[]", json.dumps([1, [2, 3]]), mode="call", fn_name=fn)
             problem = Problem("t", f"{fn}-{checker}", "", tests=(case, case), checker=checker)
             jobs.append(VerifyJob(problem, code))
+    # lone surrogates (valid JSON escapes): judged as in-process, in the program and a test
+    odd = Problem("t", "odd", "", tests=(Case("\ud800\n", "\ud800\n"), Case("a\n", "a\n")),
+                  checker="lcb")  # fmt: skip
+    jobs += [VerifyJob(odd, "x = '\udfff'\nprint(input())"), VerifyJob(odd, "print('\ud800')")]
     # test 0 fails, test 1 passes: only a run of every test counts the second
     split = Problem("t", "split", "", tests=(Case("1\n", "2\n"), Case("1\n", "1\n")), checker="lcb")
     jobs.append(VerifyJob(split, "print(input())"))

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
 from cppo_bench.serve.adapters.labels import problem_payload
-from cppo_bench.serve.pipeline import judge
+from cppo_bench.serve.pipeline import JSONResponse, judge
 from cppo_bench.serve.schema import VerifyRequest
 
 if TYPE_CHECKING:
