@@ -28,6 +28,7 @@ from cppo_bench.verifier.records import VerifyResult
 
 RETRIED = (429, 503)
 MAX_WAIT_S = 60.0  # a Retry-After past this is capped (a hostile or broken header)
+MAX_REPLY_BYTES = 512 << 20  # a reply past this is refused, never read whole into memory
 
 
 class VerifierServiceError(RuntimeError):
@@ -47,7 +48,8 @@ def problem_payload(problem: Problem) -> dict[str, Any]:
 class VerifierClient:
     def __init__(self, urls: str | Sequence[str], *, token: str | None = None,
                  timeout: float = 600.0, retries: int = 8, backoff_s: float = 0.5,
-                 batch: int = 256) -> None:  # fmt: skip
+                 batch: int = 256, max_wait_s: float = MAX_WAIT_S,
+                 max_reply_bytes: int = MAX_REPLY_BYTES) -> None:  # fmt: skip
         listed = [urls] if isinstance(urls, str) else list(urls)
         self.urls = [u.strip().rstrip("/") for u in listed for u in u.split(",") if u.strip()]
         if not self.urls:
@@ -57,6 +59,8 @@ class VerifierClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.batch = max(1, batch)  # programs per request (the server's --max-programs)
+        self.max_wait_s = max_wait_s
+        self.max_reply_bytes = max_reply_bytes
         self._next = itertools.cycle(range(len(self.urls)))
         self._lock = threading.Lock()
 
@@ -73,10 +77,16 @@ class VerifierClient:
         req = urllib.request.Request(url + path, data=body, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return resp.status, resp.read(), None
+                return resp.status, self._read(resp), None
         except urllib.error.HTTPError as exc:
-            wait = _retry_after(exc.headers.get("Retry-After"))
-            return exc.code, exc.read(), wait
+            wait = _retry_after(exc.headers.get("Retry-After"), self.max_wait_s)
+            return exc.code, self._read(exc), wait
+
+    def _read(self, resp: Any) -> bytes:
+        data = resp.read(self.max_reply_bytes + 1)
+        if len(data) > self.max_reply_bytes:
+            raise VerifierServiceError(None, f"reply over {self.max_reply_bytes} bytes")
+        return bytes(data)
 
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         """One JSON call, retried on 429/503 and connection errors; the parsed reply."""
@@ -91,7 +101,12 @@ class VerifierClient:
                 wait = self.backoff_s * (attempt + 1)
             else:
                 if status < 400:
-                    return json.loads(data)
+                    try:
+                        return json.loads(data)
+                    except ValueError:
+                        raise VerifierServiceError(
+                            status, f"{url}: the reply is not JSON"
+                        ) from None
                 last = _reason(data) or f"HTTP {status}"
                 if status not in RETRIED:
                     raise VerifierServiceError(status, last)
@@ -123,7 +138,10 @@ class VerifierClient:
         if limits:
             payload["limits"] = limits
         reply = self.request("POST", "/verify", payload)
-        results = [VerifyResult.from_dict(r) for r in reply["results"]]
+        try:
+            results = [VerifyResult.from_dict(r) for r in reply["results"]]
+        except (KeyError, TypeError, AttributeError):  # a server that is not cppo-bench serve
+            raise VerifierServiceError(None, "the reply holds no list of verdicts") from None
         if len(results) != len(items):  # never a silently shorter list
             raise VerifierServiceError(None, f"{len(results)} results for {len(items)} programs")
         return results
@@ -142,14 +160,14 @@ class VerifierClient:
         return dict(self.request("GET", "/health"))
 
 
-def _retry_after(value: str | None) -> float | None:
+def _retry_after(value: str | None, cap: float = MAX_WAIT_S) -> float | None:
     try:
         seconds = float(value) if value is not None else None
     except ValueError:
         return None
     if seconds is None or not math.isfinite(seconds):  # "nan", "inf": the default backoff
         return None
-    return min(max(seconds, 0.0), MAX_WAIT_S)
+    return min(max(seconds, 0.0), cap)
 
 
 def _reason(data: bytes) -> str:
