@@ -23,8 +23,10 @@ from cppo_bench.serve.client import VerifierServiceError  # noqa: E402
 
 TOKEN = "t0k3n-" + "x" * 20
 ECHO = {"code": "print(input())", "problem": {"tests": [{"input": "a\n", "output": "a\n"}]}}
-# a program that holds its lane ~1.5 s (sleeping: no CPU taken from the other tests)
-SLOW = {"code": "import time\ntime.sleep(1.5)\nprint(input())",
+# a program that holds its lane 6 s (sleeping: no CPU taken from the other tests), far longer
+# than the quick requests a test sends meanwhile, even on a loaded machine; the wall backstop
+# (2 x 5 s + 1 s) leaves it AC
+SLOW = {"code": "import time\ntime.sleep(6)\nprint(input())",
         "problem": {"tests": [{"input": "a\n", "output": "a\n"}], "time_limit_s": 5.0}}  # fmt: skip
 
 
@@ -97,6 +99,7 @@ def test_a_flood_past_the_queue_gets_429_and_the_service_still_serves(guarded) -
     first.start()
     _wait_running(guarded)  # the one slot (queue size 1) is taken
     flood = [post(guarded, {"items": [ECHO]}) for _ in range(10)]
+    assert not done, "the slow request ended before the flood did: the test proves nothing"
     assert {code for code, _, _ in flood} == {429}
     assert all(int(h["retry-after"]) >= 1 for _, _, h in flood)
     assert all("queue is full" in reply["error"] for _, reply, _ in flood)
