@@ -218,3 +218,10 @@ def test_the_client_needs_no_fastapi() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=ROOT)  # fmt: skip
     assert proc.stdout.strip() == "ok", proc.stderr
+    # and the command, without the extra, says what to install in one line
+    code = ("import sys; sys.modules['fastapi'] = None\n"
+            "from cppo_bench.cli import main; main(['serve'])")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "Error: serve needs fastapi: pip install 'cppo-bench[serve]'"
