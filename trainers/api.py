@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cppo_bench.util.termsafe import quote
 from trainers.engine.layers import ConfigError, merge, read_preset
 from trainers.recipes import RECIPES, TrainJob, TrainOutcome, check_known, printable
 
@@ -54,7 +55,7 @@ def resolve(
     recorded config (a resume), which takes the place of the defaults and presets."""
     recipe = RECIPES.get(algo)
     if preset not in PRESETS:
-        raise ConfigError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
+        raise ConfigError(f"preset {quote(preset)} is not one of {', '.join(PRESETS)}")
     if preset == "auto":
         preset = "demo" if model is None and config is None else "study"
     values: dict[str, Any] = dict(base or {})

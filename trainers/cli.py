@@ -41,6 +41,19 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 )
 @click.option("--print-config", is_flag=True, help="Print the resolved config and exit.")
 @click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the stages, their layouts and per-GPU memory estimates, and exit (no weights "
+    "are loaded); 2 when the preflight refuses the run.",
+)
+@click.option(
+    "--gpu-memory",
+    default=None,
+    metavar="SIZE",
+    help="The card's memory for the estimates (80GiB, 141GB); default: the first CUDA "
+    "device's, none on a CPU (memory then not compared).",
+)
+@click.option(
     "--model",
     default=None,
     help="Policy to train: HF folder, .gguf or hub id (default: embedded SmolLM2-135M).",
@@ -174,6 +187,9 @@ def train(algo: str, **opts: object) -> None:
                 lines=True,
             )
             return
+        plan_ok = _preflight(algo, opts, overrides, stages)
+        if opts["dry_run"]:
+            sys.exit(0 if plan_ok else 2)
         outcome = api_train(
             algo,
             config=opts["config_file"],  # type: ignore[arg-type]
@@ -226,3 +242,30 @@ def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:
     if algo == "cppo":
         return {**overrides, "engine": {**overrides.get("engine", {}), "reward_tests": str(folder)}}
     return {**overrides, "reward_tests": str(folder)}
+
+
+def _preflight(algo: str, opts: dict, overrides: dict, stages: list[str]) -> bool:
+    """trainers.preflight before any stage: with --dry-run the plan is printed; problems are
+    one line each (a real run stops at the first, exit 1; a dry run lists all, returns False)."""
+    from trainers.api import default_out, recorded_config, resolve
+    from trainers.preflight import preflight
+
+    out = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))
+    resolved = resolve(  # the config the run will use, as --print-config resolves it
+        algo, config=opts["config_file"], preset=str(opts["preset"]), model=opts["model"],
+        overrides=overrides, bench=str(opts["bench"]),
+        base=recorded_config(algo, Path(out)) if opts["resume"] else None,
+    )  # fmt: skip
+    options = {k: opts[k] for k in ("rm_model",) if opts[k]}
+    options |= {"judge": opts["judge_spec"]} if opts["judge_spec"] else {}
+    plan, card = preflight(
+        algo, resolved.config, opts["model"], options, out, opts["gpu_memory"], stages
+    )
+    if opts["dry_run"]:
+        echo("\n".join(plan.lines(card)), lines=True)
+        for problem in plan.problems:
+            echo(f"refused: {problem}", err=True)
+        return not plan.problems
+    if plan.problems:
+        raise click.ClickException(plan.problems[0])
+    return True

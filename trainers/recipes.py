@@ -136,6 +136,9 @@ def _cppo_recipe() -> Recipe:
                 "pass --resume, or another --out"
             )
         pool = select_problems(job.training.problems, cfg.problem_ids)
+        from trainers.cppo_pipeline import ranks
+
+        ranks.configure(cfg.engine.dist_timeout_s)  # the judge's device makes the group
         inputs = PipelineInputs(
             pool,
             job.training.source,

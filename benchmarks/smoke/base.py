@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-for path in (REPO, REPO / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# a plain checkout: the package and benchmarks/ import from here (nothing from tests/)
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 
 class Skip(Exception):

@@ -25,8 +25,7 @@ def _uneven_requests() -> list[Any]:
 
 def _hf_uneven(family: str, tmp: Path) -> str:
     need_cuda()
-    from tiny_models import build
-
+    from benchmarks.fixtures.tiny_models import build
     from cppo_bench.backends import BACKENDS
 
     folder = build(family, tmp / family)
@@ -56,10 +55,10 @@ def train_pkpo(tmp: Path) -> str:
     need_cuda()
     import torch
     from safetensors.torch import load_file
-    from toy_task import run, toy_model_dir
     from transformers import AutoModelForCausalLM
 
     import trainers.core.grpo as grpo
+    from benchmarks.fixtures.toy_task import run, toy_model_dir
 
     seen: list[tuple[Any, Any]] = []
     real = grpo.make_reference
@@ -101,8 +100,9 @@ def train_offload(tmp: Path) -> str:
     need_cuda()
     import torch
     from safetensors.torch import load_file
-    from toy_task import run, toy_model_dir
     from transformers import AutoModelForCausalLM
+
+    from benchmarks.fixtures.toy_task import run, toy_model_dir
 
     # on a GPU a ~130M-parameter policy (2 GiB of fp32 weights + grads + AdamW moments), so the
     # offload shows in the peak; the CPU dry run keeps the tiny toy policy
@@ -144,9 +144,9 @@ def _on_cuda(module: Any, what: str) -> None:
 def cppo_sft(tmp: Path) -> str:
     need_cuda()
     import torch
-    from cppo_tiny import METHODS, problems
-    from train_helpers import tiny_model_dir
 
+    from benchmarks.fixtures.cppo_tiny import METHODS, problems
+    from benchmarks.fixtures.tiny_models import tiny_model_dir
     from cppo_bench.backends.hf import load_model
     from trainers.cppo_pipeline.sft import sft_rows, train_sft
     from trainers.cppo_pipeline.sft_funnel import SFTExample
@@ -164,9 +164,8 @@ def cppo_sft(tmp: Path) -> str:
 @check("cppo-rm", "CPPO generative RM trains on the GPU")
 def cppo_rm(tmp: Path) -> str:
     need_cuda()
-    from cppo_tiny import METHODS, problems
-    from train_helpers import tiny_model_dir
-
+    from benchmarks.fixtures.cppo_tiny import METHODS, problems
+    from benchmarks.fixtures.tiny_models import tiny_model_dir
     from trainers.cppo_pipeline import reward_model as rmod
     from trainers.cppo_pipeline.negatives import LabelledTuple, make_negatives
 
@@ -181,9 +180,8 @@ def cppo_rm(tmp: Path) -> str:
 @check("cppo-audit", "CPPO audit stage puts its policy on the GPU")
 def cppo_audit(tmp: Path) -> str:
     need_cuda()
-    from cppo_stage_fixture import prepared
-
     import trainers.cppo_pipeline.stage_rl as stage_rl
+    from benchmarks.fixtures.cppo_stage_fixture import prepared
     from trainers.cppo_pipeline.stages import PipelineStop, run_stages
 
     devices: list[str] = []

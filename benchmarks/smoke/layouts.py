@@ -11,12 +11,12 @@ from benchmarks.smoke.base import REPO, check, need_cuda, need_module
 
 
 def _launch(tmp: Path, launcher: list[str], extra: list[str]) -> str:
-    from toy_task import toy_model_dir
+    from benchmarks.fixtures.toy_task import toy_model_dir
 
     out = tmp / "run"
     cmd = [
         *launcher,
-        str(REPO / "tests" / "helpers" / "toy_task.py"),
+        str(REPO / "benchmarks" / "fixtures" / "toy_task.py"),
         str(out),
         "--model",
         str(toy_model_dir(tmp / "toy")),

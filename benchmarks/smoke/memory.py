@@ -60,8 +60,8 @@ def _qwen(tmp: Path, gpu: bool) -> Any:
     a GPU (activations that show at 1.5k tokens), 32 on the CPU; dropout off, as the engine
     loads it."""
     import torch
-    from tiny_models import tiny_qwen35
 
+    from benchmarks.fixtures.tiny_models import tiny_qwen35
     from cppo_bench.backends.hf import load_model
     from trainers.engine.update import disable_dropout
 

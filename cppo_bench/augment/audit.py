@@ -20,7 +20,7 @@ import numpy as np
 
 from cppo_bench.augment.store import TestSet, with_tests
 from cppo_bench.problem import Problem
-from cppo_bench.store.fs import make_dirs, write_atomic
+from cppo_bench.store.fs import write_atomic
 from cppo_bench.store.runs import ProblemRecord, RunManifest
 from cppo_bench.util import userfiles
 from cppo_bench.util.termsafe import warn
@@ -102,8 +102,7 @@ def audit_run(
 
 def store_audit(run_dir: Path, doc: dict[str, Any]) -> Path:
     path = audit_path(run_dir, doc["test_set"]["hash"], doc["strict"])
-    make_dirs(run_dir, path.parent)  # a run store's folder: never through a link
-    write_atomic(path, json.dumps(doc, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(doc, sort_keys=True) + "\n", root=run_dir)  # no link below
     return path
 
 

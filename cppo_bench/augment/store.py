@@ -22,6 +22,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem, Test
 from cppo_bench.store.fs import open_file, write_atomic
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 CONFIG = "augment.json"
 TESTS = "tests.jsonl"
@@ -72,7 +73,7 @@ def _check_test(t: Any) -> str:
     if not isinstance(t.get("input"), str) or not isinstance(t.get("output"), str):
         return "a test's input and output must be text"
     if t.get("mode", "stdin") not in ("stdin", "call"):
-        return f"test mode {str(t.get('mode'))[:20]!r} is not stdin or call"
+        return f"test mode {quote(str(t.get('mode'))[:20])} is not stdin or call"
     if t.get("mode") == "call" and not isinstance(t.get("fn_name"), str):
         return "a call test needs fn_name"
     return ""
@@ -138,7 +139,7 @@ def open_test_set(path: Path, config: dict[str, Any]) -> TestSet:
                             f"({', '.join(diff)}); use another --out")  # fmt: skip
         _drop_torn_tail(path / TESTS)
         return read_test_set(path)
-    write_atomic(path / CONFIG, json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_atomic(path / CONFIG, json.dumps(config, indent=2, sort_keys=True) + "\n", root=path)
     return TestSet(path, config)
 
 
@@ -146,7 +147,7 @@ def _drop_torn_tail(path: Path) -> None:
     """A killed augment can leave half a line: cut it, so the next line starts clean (its
     problem is not in the set, so the resume redoes it)."""
     try:
-        fh = open_file(path, "r+b")
+        fh = open_file(path, "r+b", root=path.parent)
     except FileNotFoundError:
         return
     with fh:
@@ -156,7 +157,7 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 def append(ts: TestSet, record: dict[str, Any]) -> None:
-    with open_file(ts.path / TESTS, "a", encoding="utf-8") as fh:
+    with open_file(ts.path / TESTS, "a", encoding="utf-8", root=ts.path) as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
         fh.flush()
     ts.records[record["problem_id"]] = record

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F401
 from cppo_bench.util.checks import Check, integer, number
 from cppo_bench.util.progress import ProgressFn
+from cppo_bench.util.termsafe import quote
 
 
 class SamplingError(DataError):
@@ -43,7 +44,7 @@ def check_sampling(**settings: Any) -> None:
         value = settings.get(key)
         why = None if value is None else check(value)
         if why:
-            raise SamplingError(f"option {key!r}: {why}")
+            raise SamplingError(f"option {quote(key)}: {why}")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cppo_bench.backends.base import GenRequest
+from cppo_bench.util.termsafe import quote
 
 CHAT_MODES = ("auto", "template", "plain")  # backend option `chat`
 
@@ -25,7 +26,7 @@ DEFAULT_ENABLE_THINKING: bool | None = False
 def check_enable_thinking(value: object) -> None:
     """One clear error for an enable_thinking that is not true, false or null."""
     if value is not None and not isinstance(value, bool):
-        raise ValueError(f"enable_thinking must be true, false or null, got {value!r}")
+        raise ValueError(f"enable_thinking must be true, false or null, got {quote(value)}")
 
 
 def has_chat_template(tokenizer: Any) -> bool:
@@ -47,7 +48,7 @@ def plain_prompt(messages: Sequence[dict[str, str]]) -> str:
 def uses_template(tokenizer: Any, chat: str = "auto") -> bool:
     """Whether messages go through the chat template under backend option `chat`."""
     if chat not in CHAT_MODES:
-        raise ValueError(f"chat must be one of {', '.join(CHAT_MODES)}, got {chat!r}")
+        raise ValueError(f"chat must be one of {', '.join(CHAT_MODES)}, got {quote(chat)}")
     if chat == "plain":
         return False
     if chat == "template" and not has_chat_template(tokenizer):

@@ -35,6 +35,7 @@ from cppo_bench.backends.base import (
 )
 from cppo_bench.backends.default_model import DEFAULT_MODEL
 from cppo_bench.backends.hf_load import load_model
+from cppo_bench.util.termsafe import quote
 
 __all__ = ["HFBackend", "load_model", "make_hf_backend", "select_rows"]
 
@@ -84,7 +85,9 @@ def pick_dtype(dtype: str, device: str) -> Any:
         try:
             return getattr(torch, dtype)
         except AttributeError:
-            raise ModelLoadError(f"unknown dtype {dtype!r} (float32, bfloat16, float16)") from None
+            raise ModelLoadError(
+                f"unknown dtype {quote(dtype)} (float32, bfloat16, float16)"
+            ) from None
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32  # on CPU float32 is the fastest and the most faithful
@@ -338,7 +341,9 @@ def make_hf_backend(
     passed to the chat template; false by default, as the study's prompts ask for a direct
     answer; null leaves the template's own default)."""
     if chat not in chatmod.CHAT_MODES:
-        raise ModelLoadError(f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {chat!r}")
+        raise ModelLoadError(
+            f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {quote(chat)}"
+        )
     try:
         chatmod.check_enable_thinking(enable_thinking)
     except ValueError as exc:

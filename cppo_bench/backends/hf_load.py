@@ -29,6 +29,7 @@ from cppo_bench.backends.default_model import (
     load_from_gguf,
     quiet_loading,
 )
+from cppo_bench.util.termsafe import quote
 
 # where composite checkpoints keep the text model, and where its causal-LM class expects it
 TEXT_PREFIX = {r"^model\.language_model\.": "model."}
@@ -65,10 +66,26 @@ def _checked(path: str, loaded: tuple[Any, dict[str, Any]]) -> Any:
             f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
         )
         raise ModelLoadError(
-            f"model {path!r}: {type(model).__name__} found no weights for {len(missing)} "
+            f"model {quote(path)}: {type(model).__name__} found no weights for {len(missing)} "
             f"parameter(s) in the checkpoint: {shown}"
         )
     return model
+
+
+def check_model_folder(model: str) -> None:
+    """A local model folder, before any loader (transformers, vLLM) sees it: they open files
+    by name and by listing the folder, so every entry is checked (`userfiles.check_folder`:
+    a FIFO, a device, a link to /dev/zero is one line, never a hang). Links to regular files
+    are accepted: a hub cache's snapshot folder is links into its blobs."""
+    from cppo_bench.util import userfiles
+
+    local = Path(model).expanduser()
+    if not local.is_dir():
+        return
+    try:
+        userfiles.check_folder(local, links_to_files=True)
+    except userfiles.UserFileError as exc:
+        raise ModelLoadError(f"model {quote(model)}: {exc}") from None
 
 
 def _resolve(model: str | None) -> tuple[str, str]:
@@ -78,10 +95,11 @@ def _resolve(model: str | None) -> tuple[str, str]:
     local = Path(model).expanduser()
     if local.exists():
         if not (local / "config.json").is_file():
-            raise ModelLoadError(f"model {model!r}: folder has no config.json")
+            raise ModelLoadError(f"model {quote(model)}: folder has no config.json")
+        check_model_folder(model)
         return str(local), str(local.resolve())
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise ModelLoadError(f"model {model!r}: no such folder")
+        raise ModelLoadError(f"model {quote(model)}: no such folder")
     return model, model  # a hub id
 
 
@@ -95,7 +113,7 @@ def load_model(
     if model is not None and Path(model).expanduser().suffix == ".gguf":
         local = Path(model).expanduser()
         if not local.is_file():
-            raise ModelLoadError(f"model {model!r}: no such GGUF file")
+            raise ModelLoadError(f"model {quote(model)}: no such GGUF file")
         m, tok = load_from_gguf(local)
         return m.to(dtype), tok, str(local.resolve())
     path, model_id = _resolve(model)
@@ -127,7 +145,7 @@ def load_model(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = "local folder" if Path(path).exists() else "Hugging Face hub (offline?)"
         raise ModelLoadError(
-            f"model {model or path!r}: cannot load from the {where}: {first}"
+            f"model {quote(model or path)}: cannot load from the {where}: {first}"
         ) from None
     except ModelLoadError:
         raise
@@ -135,7 +153,7 @@ def load_model(
         # a stranger's folder: a safetensors header that lies (SafetensorError), a config
         # asking for remote code (ValueError), a malformed config.json... Nothing of it ran;
         # say which folder and what, in one line
-        raise ModelLoadError(f"model {model or path!r}: {load_error_line(exc)}") from None
+        raise ModelLoadError(f"model {quote(model or path)}: {load_error_line(exc)}") from None
     return m, tokenizer, model_id
 
 

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from cppo_bench.backends import BACKENDS
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.backends.chat import plain_prompt
+from cppo_bench.util.termsafe import quote
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -54,7 +55,7 @@ def normalize_base_url(url: str) -> str:
     url = url.rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BackendError(f"openai backend: base_url {url!r} is not an http(s) URL")
+        raise BackendError(f"openai backend: base_url {quote(url)} is not an http(s) URL")
     return url if parts.path else url + "/v1"
 
 
@@ -198,7 +199,7 @@ class OpenAIBackend:
             extra["num_tokens_from"] = how
         finish = map_finish(choice.get("finish_reason"))
         if finish == "error":
-            extra["error"] = f"finish_reason {choice.get('finish_reason')!r}"
+            extra["error"] = f"finish_reason {quote(choice.get('finish_reason'))}"
         return GenResult(
             text=text,
             num_tokens=int(num),

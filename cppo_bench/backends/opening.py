@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import quote
 
 
 def backend_factory(name: str) -> Callable[..., Any]:
@@ -19,7 +20,7 @@ def backend_factory(name: str) -> Callable[..., Any]:
         try:
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
-            raise DataError(f"backend {name!r}: cannot import ({exc})") from None
+            raise DataError(f"backend {quote(name)}: cannot import ({exc})") from None
     from cppo_bench.backends import BACKENDS
 
     return BACKENDS.get(name)

@@ -24,6 +24,7 @@ from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.default_model import DEFAULT_MODEL, ensure_default_model
+from cppo_bench.util.termsafe import quote
 
 INSTALL_HINT = "pip install 'cppo-bench[vllm]'"
 FINISH = {"stop": "stop", "length": "length"}  # vLLM's other reason, "abort", is an error
@@ -102,7 +103,7 @@ class VLLMBackend:
         if cached is not None:  # prompt tokens served from the prefix cache
             extra["cached_prompt_tokens"] = int(cached)
         if finish == "error":
-            extra["error"] = f"vLLM finish_reason {completion.finish_reason!r}"
+            extra["error"] = f"vLLM finish_reason {quote(completion.finish_reason)}"
         return GenResult(
             text=completion.text,
             num_tokens=len(completion.token_ids),
@@ -161,11 +162,17 @@ def make_vllm_backend(
     hf backend: prompts are rendered by the same chat module). Any other option goes to
     `vllm.LLM` as is (e.g. swap_space, kv_cache_dtype)."""
     if chat not in chatmod.CHAT_MODES:
-        raise BackendError(f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {chat!r}")
+        raise BackendError(
+            f"chat must be one of {', '.join(chatmod.CHAT_MODES)}, got {quote(chat)}"
+        )
     try:
         chatmod.check_enable_thinking(enable_thinking)
     except ValueError as exc:
         raise BackendError(str(exc)) from None
+    if model is not None:
+        from cppo_bench.backends.hf_load import check_model_folder
+
+        check_model_folder(model)  # every entry, before vLLM opens any
     vllm = import_vllm()
     if model is None:
         path, model_id = str(ensure_default_model()), DEFAULT_MODEL
@@ -190,7 +197,9 @@ def make_vllm_backend(
         llm = vllm.LLM(**kwargs)
     except (OSError, ValueError) as exc:  # missing weights, offline hub, bad engine config
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise BackendError(f"vllm backend: cannot start model {model or path!r}: {first}") from exc
+        raise BackendError(
+            f"vllm backend: cannot start model {quote(model or path)}: {first}"
+        ) from exc
     return VLLMBackend(
         llm, model_id, chat=chat, chunk_size=chunk_size, enable_thinking=enable_thinking
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 
 def iso_date(value: Any) -> str | None:
@@ -22,7 +23,7 @@ def iso_date(value: Any) -> str | None:
     try:
         return datetime.fromisoformat(str(value).strip().replace("Z", "+00:00")).date().isoformat()
     except ValueError:
-        raise ValueError(f"bad date {value!r}") from None
+        raise ValueError(f"bad date {quote(value)}") from None
 
 
 def parse_date_option(name: str, value: Any) -> str | None:
@@ -31,7 +32,9 @@ def parse_date_option(name: str, value: Any) -> str | None:
     try:
         return iso_date(value)
     except ValueError:
-        raise DataError(f"option {name}={value!r}: expected an ISO date like 2025-02-01") from None
+        raise DataError(
+            f"option {name}={quote(value)}: expected an ISO date like 2025-02-01"
+        ) from None
 
 
 def in_window(contest_date: str | None, start: str | None, end: str | None) -> bool:
@@ -72,4 +75,4 @@ def as_int(name: str, value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise DataError(f"option {name}={value!r}: expected an integer") from None
+        raise DataError(f"option {name}={quote(value)}: expected an integer") from None

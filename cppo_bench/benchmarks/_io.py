@@ -33,6 +33,7 @@ from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the l
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem, RecordError
 from cppo_bench.util import jsonio, userfiles
+from cppo_bench.util.termsafe import quote
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 LOCAL_FORMATS = "JSONL/JSON/parquet/save_to_disk folder"
@@ -127,7 +128,7 @@ def _saved_dataset_rows(path: Path, split: str | None) -> Iterator[RawRow]:
         names = list(ds)
         pick = split if split in ds else (names[0] if len(names) == 1 else None)
         if pick is None:
-            raise DataError(f"{path}: has splits {', '.join(names)} but not {split!r}")
+            raise DataError(f"{path}: has splits {', '.join(names)} but not {quote(split)}")
         ds, source = ds[pick], f"{path}[{pick}]"
     else:
         source = str(path)
@@ -316,7 +317,9 @@ def collect(
                     )
                 raise ValueError(f"duplicate problem id {problem.problem_id}")
         except (ValueError, TypeError, KeyError, OverflowError) as exc:  # unexpected shape
-            reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            reason = (
+                f"missing field {quote(exc.args[0])}" if isinstance(exc, KeyError) else str(exc)
+            )
             err = RecordError(row.source, rid, reason)
             if strict:
                 raise DataError(str(err)) from None

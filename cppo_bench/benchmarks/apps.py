@@ -36,6 +36,7 @@ from cppo_bench.benchmarks._io import (
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem, RecordError, SourceIds, Test
 from cppo_bench.util import jsonio, userfiles
+from cppo_bench.util.termsafe import quote
 
 HUB_ID = "codeparrot/apps"
 DIFFICULTIES = ("introductory", "interview", "competition")
@@ -225,7 +226,7 @@ def _parse_ids(ids: Any) -> list[ProblemId] | None:
     )
     parsed = {_as_id(i) for i in items}
     if None in parsed:
-        raise DataError(f"option ids={ids!r}: expected comma-separated problem ids")
+        raise DataError(f"option ids={quote(ids)}: expected comma-separated problem ids")
     return sorted(parsed, key=_id_key)  # type: ignore[arg-type]
 
 
@@ -277,10 +278,12 @@ def load_apps(
     split = split_of(data, split)
     size, seed = as_int("subset", subset), as_int("subset_seed", subset_seed) or 0
     if size is not None and size < 0:
-        raise DataError(f"option subset={subset!r}: must be >= 0")
+        raise DataError(f"option subset={quote(subset)}: must be >= 0")
     level = None if difficulty in (None, "", "all") else str(difficulty)
     if level is not None and level not in DIFFICULTIES:
-        raise DataError(f"option difficulty={difficulty!r}: one of {', '.join(DIFFICULTIES)}, all")
+        raise DataError(
+            f"option difficulty={quote(difficulty)}: one of {', '.join(DIFFICULTIES)}, all"
+        )
     if data is None:
         rows, source = (
             hub_rows(HUB_ID, split, formats=FORMATS, raw_files=RAW_FILES),

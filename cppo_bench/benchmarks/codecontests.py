@@ -24,6 +24,7 @@ from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 HUB_ID = "deepmind/code_contests"
 PYTHON3 = 3  # `solutions.language` enum value for Python 3
@@ -176,11 +177,11 @@ def _limit_value(kind: str, text: str) -> float | None:
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            raise ValueError(f"unreadable {kind} limit {text!r}") from None
+            raise ValueError(f"unreadable {kind} limit {quote(text)}") from None
         return time_limit_seconds(value) if kind == "time" else None
     number = re.match(r"([\d.]+)\s*([a-zA-Z]*)", text)
     if not number:
-        raise ValueError(f"unreadable {kind} limit {text!r}")
+        raise ValueError(f"unreadable {kind} limit {quote(text)}")
     amount, unit = float(number.group(1)), number.group(2).lower()
     if kind == "time":
         return amount / 1000 if unit.startswith("ms") or unit.startswith("milli") else amount

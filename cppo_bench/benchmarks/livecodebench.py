@@ -42,6 +42,7 @@ from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
 from cppo_bench.errors import DataError
 from cppo_bench.problem import MAX_TEST_CHARS, MAX_TESTS, LoadResult, Problem, SourceIds, Test
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 HUB_ID = "livecodebench/code_generation_lite"
 DEFAULT_RELEASE = "release_v6"
@@ -74,7 +75,7 @@ def release_increments(tag: str) -> list[int]:
     match = _TAG.match(tag.strip())
     if not match:
         raise DataError(
-            f"unknown LiveCodeBench version {tag!r} (release_v1..release_v{LATEST}, "
+            f"unknown LiveCodeBench version {quote(tag)} (release_v1..release_v{LATEST}, "
             f"release_latest, v1..v{LATEST}, or a range like v1_v3)"
         )
     cumulative, first, last = match.groups()
@@ -83,7 +84,7 @@ def release_increments(tag: str) -> list[int]:
     else:
         lo, hi = int(first), int(last or first)
     if not 1 <= lo <= hi <= LATEST:
-        raise DataError(f"LiveCodeBench version {tag!r} is outside v1..v{LATEST}")
+        raise DataError(f"LiveCodeBench version {quote(tag)} is outside v1..v{LATEST}")
     return list(range(lo, hi + 1))
 
 
@@ -187,7 +188,7 @@ def make_test(case: Any, kind: str, fn_name: str | None) -> Test:
             raise ValueError(f"functional expected output is not JSON ({exc})") from None
         return Test(call_arguments(inp), out.strip(), mode="call", fn_name=fn_name, kind=kind)
     if testtype != "stdin":
-        raise ValueError(f"unknown testtype {testtype!r}")
+        raise ValueError(f"unknown testtype {quote(testtype)}")
     return Test(inp, out, kind=kind)
 
 

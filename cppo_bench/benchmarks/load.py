@@ -9,6 +9,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult
+from cppo_bench.util.termsafe import quote
 
 
 def load_result(
@@ -31,5 +32,5 @@ def load_result(
     ids = [p.problem_id for p in result.problems]
     if unique and len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"{result.source or name}: problem id {dup!r} appears twice")
+        raise DataError(f"{result.source or name}: problem id {quote(dup)} appears twice")
     return result

@@ -9,7 +9,7 @@ import os
 import click
 
 from cppo_bench.errors import DataError
-from cppo_bench.util.termsafe import echo, safe
+from cppo_bench.util.termsafe import echo, quote, safe
 
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
 # set before torch is imported (commands import it lazily, after this).
@@ -52,12 +52,14 @@ class LazyGroup(click.Group):
             if exc.name != module_name:
                 raise
             raise click.ClickException(
-                f"command {cmd_name!r} is listed but its module {module_name} is missing "
+                f"command {quote(cmd_name)} is listed but its module {module_name} is missing "
                 "(a broken install? reinstall cppo-bench)"
             ) from None
         command = getattr(module, attr, None)
         if not isinstance(command, click.Command):
-            raise click.ClickException(f"command {cmd_name!r}: {target} is not a click command")
+            raise click.ClickException(
+                f"command {quote(cmd_name)}: {target} is not a click command"
+            )
         return command
 
     def invoke(self, ctx: click.Context) -> object:

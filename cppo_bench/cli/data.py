@@ -71,7 +71,7 @@ def show(
         raise click.ClickException(str(exc)) from None
     if as_json:
         for problem in result.problems:
-            echo(json_line(problem.to_dict()))
+            echo(json_line(problem.to_dict()), whole=True)
         for error in result.errors:
             echo(f"skipped: {safe(error)}", err=True)
         for note in result.notes:

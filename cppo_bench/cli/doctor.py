@@ -20,7 +20,7 @@ def doctor(as_json: bool) -> None:
 
     checks = run_checks()
     if as_json:
-        echo(json.dumps(summary(checks), indent=1), lines=True)
+        echo(json.dumps(summary(checks), indent=1), lines=True, whole=True)
         return
     width = max(len(c.name) for c in checks)
     for c in checks:

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.util.termsafe import echo, markup, safe
+from cppo_bench.util.termsafe import echo, markup, quote, safe
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -20,7 +20,9 @@ def _formats(text: str) -> tuple[str, ...]:
     known = ("md", "tex", "csv")
     bad = [f for f in formats if f not in known]
     if bad or not formats:
-        raise click.BadParameter(f"choose from {', '.join(known)} (comma-separated), got {text!r}")
+        raise click.BadParameter(
+            f"choose from {', '.join(known)} (comma-separated), got {quote(text)}"
+        )
     return formats
 
 

@@ -10,22 +10,24 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.run_like import METHOD_FLAGS
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.errors import DataError
 from cppo_bench.util.registry import UnknownNameError
-from cppo_bench.util.termsafe import echo
+from cppo_bench.util.termsafe import echo, quote
 
 # flag -> method option it sets (only the methods that have the option accept it)
-METHOD_FLAGS = ("inference", "select", "strategies", "fill")
 
 
 def parse_seeds(text: str) -> list[int]:
     try:
         seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers") from None
+        raise click.BadParameter(
+            f"{quote(text)} is not a comma-separated list of integers"
+        ) from None
     if not seeds or len(set(seeds)) != len(seeds):
-        raise click.BadParameter(f"{text!r}: give distinct seeds, e.g. 0,1,2")
+        raise click.BadParameter(f"{quote(text)}: give distinct seeds, e.g. 0,1,2")
     return seeds
 
 
@@ -58,7 +60,7 @@ def strict_plans(method: str, method_options: dict[str, Any]) -> None:
     fields = getattr(METHODS.get(method).options_type, "__dataclass_fields__", {})
     if "fill" not in fields:
         raise click.UsageError(
-            f"--strict-plans: method {method!r} has no plan tuples to be strict about "
+            f"--strict-plans: method {quote(method)} has no plan tuples to be strict about "
             "(it applies to cppo)"
         )
     if method_options.get("fill") not in (None, "fail"):
@@ -78,8 +80,8 @@ def backend_as_model(opts: dict[str, Any]) -> None:
     source = click.get_current_context().get_parameter_source("backend")
     if source is not None and source.name != "DEFAULT" and opts["backend"] != model:
         raise click.UsageError(
-            f"--model {model!r} is a backend name, not a model, and --backend is "
-            f"{opts['backend']!r}: give the model id or path in --model"
+            f"--model {quote(model)} is a backend name, not a model, and --backend is "
+            f"{quote(opts['backend'])}: give the model id or path in --model"
         )
     echo(
         f"note: --model {model} is a backend name; using --backend {model} with its default model",
@@ -363,7 +365,7 @@ def run(**opts: Any) -> None:
     except TypeError as exc:  # a backend factory refusing an option
         if "argument" not in str(exc):
             raise
-        raise click.ClickException(f"backend {opts['backend']!r}: {exc}") from None
+        raise click.ClickException(f"backend {quote(opts['backend'])}: {exc}") from None
     if len(done.results) > 1:
         print_seed_table(list(done.results))
 

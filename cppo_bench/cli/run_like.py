@@ -17,6 +17,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+# the method options `run` takes as flags of their own (given, they replace the recorded ones)
+METHOD_FLAGS = ("inference", "select", "strategies", "fill")
+
 
 def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
@@ -30,7 +33,6 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
     """Fill ``opts`` from the manifest of ``opts["like"]`` where the command line is silent.
     A run that cannot be read, or whose data file is gone or changed, is one line."""
     from cppo_bench.backends.opening import backend_factory, default_model_label
-    from cppo_bench.cli.run import METHOD_FLAGS
     from cppo_bench.errors import DataError
     from cppo_bench.runner.rejudge import store_root
     from cppo_bench.runner.rundata import source_of

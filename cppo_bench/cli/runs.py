@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.errors import DataError
-from cppo_bench.util.termsafe import echo, safe
+from cppo_bench.util.termsafe import echo, quote, safe
 
 
 def registered_names(what: str) -> list[str]:
@@ -37,11 +37,11 @@ def unmatched_filter(out: Path, bench: str | None, method: str | None) -> None:
             known = registered_names(attr)
             hint = "" if value in known else f" (not a known {attr}: {', '.join(known)})"
             parts.append(
-                f"{flag} {value!r} matches no stored run{hint}; stored: "
+                f"{flag} {quote(value)} matches no stored run{hint}; stored: "
                 f"{', '.join(stored) or 'none'}"
             )
     if not parts:
-        parts.append(f"no stored run has both --bench {bench!r} and --method {method!r}")
+        parts.append(f"no stored run has both --bench {quote(bench)} and --method {quote(method)}")
     raise click.ClickException(f"under {out}: " + "; ".join(parts))
 
 
@@ -71,7 +71,7 @@ def runs(
         unmatched_filter(out, bench, method)
     if as_json:
         for row in rows:
-            echo(json.dumps(row, sort_keys=True))
+            echo(json.dumps(row, sort_keys=True), whole=True)
     else:
         print_runs(rows, out)
 

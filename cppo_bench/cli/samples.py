@@ -134,7 +134,7 @@ def samples(run_dir: Path, problem: str | None, data_path: str | None,
     rows = rows[:limit] if limit else rows
     if as_json:
         for row in rows:
-            echo(json_line(row))
+            echo(json_line(row), whole=True)
         return
     if rows and not rows[0]["tests_at_hand"]:
         echo(

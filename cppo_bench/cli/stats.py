@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
-from cppo_bench.util.termsafe import echo, safe
+from cppo_bench.util.termsafe import echo, quote, safe
 
 WINDOW_FLAGS = ("start_date", "end_date", "platform")
 
@@ -69,9 +69,9 @@ def _ks(text: str | None) -> list[int]:
     try:
         ks = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+        raise click.BadParameter(f"expected comma-separated integers, got {quote(text)}") from None
     if not ks or min(ks) < 1:
-        raise click.BadParameter(f"every k must be >= 1, got {text!r}")
+        raise click.BadParameter(f"every k must be >= 1, got {quote(text)}")
     return ks
 
 
@@ -143,7 +143,7 @@ def passk(
         tests = table.attrs.get("tests", {})
         out = [{**c.to_dict(), "tests": tests.get(c.benchmark, [])}
                for _, per_k in sorted(cells.items()) for c in per_k.values()]  # fmt: skip
-        echo(json.dumps(out, indent=1), lines=True)
+        echo(json.dumps(out, indent=1), lines=True, whole=True)
         return
     body, notes = [], []
     for (b, m), per_k in sorted(cells.items()):
@@ -179,7 +179,7 @@ def _print_grouped(table: Any, by: str, ks: list[int], estimator: str, as_json: 
     if as_json:
         out = [{**c.to_dict(), by: g, "run_partial": marks[(b, g, m)]}
                for (b, g, m), per_k in cells.items() for c in per_k.values()]  # fmt: skip
-        echo(json.dumps(out, indent=1), lines=True)
+        echo(json.dumps(out, indent=1), lines=True, whole=True)
         return
     body = []
     for (b, g, m), per_k in cells.items():  # groups in pass_at_k_by's order
@@ -231,7 +231,7 @@ def bootstrap(
     if not out:
         raise click.ClickException("nothing to compare: no benchmark has both --a and a baseline")
     if as_json:
-        echo(json.dumps(out, indent=1), lines=True)
+        echo(json.dumps(out, indent=1), lines=True, whole=True)
         return
     body = [
         [r["benchmark"], r["method"], f"{r['score']:.3f}", r["baseline"], f"{r['baseline_score']:.3f}",
@@ -294,7 +294,7 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
                     [r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]]
                 )
     if not body:
-        raise click.ClickException(f"no benchmark has results for both {a!r} and {b!r}")
+        raise click.ClickException(f"no benchmark has results for both {quote(a)} and {quote(b)}")
     _table(
         f"per-seed differences of pass@{k}, {confidence:.0%} t interval",
         ["benchmark", "method", "deltas", "mean [CI]", "estimator"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.util.termsafe import echo, markup, safe
+from cppo_bench.util.termsafe import echo, markup, quote, safe
 
 PATH = click.Path(exists=True, path_type=Path)
 
@@ -52,7 +52,7 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
 
         frame = frame[frame["benchmark"] == BENCHMARKS.canonical(bench)]
         if frame.empty:
-            raise click.ClickException(f"no results for benchmark {bench!r}")
+            raise click.ClickException(f"no results for benchmark {quote(bench)}")
     ctx = click.get_current_context(silent=True)
     window = (ctx.meta.get("stats_window") if ctx is not None else None) or {}
     if any(v is not None for v in window.values()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cppo_bench.cli.stats_common import PATH, _clean_errors, _load, _table
+from cppo_bench.util.termsafe import quote
 
 
 @click.command("diversity")
@@ -29,7 +30,7 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
 
     wanted = {m.strip() for m in measures.split(",") if m.strip()}
     if not wanted or wanted - {"surf", "sem", "alg"}:
-        raise click.BadParameter(f"measures must be among surf, sem, alg; got {measures!r}")
+        raise click.BadParameter(f"measures must be among surf, sem, alg; got {quote(measures)}")
 
     from cppo_bench.util.progress import progress_bar
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
@@ -52,7 +53,7 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
             try:
                 judge = BACKENDS.get(judge_backend)(judge_model)
             except ImportError as exc:
-                raise click.ClickException(f"judge backend {judge_backend!r}: {exc}") from None
+                raise click.ClickException(f"judge backend {quote(judge_backend)}: {exc}") from None
         try:
             with progress_bar("judging tuple members") as advance:
                 result = summarise_diversity(

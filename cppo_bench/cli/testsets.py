@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cppo_bench.util.termsafe import echo
+from cppo_bench.util.termsafe import echo, quote
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +38,7 @@ def load_tests(tests_dir: Path | None, bench: str) -> Any:
         raise click.ClickException(str(exc)) from None
     if ts.bench != bench:
         raise click.ClickException(
-            f"{tests_dir}: a test set for {ts.bench!r}, not for --bench {bench!r}"
+            f"{tests_dir}: a test set for {quote(ts.bench)}, not for --bench {quote(bench)}"
         )
     return ts
 

@@ -13,7 +13,7 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.util.termsafe import echo, markup, safe
+from cppo_bench.util.termsafe import echo, markup, quote, safe
 
 RESULT_FIELDS = ("verdict", "passed", "tests_passed", "tests_total", "time_s", "first_failed",
                  "detail", "cpu_s", "peak_memory_mb", "sandbox")  # fmt: skip
@@ -95,10 +95,10 @@ def read_programs(
             continue
         pid = str(record["problem_id"])
         if pid in ambiguous:
-            errors.append(f"{where}: problem id {pid!r} names two different problems; refused")
+            errors.append(f"{where}: problem id {quote(pid)} names two different problems; refused")
             continue
         if pid not in problems:
-            errors.append(f"{where}: unknown problem id {pid!r}")
+            errors.append(f"{where}: unknown problem id {quote(pid)}")
             continue
         records.append(dict(record, problem_id=pid))
     return records, errors
@@ -350,7 +350,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
             raise click.ClickException(str(exc)) from None
         console = Console()
     else:
-        echo(lines, nl=False, lines=True)  # JSON lines (ensure_ascii): data escaped
+        echo(lines, nl=False, lines=True, whole=True)  # JSON lines, read back whole
         console = err
     console.print(summary_table(rows, reference))
     if reference and any(not r["passed"] for r in rows):

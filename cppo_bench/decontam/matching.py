@@ -21,6 +21,7 @@ import numpy as np
 
 from cppo_bench.decontam.canonical import canonicalise
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 
 Metric = Literal["containment", "jaccard"]
 MatchKind = Literal["exact", "fuzzy", "id"]
@@ -188,7 +189,7 @@ def similarity(shared: int, len_a: int, len_b: int, metric: Metric) -> float:
     elif metric == "jaccard":
         denom = len_a + len_b - shared
     else:
-        raise ValueError(f"unknown metric {metric!r} (containment | jaccard)")
+        raise ValueError(f"unknown metric {quote(metric)} (containment | jaccard)")
     return shared / denom if denom else 0.0
 
 

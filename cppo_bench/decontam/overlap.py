@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from cppo_bench.decontam.matching import KINDS, Match, Metric, find_matches, fingerprints
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 
 Role = Literal["train", "eval"]
 
@@ -47,7 +48,7 @@ class DecontamConfig:
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
         if self.metric not in ("containment", "jaccard"):
-            raise ValueError(f"metric must be containment or jaccard, got {self.metric!r}")
+            raise ValueError(f"metric must be containment or jaccard, got {quote(self.metric)}")
         if self.max_df is not None and self.max_df < 2:
             raise ValueError(f"max_df must be >= 2, got {self.max_df}")
 

@@ -14,6 +14,7 @@ from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
 from cppo_bench.decontam.overlap import Role, Source
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, RecordError, load_problem_jsonl
+from cppo_bench.util.termsafe import quote
 
 
 def _load_jsonl(path: Path, strict: bool) -> LoadResult:
@@ -26,7 +27,7 @@ def _load_benchmark(
     try:
         return load_benchmark(name, data=data, strict=strict, **(options or {}))
     except ModuleNotFoundError as exc:  # a loader, or a library it needs, is not installed
-        raise DataError(f"{spec}: benchmark {name!r} cannot be loaded: {exc}") from None
+        raise DataError(f"{spec}: benchmark {quote(name)} cannot be loaded: {exc}") from None
 
 
 def load_source(

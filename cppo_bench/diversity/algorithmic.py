@@ -12,9 +12,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 from cppo_bench.backends.base import Backend, GenRequest, ProgressFn, SamplingParams
+from cppo_bench.util.termsafe import quote
 
 TAXONOMY: tuple[str, ...] = (
     "DP",
@@ -72,7 +74,10 @@ MAX_ITEM_CHARS = 6000  # bounds a prompt: a long program is cut (its head shows 
 
 
 def _prompt(name: str) -> str:
-    return resources.files("cppo_bench.diversity").joinpath("prompts", name).read_text("utf-8")
+    from cppo_bench.util import userfiles  # the one resolver and reader, as for any file
+
+    folder = Path(str(resources.files("cppo_bench.diversity"))) / "prompts"
+    return userfiles.read_text(userfiles.inside(folder, name, "prompt"), userfiles.MAX_SMALL)
 
 
 def taxonomy_listing() -> str:
@@ -84,7 +89,7 @@ def judge_request(
 ) -> GenRequest:
     """The zero-shot chat request that asks the judge for one item's category."""
     if kind not in ("plan", "code"):
-        raise ValueError(f"kind must be 'plan' or 'code', got {kind!r}")
+        raise ValueError(f"kind must be 'plan' or 'code', got {quote(kind)}")
     template = _prompt("judge_plan.txt" if kind == "plan" else "judge_code.txt")
     text = item.strip()[:MAX_ITEM_CHARS] or "(empty)"
     user = template.replace("<<TAXONOMY>>", taxonomy_listing()).replace("<<ITEM>>", text)

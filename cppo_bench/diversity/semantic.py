@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from cppo_bench.errors import EncoderUnavailable
+from cppo_bench.util.termsafe import quote
 
 DEFAULT_ENCODER = "all-mpnet-base-v2"
 LIGHT_ENCODER = "all-MiniLM-L6-v2"
@@ -128,7 +129,7 @@ class SentenceEncoder:
                 name_or_path, "pass a local sentence-transformers folder"
             )
             raise EncoderUnavailable(
-                f"cannot load sentence encoder {name_or_path!r} ({type(exc).__name__}: "
+                f"cannot load sentence encoder {quote(name_or_path)} ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}); offline: {hint}"
             ) from None
         self.name = name_or_path

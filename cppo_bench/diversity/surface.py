@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from cppo_bench.util.termsafe import quote
+
 MAX_N = 4
 Smoothing = Literal["none", "add-one"]
 SMOOTHINGS: tuple[str, ...] = ("none", "add-one")
@@ -67,7 +69,7 @@ def _bleu_counts(
 
 def _check(smoothing: str) -> None:
     if smoothing not in SMOOTHINGS:
-        raise ValueError(f"unknown smoothing {smoothing!r}; known: {', '.join(SMOOTHINGS)}")
+        raise ValueError(f"unknown smoothing {quote(smoothing)}; known: {', '.join(SMOOTHINGS)}")
 
 
 def sentence_bleu(hypothesis: str, reference: str, smoothing: Smoothing = "none") -> float:

@@ -27,7 +27,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.lm_eval_tasks import DATA_ENV
 from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import info, warn
+from cppo_bench.util.termsafe import info, quote, warn
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,9 @@ def loader_options(
     override = metadata.get(f"{benchmark}_options")
     if override is not None:
         if not isinstance(override, Mapping):
-            raise DataError(f"metadata {benchmark}_options must be a mapping, got {override!r}")
+            raise DataError(
+                f"metadata {benchmark}_options must be a mapping, got {quote(override)}"
+            )
         merged.update(override)
     return merged
 
@@ -69,7 +71,7 @@ def parse_pass_at(value: Any) -> list[int]:
     """Validated, sorted list of the k values to report (metadata `pass_at`)."""
     values = [value] if isinstance(value, int) else list(value or DEFAULT_PASS_AT)
     if not values or not all(type(k) is int and k >= 1 for k in values):
-        raise DataError(f"metadata pass_at must be positive integers, got {value!r}")
+        raise DataError(f"metadata pass_at must be positive integers, got {quote(value)}")
     return sorted(set(values))
 
 
@@ -85,7 +87,7 @@ def render_prompt(problem: Problem) -> tuple[str, str]:
         elif message["role"] == "user":
             user = message["content"]
         else:  # an assistant prefill has no lm-eval equivalent we could rely on
-            raise ValueError(f"direct prompt has an unexpected {message['role']!r} message")
+            raise ValueError(f"direct prompt has an unexpected {quote(message['role'])} message")
     return system, user
 
 

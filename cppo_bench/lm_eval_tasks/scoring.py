@@ -23,7 +23,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.lm_eval_tasks.docs import problem_for
-from cppo_bench.util.termsafe import warn
+from cppo_bench.util.termsafe import quote, warn
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _workers() -> int | None:
     except ValueError:
         workers = 0
     if workers < 1:
-        raise DataError(f"{WORKERS_ENV} must be a positive integer, got {raw!r}")
+        raise DataError(f"{WORKERS_ENV} must be a positive integer, got {quote(raw)}")
     return workers
 
 
@@ -100,7 +100,7 @@ def _verdicts(results: Sequence[Any]) -> list[Mapping[str, Any]]:
             if not isinstance(verdict, Mapping) or "passed" not in verdict:
                 raise DataError(
                     "cppo task: process_results expects the verdicts of the 'verified' filter "
-                    f"(hooks.verify_responses), got {str(record)[:60]!r}; "
+                    f"(hooks.verify_responses), got {quote(str(record)[:60])}; "
                     "keep the task's filter_list"
                 )
             verdicts.append(verdict)

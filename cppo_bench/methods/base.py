@@ -21,6 +21,7 @@ from cppo_bench.backends.base import Backend, GenRequest, GenResult, SamplingPar
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
 from cppo_bench.util.builder import coerce
+from cppo_bench.util.termsafe import quote
 
 
 @dataclass
@@ -98,7 +99,7 @@ def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str)
         name = key.replace("-", "_")
         if name not in known:
             raise OptionError(
-                f"method {method!r} has no option {key!r}; its options: {', '.join(sorted(known))}"
+                f"method {quote(method)} has no option {quote(key)}; its options: {', '.join(sorted(known))}"
             )
         hint = hints[name]
         if typing.get_origin(hint) is tuple and isinstance(value, str):
@@ -107,7 +108,7 @@ def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str)
     try:
         return cls(**values)
     except ValueError as exc:
-        raise OptionError(f"method {method!r}: {exc}") from None
+        raise OptionError(f"method {quote(method)}: {exc}") from None
 
 
 def derive_seed(run_seed: int, problem_uid: str, role: str, index: int) -> int:
@@ -210,7 +211,7 @@ class Method(ABC):
     def __init__(self, options: MethodOptions | None = None) -> None:
         self.options = options if options is not None else self.options_type()
         if not isinstance(self.options, self.options_type):
-            raise OptionError(f"method {self.name!r} takes {self.options_type.__name__}")
+            raise OptionError(f"method {quote(self.name)} takes {self.options_type.__name__}")
 
     @classmethod
     def from_options(cls, raw: Mapping[str, Any] | None = None) -> Method:
@@ -230,7 +231,7 @@ class Method(ABC):
         wrong = [p.uid for p in problems if p.task not in self.tasks]
         if wrong:
             raise OptionError(
-                f"method {self.name!r} answers {'/'.join(self.tasks)} problems; "
+                f"method {quote(self.name)} answers {'/'.join(self.tasks)} problems; "
                 f"{wrong[0]} is a {next(p.task for p in problems if p.uid == wrong[0])} problem"
                 f"{' (use --method output_prediction)' if 'codegen' in self.tasks else ''}"
             )

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cppo_bench.util.termsafe import quote
+
 
 @dataclass(frozen=True)
 class BootstrapResult:
@@ -49,7 +51,7 @@ class BootstrapResult:
         try:
             return self.methods.index(method)
         except ValueError:
-            raise KeyError(f"no method {method!r}; have {', '.join(self.methods)}") from None
+            raise KeyError(f"no method {quote(method)}; have {', '.join(self.methods)}") from None
 
 
 def _as_seed_matrix(name: str, values: ArrayLike) -> np.ndarray:
@@ -57,7 +59,9 @@ def _as_seed_matrix(name: str, values: ArrayLike) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"method {name!r}: outcomes must be [seeds][problems], got {arr.shape}")
+        raise ValueError(
+            f"method {quote(name)}: outcomes must be [seeds][problems], got {arr.shape}"
+        )
     return arr
 
 
@@ -90,7 +94,7 @@ def hierarchical_bootstrap(
     for name, mat in zip(names, mats, strict=True):
         if mat.shape[1] != n_problems:
             raise ValueError(
-                f"method {name!r} has {mat.shape[1]} problems, {names[0]!r} has {n_problems}: "
+                f"method {quote(name)} has {mat.shape[1]} problems, {quote(names[0])} has {n_problems}: "
                 "the bootstrap pairs problems across methods"
             )
     rng = np.random.default_rng(seed)

@@ -20,6 +20,8 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cppo_bench.util.termsafe import quote
+
 Select = Literal["first", "last", "random"]
 SELECTS: tuple[str, ...] = ("first", "last", "random")
 TUPLE_SIZE = 4
@@ -105,7 +107,7 @@ def selection_mask(
     its first r, its last r, or r at random (per problem, from `seed`).
     """
     if select not in SELECTS:
-        raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {select!r}")
+        raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {quote(select)}")
     if k < 1 or tuple_size < 1:
         raise ValueError(f"need k >= 1 and tuple_size >= 1, got k={k}, tuple_size={tuple_size}")
     width = branches_needed(k, select, tuple_size)

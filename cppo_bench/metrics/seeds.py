@@ -9,6 +9,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cppo_bench.util.termsafe import quote
+
 # How an inference-only cell's ± is computed: the bootstrap standard error of the mean over
 # problems (the study: "variation over evaluation problems", on its +-0.01-0.02 scale), or
 # the sample std of the per-problem scores (kept by name; +-0.50 for a 0/1 mean near 0.5).
@@ -71,7 +73,7 @@ def mean_std(
             se = bootstrap_se(values, resamples, seed)
             return MeanStd(float(values.mean()), se, int(values.size), over, "bootstrap_se")
         if inference_spread != "std":
-            raise ValueError(f"unknown inference_spread {inference_spread!r}")
+            raise ValueError(f"unknown inference_spread {quote(inference_spread)}")
     # study Eq. (mean ± std): Bessel-corrected sample std over seeds / problems
     std = float(values.std(ddof=1)) if values.size > 1 else 0.0
     return MeanStd(mean=float(values.mean()), std=std, n=int(values.size), over=over)

@@ -50,6 +50,7 @@ from cppo_bench.store.outcomes import (  # noqa: F401
     _tuples_of,
     tuple_texts,
 )
+from cppo_bench.util.termsafe import quote
 
 
 def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
@@ -88,7 +89,7 @@ def row_scores(
     """
     if estimator not in ESTIMATOR_CHOICES:
         raise DataError(
-            f"estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {estimator!r}"
+            f"estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {quote(estimator)}"
         )
     out = np.empty(len(rows), dtype=np.float64)
     groups: dict[str, list[int]] = defaultdict(list)
@@ -107,7 +108,7 @@ def row_scores(
             groups[select or row.select].append(i)
     for sel, idx in groups.items():
         if sel not in SELECTS:
-            raise DataError(f"{_where(rows[idx[0]])}: unknown select rule {sel!r}")
+            raise DataError(f"{_where(rows[idx[0]])}: unknown select rule {quote(sel)}")
         need = branches_needed(k, sel)  # type: ignore[arg-type]
         for i in idx:
             have = len(rows[i].outcomes or ())

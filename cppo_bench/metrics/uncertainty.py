@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cppo_bench.metrics.seeds import bootstrap_se
+from cppo_bench.util.termsafe import quote
 
 Spread = Literal["study", "seed-std", "bootstrap-se"]
 SPREADS: tuple[str, ...] = ("study", "seed-std", "bootstrap-se")
@@ -74,7 +75,7 @@ def coverage_text(n_problems: int, n_total: int, n_seeds: int) -> str:
 
 def kind_for(trained: bool, spread: Spread = "study") -> str:
     if spread not in SPREADS:
-        raise ValueError(f"unknown spread {spread!r}; known: {', '.join(SPREADS)}")
+        raise ValueError(f"unknown spread {quote(spread)}; known: {', '.join(SPREADS)}")
     if spread == "seed-std" or (spread == "study" and trained):
         return "seed_std"
     return "bootstrap_se"

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 
 MAX_WORDS = 45
 # What a branch gets when the planner produced no parsable method at all.
@@ -258,7 +259,7 @@ def fill_plans(
     Plans beyond k are cut.
     """
     if rule not in FILL_RULES:
-        raise ValueError(f"unknown fill rule {rule!r}; known: {', '.join(FILL_RULES)}")
+        raise ValueError(f"unknown fill rule {quote(rule)}; known: {', '.join(FILL_RULES)}")
     slots = [p if p.strip() else None for p in plans[:k]] + [None] * max(0, k - len(plans))
     given = [p for p in slots if p is not None]
     filled = [i for i, p in enumerate(slots) if p is None]

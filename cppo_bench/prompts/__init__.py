@@ -12,12 +12,12 @@ import functools
 import string
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
-
-import yaml
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote, safe
 
 # v2: the study's PLAN contract (A:..D: labels), SFT-candidate rules and SOLVE clause, and
 # the released PlanSearch stages (issue #15); v1 stays as it was, so v1 runs replay exactly
@@ -63,17 +63,29 @@ def _fill(template: PromptTemplate, text: str, values: dict[str, Any]) -> str:
         return string.Template(text).substitute({k: str(v) for k, v in values.items()})
     except KeyError as exc:
         raise ValueError(
-            f"prompt {template.version}/{template.name} needs a value for {exc.args[0]!r}"
+            f"prompt {template.version}/{template.name} needs a value for {quote(exc.args[0])}"
         ) from None
 
 
+def _package_root() -> Path:
+    return Path(str(resources.files("cppo_bench.prompts")))
+
+
 def _read_yaml(version: str, name: str) -> dict[str, Any]:
-    root = resources.files("cppo_bench.prompts").joinpath(version)
-    path = root.joinpath(f"{name}.yaml")
-    if not path.is_file():
+    """`version` comes from a run's manifest (a stranger's, for `samples`): it names a
+    folder of the package's prompts, resolved by the one resolver (`/proc/self/cwd/...`,
+    `../..` or a link out of the package is refused) and read by the one reader (a FIFO, a
+    device, a file over 16 MiB refused), its YAML by the one loader (no aliases)."""
+    from cppo_bench.util import userfiles
+
+    folder = userfiles.inside(_package_root(), version, "prompt version")
+    path = userfiles.inside(folder, f"{name}.yaml", "prompt")
+    if folder.parent != _package_root().resolve() or not path.is_file():
         known = ", ".join(available(version)) or "(none)"
-        raise DataError(f"no prompt {version}/{name}; known in {version}: {known}")
-    data = yaml.safe_load(path.read_text("utf-8"))
+        raise DataError(
+            f"no prompt {safe(version)}/{safe(name)}; known in {safe(version)}: {known}"
+        )
+    data = userfiles.load_yaml(userfiles.read_text(path, userfiles.MAX_SMALL), str(path))
     if not isinstance(data, dict):
         raise DataError(f"prompt {version}/{name}.yaml: expected a mapping")
     return data
@@ -95,9 +107,14 @@ def load_prompt(name: str, version: str = DEFAULT_VERSION) -> PromptTemplate:
 
 
 def available(version: str = DEFAULT_VERSION) -> list[str]:
-    """Names of the prompts shipped under `version`."""
-    root = resources.files("cppo_bench.prompts").joinpath(version)
-    if not root.is_dir():
+    """Names of the prompts shipped under `version` (a plain folder name of the package)."""
+    from cppo_bench.util import userfiles
+
+    try:
+        root = userfiles.inside(_package_root(), version, "prompt version")
+    except userfiles.UserFileError:
+        return []
+    if root.parent != _package_root().resolve() or not root.is_dir():
         return []
     return sorted(
         p.name[: -len(".yaml")]

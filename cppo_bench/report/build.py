@@ -25,12 +25,13 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
-from cppo_bench.report.escape import md_fenced, shell_comment
+from cppo_bench.report.escape import md_fenced, shell_command, shell_comment
 from cppo_bench.report.model import Table
 from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.tables import build_table
 from cppo_bench.store.outdir import OutDir
+from cppo_bench.util.termsafe import quote
 
 FORMATS = ("md", "tex", "csv")
 Progress = Callable[[str], None]
@@ -115,7 +116,9 @@ def _validate(specs: list[TableSpec]) -> None:
         for key, name, registry, what in checks:
             if name not in registry:
                 known = ", ".join(registry.names())
-                raise DataError(f"{spec.path}: {key}: unknown {what} {name!r} (known: {known})")
+                raise DataError(
+                    f"{spec.path}: {key}: unknown {what} {quote(name)} (known: {known})"
+                )
 
 
 def check_text(computed: Computed) -> str:
@@ -201,7 +204,7 @@ def build_report(
 
     unknown = [f for f in formats if f not in RENDERERS]
     if unknown:
-        raise ValueError(f"unknown table format {unknown[0]!r}; known: {', '.join(RENDERERS)}")
+        raise ValueError(f"unknown table format {quote(unknown[0])}; known: {', '.join(RENDERERS)}")
     check_out(Path(runs), Path(out))
     computed = compute(
         runs,
@@ -286,7 +289,10 @@ def build_report(
     ]
     for m in computed.missing:
         script += [shell_comment(c) for c in m.cells] + [
-            m.command if m.trained is None else f"# (needs the checkpoint) {m.command}",
+            # the one writer of the script: each line checked again as it is written
+            shell_command(m.command)
+            if m.trained is None
+            else f"# (needs the checkpoint) {shell_command(m.command)}",
             "",
         ]
     outdir.write_text("fill_missing.sh", "\n".join(script))

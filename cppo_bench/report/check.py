@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cppo_bench.backends.default_model import DEFAULT_MODEL
-from cppo_bench.report.escape import shell_arg
+from cppo_bench.report.escape import shell_arg, shell_command
 from cppo_bench.report.model import CellRequest, Table
 from cppo_bench.report.run_index import RunIndex
 from cppo_bench.store.runs import RunManifest
@@ -80,18 +80,15 @@ def run_commands(req: CellRequest, runs_dir: str, template: RunManifest | None =
         named = req.model and req.model != DEFAULT_MODEL
         model = [f"--model {shell_arg(req.model)}"] if named else []
         seeds = ",".join(map(str, req.missing_seeds))
-        return [" ".join(base + model + [f"--k {k}", f"--seeds {seeds}"] + tail)]
+        return [shell_command(" ".join(base + model + [f"--k {k}", f"--seeds {seeds}"] + tail))]
     out = []
     for seed in req.missing_seeds:
         ckpt = f"<{row.trained} checkpoint, training seed {seed}>"
         tags = [f"--trained {shell_arg(row.trained)}", f"--train-seed {shell_arg(seed)}"]
         if req.model:
             tags.append(f"--base-model {shell_arg(req.model)}")
-        out.append(
-            " ".join(
-                base + [f"--model {shell_arg(ckpt)}", f"--k {k}", f"--seeds {seed}"] + tags + tail
-            )
-        )
+        words = base + [f"--model {shell_arg(ckpt)}", f"--k {k}", f"--seeds {seed}"] + tags + tail
+        out.append(shell_command(" ".join(words)))
     return out
 
 

@@ -19,7 +19,7 @@ import shlex
 
 from cppo_bench.errors import UnsafeName
 from cppo_bench.store.schema import has_control
-from cppo_bench.util.termsafe import safe
+from cppo_bench.util.termsafe import quote, safe
 
 _MD_SPECIAL = re.compile(r"([\\`\[\]|<>])")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;"}
@@ -31,9 +31,34 @@ def shell_arg(value: object) -> str:
     text = str(value)
     if has_control(text):
         raise UnsafeName(
-            f"refusing to write a shell command with {safe(text)!r}: it holds a control character"
+            f"refusing to write a shell command with {quote(safe(text))}: it holds a control character"
         )
     return shlex.quote(text)
+
+
+COMMANDS = ("cppo-bench run",)  # all a fill-in script ever runs
+
+
+def shell_command(line: str) -> str:
+    """`line`, checked to be a `cppo-bench run` command made only of shlex-quoted words: it
+    splits into words that quote back to exactly `line` (so no `;`, `|`, `$(...)`, backtick
+    or redirection is live), begins with one of `COMMANDS`, and no word holds a control
+    character. Whatever a stored name holds, the script runs nothing else (UnsafeName)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UnsafeName(f"refusing to write the command {quote(safe(line))}: {exc}") from None
+    canonical = " ".join(shlex.quote(w) for w in words)
+    if (
+        canonical != line
+        or " ".join(words[:2]) not in COMMANDS
+        or any(has_control(w) for w in words)
+    ):
+        raise UnsafeName(
+            f"refusing to write the command {quote(safe(line))}: not one cppo-bench command "
+            "of quoted words"
+        )
+    return line
 
 
 def shell_comment(text: str) -> str:

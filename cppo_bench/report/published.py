@@ -36,12 +36,12 @@ def _cell(value: Any, where: str, source: str) -> Cell:
 
 def published_tables(path: Path = PUBLISHED) -> list[Table]:
     """The published tables, in the file's order (one DataError line for a malformed file)."""
-    import yaml
+    from cppo_bench.util.userfiles import UserFileError, load_yaml
 
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_yaml(path.read_text(encoding="utf-8"), str(path))
         source, tables = str(doc["source"]), list(doc["tables"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+    except (OSError, UserFileError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: not a published-numbers file ({exc})") from None
     out = []
     for t in tables:

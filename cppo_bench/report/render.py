@@ -90,7 +90,7 @@ def to_markdown(table: Table) -> str:
         texts = []
         for j, (col, cell) in enumerate(zip(table.columns, row.cells, strict=True)):
             own = labels.cell_label(i, j, cell)
-            text = cell_text(cell, col, label=own) + cell.mark  # numbers and marks of ours
+            text = _md_cell(cell, col, own)
             marks = ",".join(letters[n] for n in cell.notes)
             texts.append(text + (f"<sup>{marks}</sup>" if marks else ""))
         out.append("| " + " | ".join([_md_escape(x) for x in row.labels] + texts) + " |")
@@ -100,6 +100,13 @@ def to_markdown(table: Table) -> str:
     out += [f"<sup>{letter}</sup> {_md_escape(note)}  " for note, letter in letters.items()]
     out += [f"{_md_escape(n)}  " for n in table.notes]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_cell(cell: Cell, col: Column, label: str | None) -> str:
+    """THE Markdown table cell: a text cell (a program's, a plan's, a verdict's text: data)
+    is escaped; numbers, intervals, labels and marks are ours and written as they are."""
+    raw = cell_text(cell, col, label=label)
+    return (_md_escape(raw) if cell.text is not None else raw) + cell.mark
 
 
 def _md_escape(text: str) -> str:

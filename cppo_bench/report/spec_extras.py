@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import quote
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class ExampleProblem:
 
 def _mapping(path: str, where: str, data: Any, required: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise DataError(f"{path}: {where}: expected a mapping, got {data!r}")
+        raise DataError(f"{path}: {where}: expected a mapping, got {quote(data)}")
     for key in required:
         if key not in data:
             raise DataError(f"{path}: {where}.{key}: required key missing")

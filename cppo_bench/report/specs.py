@@ -12,8 +12,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cppo_bench.errors import DataError
 from cppo_bench.report.spec_extras import (
     parse_external,
@@ -33,6 +31,7 @@ from cppo_bench.report.spec_types import (  # noqa: F401  (re-exported: the spec
     TableSpec,
 )
 from cppo_bench.util.builder import SCALARS, why_not
+from cppo_bench.util.termsafe import quote
 
 
 class _Reader:
@@ -40,11 +39,13 @@ class _Reader:
 
     def __init__(self, path: str, where: str, data: Any, known: tuple[str, ...]) -> None:
         if not isinstance(data, dict):
-            raise DataError(f"{path}: {where or 'top level'}: expected a mapping, got {data!r}")
+            raise DataError(
+                f"{path}: {where or 'top level'}: expected a mapping, got {quote(data)}"
+            )
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise DataError(
-                f"{path}: {where or 'top level'}: unknown key {unknown[0]!r} "
+                f"{path}: {where or 'top level'}: unknown key {quote(unknown[0])} "
                 f"(known: {', '.join(known)})"
             )
         self.path, self.where, self.data = path, where, data
@@ -88,7 +89,7 @@ def _why_not(typ: type | tuple[type, ...], value: Any) -> str | None:
         return None
     if len(whys) == 1 and whys[0] != "no":
         return whys[0]
-    return f"expected {_name(typ)}, got {value!r:.60}"
+    return f"expected {_name(typ)}, got {quote(value)}"
 
 
 def _name(typ: type | tuple[type, ...]) -> str:
@@ -175,7 +176,7 @@ def _file_name(path: str, name: str) -> str:
     why = safe_part(name) or (None if name.isprintable() and not name.startswith(".") else
                               "holds a character that is not printable, or starts with '.'")  # fmt: skip
     if why:
-        raise DataError(f"{path}: name {name!r}: {why}")
+        raise DataError(f"{path}: name {quote(name)}: {why}")
     return name
 
 
@@ -282,11 +283,9 @@ def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:
         from cppo_bench.util import userfiles
 
         return userfiles.read_yaml(path), label
-    try:  # a spec shipped in the package (importlib.resources)
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise DataError(f"{label}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    return data, label
+    from cppo_bench.util import userfiles  # a spec shipped in the package: the same loader
+
+    return userfiles.load_yaml(path.read_text(encoding="utf-8"), label), label
 
 
 def load_specs(override_dir: Path | None = None) -> list[TableSpec]:
@@ -311,5 +310,5 @@ def load_specs(override_dir: Path | None = None) -> list[TableSpec]:
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise DataError(f"table name {dupes[0]!r} is defined by more than one spec file")
+        raise DataError(f"table name {quote(dupes[0])} is defined by more than one spec file")
     return sorted(specs, key=lambda s: (s.order, s.name))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import quote
 
 TRAIN_DIR = "train"
 PANELS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -101,7 +102,7 @@ def _meta(path: Path, data: Any) -> dict[str, Any]:
     seed = data.get("seed", 0)
     for field, value in (("algorithm", algorithm), ("base_model", base)):
         if value is not None and (not isinstance(value, str) or not value.isprintable()):
-            raise DataError(f"{path}: field {field!r} must be a printable string")
+            raise DataError(f"{path}: field {quote(field)} must be a printable string")
     if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
         raise DataError(f"{path}: field 'seed' must be an integer")
     return {"algorithm": algorithm, "base_model": base, "seed": seed}
@@ -144,7 +145,7 @@ def dynamics_figure(runs: list[TrainingRun], algorithm: str, out_dir: Path) -> A
 
     mine = [r for r in runs if r.algorithm == algorithm]
     if algorithm not in PANELS:
-        raise Skipped(f"training runs of {algorithm!r}: no dynamics panel for this algorithm")
+        raise Skipped(f"training runs of {quote(algorithm)}: no dynamics panel for this algorithm")
     if not mine:
         raise Skipped(f"no {algorithm} training runs under <runs>/{TRAIN_DIR}/")
     plt = _plt()

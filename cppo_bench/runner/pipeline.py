@@ -282,11 +282,11 @@ def _execute_locked(
     run_dir, manifest = open_run(Path(out), manifest, by_id)
     if getattr(backend, "loaded", True) and todo:  # recorded now: a crash keeps it too
         manifest.extra["model_id"] = backend.model_id
-        write_manifest(run_dir, manifest)
+        write_manifest(run_dir, manifest, root=out)
     reporter.start(
         run_dir, len(wanted), [done[p.problem_id] for p in wanted if p.problem_id in done]
     )
-    cached = CachedBackend(backend, GenCache(run_dir / GEN_CACHE), model_id=spec.model)
+    cached = CachedBackend(backend, GenCache(run_dir / GEN_CACHE, root=out), model_id=spec.model)
     progress_backend = _ProgressBackend(cached, reporter)
     new = 0
 
@@ -294,7 +294,7 @@ def _execute_locked(
         t0 = time.perf_counter()
         records = score_chunk(chunk, outputs, spec.k, spec.verify_workers)
         t1 = time.perf_counter()
-        append_records(run_dir, records)
+        append_records(run_dir, records, root=out)
         return records, t1 - t0, time.perf_counter() - t1
 
     def collect(future: Future) -> None:
@@ -342,7 +342,7 @@ def _execute_locked(
         [done[i] for i in manifest.problem_ids if i in done], spec.k
     )
     t0 = time.perf_counter()
-    write_manifest(run_dir, manifest)
+    write_manifest(run_dir, manifest, root=out)
     timings.store_s += time.perf_counter() - t0
     return RunResult(run_dir, manifest, ordered, new, cached.stats, timings)
 

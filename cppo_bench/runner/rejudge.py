@@ -22,17 +22,21 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
+from cppo_bench.store.fs import exists
 from cppo_bench.store.runs import (
     MANIFEST,
+    RECORDS,
     Branch,
     ProblemRecord,
     RunManifest,
     append_records,
     read_manifest,
     read_records,
+    repair_tail,
     run_dir_for,
     write_manifest,
 )
+from cppo_bench.util.termsafe import quote
 
 
 @dataclass
@@ -66,14 +70,28 @@ def store_root(run_dir: Path, manifest: RunManifest) -> Path:
     return run_dir.resolve().parent
 
 
-def new_manifest(source: RunManifest, source_dir: Path, test_set: Any) -> RunManifest:
+def new_manifest(
+    source: RunManifest, source_dir: Path, test_set: Any, loaded: Any = None
+) -> RunManifest:
     """The re-judged run's manifest: the source's, marked as re-judged (part of its
-    identity, so its directory differs from the source's) and as a fresh run."""
+    identity, so its directory differs from the source's) and as a fresh run. With
+    `loaded` (the benchmark it is judged on), the data fields and the identity's content
+    hash are what was LOADED, never the source's claim: a re-judge on edited data is
+    another run, and one on the original data is not taken for it."""
     import cppo_bench
     from cppo_bench.augment.store import identity
+    from cppo_bench.runner.pipeline import run_identity, summarize_tests
+    from cppo_bench.store.runs import ids_hash
     from cppo_bench.util.gitinfo import git_commit
 
     m = copy.deepcopy(source)
+    if loaded is not None:
+        dataset = loaded.problems
+        m.data_source = str(loaded.source or source.bench)
+        m.dataset_hash = ids_hash([p.problem_id for p in dataset])
+        m.dataset_size = len(dataset)
+        m.extra["identity"] = run_identity(dataset)
+        m.extra["tests"] = summarize_tests(dataset)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     m.extra = {k: v for k, v in m.extra.items() if k not in ("invocations", "summary", "test_set")}
     m.extra["rejudged"] = {
@@ -124,47 +142,86 @@ def rejudge(
     if missing:
         raise DataError(
             f"{source_dir}: {len(missing)} of its problems are not in {loaded.source or source.bench}"
-            f" (e.g. {missing[0]!r}): give the data the run was made from with --data"
+            f" (e.g. {quote(missing[0])}): give the data the run was made from with --data"
         )
     if any(by_id[pid].task != "codegen" for pid in records):
         raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")
-    manifest = new_manifest(source, source_dir, test_set)
+    manifest = new_manifest(source, source_dir, test_set, loaded)
     root = Path(out) if out is not None else store_root(source_dir, source)
     target = run_dir_for(root, manifest)
-    if (target / MANIFEST).exists() or target.resolve() == source_dir.resolve():
-        raise DataError(
-            f"{target}: this run was already re-judged with this verifier and these tests "
-            "(nothing is overwritten; remove that folder to judge it again)"
-        )
+    if target.resolve() == source_dir.resolve():
+        raise DataError(f"{target}: is the source run itself; nothing is overwritten")
+    done: dict[str, ProblemRecord] = {}
+    if exists(target / MANIFEST):  # an earlier re-judge: refused when it ended, else resumed
+        manifest, done = _resume(target, manifest, root)
+    write_manifest(target, manifest, root=root)  # before any record: a retry finds it
     order = [pid for pid in source.problem_ids if pid in records]
-    jobs = [VerifyJob(by_id[pid], b.completion) for pid in order for b in records[pid].branches]
-    results = iter(verify_batch(jobs, workers=workers, progress=progress))
-    new_records, changed = [], 0
-    for pid in order:
-        old = records[pid]
-        branches: list[Branch] = []
-        for b in old.branches:
-            r = next(results)
-            changed += bool(r.passed) != b.passed
-            branches.append(
-                dataclasses.replace(
-                    b, code=r.code or "", verdict=r.verdict, passed=bool(r.passed),
-                    tests_passed=r.tests_passed, tests_total=r.tests_total,
-                    time_s=round(float(r.time_s), 4), first_failed=r.first_failed,
-                    detail=(r.detail or "")[:300],
-                )
-            )  # fmt: skip
-        extra = {**dict(old.extra), **problem_meta(by_id[pid])}  # older runs lacked it
-        new_records.append(dataclasses.replace(old, branches=branches, extra=extra))
-    write_manifest(target, manifest)
-    append_records(target, new_records)
+    changed = 0
+    for lo in range(0, len(order), CHUNK):  # each chunk stored as judged: a kill loses one
+        chunk = [pid for pid in order[lo : lo + CHUNK] if pid not in done]
+        jobs = [VerifyJob(by_id[pid], b.completion) for pid in chunk for b in records[pid].branches]
+        results = iter(verify_batch(jobs, workers=workers, progress=progress))
+        fresh = []
+        for pid in chunk:
+            record, n = _judged(records[pid], results, by_id[pid], problem_meta)
+            fresh.append(record)
+            changed += n
+        append_records(target, fresh, root=root)
+        done.update((r.problem_id, r) for r in fresh)
+    new_records = [done[pid] for pid in order]
     from cppo_bench.runner.scoring import summarize
 
     manifest.extra["summary"] = summarize(new_records, manifest.k)
     finished = all(pid in records for pid in source.problem_ids)
     manifest.status = "complete" if finished and source.status == "complete" else "running"
-    write_manifest(target, manifest)
+    manifest.extra["rejudged"]["finished"] = True  # a retry of this re-judge is refused now
+    write_manifest(target, manifest, root=root)
     n = len(order)
     before = sum(records[pid].passed for pid in order) / n if n else None
     after = sum(r.passed for r in new_records) / n if n else None
     return Rejudged(source_dir, target, manifest, new_records, changed, before, after)
+
+
+CHUNK = 32  # problems judged, then stored, at a time
+
+
+def _resume(
+    target: Path, manifest: RunManifest, root: Path
+) -> tuple[RunManifest, dict[str, ProblemRecord]]:
+    """The re-judge stored at `target` by an earlier call: refused when it finished (nothing
+    is overwritten), else continued from the records it wrote (a full disk, a kill)."""
+    old = read_manifest(target)
+    mark = old.extra.get("rejudged")
+    if not isinstance(mark, dict) or mark.get("finished"):
+        raise DataError(
+            f"{target}: this run was already re-judged with this verifier and these tests "
+            "(nothing is overwritten; remove that folder to judge it again)"
+        )
+    if old.config_hash() != manifest.config_hash():
+        raise DataError(f"{target / MANIFEST}: belongs to another re-judge; nothing is overwritten")
+    repair_tail(target / RECORDS, root=root)  # a torn last line: cut, that problem redone
+    skipped: list[str] = []
+    done = read_records(target, old, warnings=skipped)  # a bad line: that problem redone
+    return old, done
+
+
+def _judged(
+    old: ProblemRecord, results: Any, problem: Problem, meta: Any
+) -> tuple[ProblemRecord, int]:
+    """`old` with each branch judged again (the next results, in order), and how many
+    branches changed pass/fail."""
+    branches: list[Branch] = []
+    changed = 0
+    for b in old.branches:
+        r = next(results)
+        changed += bool(r.passed) != b.passed
+        branches.append(
+            dataclasses.replace(
+                b, code=r.code or "", verdict=r.verdict, passed=bool(r.passed),
+                tests_passed=r.tests_passed, tests_total=r.tests_total,
+                time_s=round(float(r.time_s), 4), first_failed=r.first_failed,
+                detail=(r.detail or "")[:300],
+            )
+        )  # fmt: skip
+    extra = {**dict(old.extra), **meta(problem)}  # older runs lacked it
+    return dataclasses.replace(old, branches=branches, extra=extra), changed

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util import userfiles
 
 CHUNK = 1 << 20
 
@@ -59,29 +60,36 @@ class RunData:
 
 
 def source_of(manifest: Any) -> RunData:
-    """The data and loader options a stored run was made with. The recorded path is used
-    when the file is there with the recorded bytes; a file that changed since is one
-    DataError line (its problems would not be the run's); a path that is gone is a note."""
+    """The data and loader options a stored run was made with. A recorded path is a value
+    from a file that names another file (a stranger's manifest may name `/etc/...`): it is
+    followed inside the folder the command runs in or the package's data
+    (`datasource.stored_data`, the one resolver), and elsewhere only while the file there
+    holds the very bytes the run recorded (so such a manifest reveals nothing it did not
+    already hold). A followed file that changed since the run is one DataError line (its
+    problems would not be the run's); one not followed or gone is a note."""
+    from cppo_bench.store.datasource import stored_data
+    from cppo_bench.util.termsafe import quote
+
     rec = manifest.extra.get("data") if isinstance(manifest.extra, dict) else None
     rec = rec if isinstance(rec, dict) else {}  # older manifests: the typed source only
     options = dict(rec.get("options") or {})
-    path = rec.get("path")
-    if path:
-        if not Path(path).exists():
-            return RunData(None, options, f"the run's data {path} is not at hand")
-        want = rec.get("file_sha256")
-        if want and file_sha256(Path(path)) != want:
+    path, want = rec.get("path"), rec.get("file_sha256")
+    if isinstance(path, str) and path:
+        inside, why = stored_data(path, manifest.bench)
+        if inside is None and not (isinstance(want, str) and userfiles.is_file(path)):
+            reason = why if userfiles.is_file(path) else "not at hand"
+            return RunData(None, options, f"the run's data {quote(path)} is {reason}")
+        found = Path(path) if inside is None else inside
+        if isinstance(want, str) and want and file_sha256(found) != want:
             raise DataError(
-                f"{path}: changed since the run was made (sha256 {str(want)[:12]}... "
+                f"{quote(path)}: changed since the run was made (sha256 {quote(want[:12])}... "
                 "recorded); give the run's data with --data"
             )
-        return RunData(str(path), options)
+        return RunData(str(found), options)
     # no file given to the run: the loader's own source (a packaged file, as demo's, is a
     # local path in data_source; a hub dataset is not)
-    source = manifest.data_source
-    if source and source != manifest.bench and Path(source).exists():
-        return RunData(str(source), options)
-    return RunData(None, options)
+    inside, why = stored_data(manifest.data_source, manifest.bench)
+    return RunData(None if inside is None else str(inside), options, why)
 
 
 def reload_args(

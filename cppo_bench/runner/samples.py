@@ -17,6 +17,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
 from cppo_bench.store.runs import ProblemRecord, read_manifest, read_records
+from cppo_bench.util.termsafe import quote
 
 TEST_CHARS = 2000  # of a failing test's input / expected output shown
 
@@ -84,7 +85,7 @@ def sample_rows(
     if problem is not None:
         if problem not in records:
             raise DataError(
-                f"{run_dir}: no problem {problem!r} in this run ({len(records)} problems; "
+                f"{run_dir}: no problem {quote(problem)} in this run ({len(records)} problems; "
                 "list them with `cppo-bench samples --run DIR`)"
             )
         order = [problem]

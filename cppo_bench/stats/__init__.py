@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +89,7 @@ def allowed_ks(
 def _ks(k: int | Sequence[int]) -> list[int]:
     ks = [k] if isinstance(k, int) else [int(x) for x in k]
     if not ks or min(ks) < 1:
-        raise DataError(f"every k must be >= 1, got {k!r}")
+        raise DataError(f"every k must be >= 1, got {quote(k)}")
     return ks
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.store.outcomes import ESTIMATORS, OutcomeRow, tuple_texts
+from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -245,10 +246,10 @@ def _checked(
         raise DataError(f"{where}: empty method or problem_id")
     text = "".join(cells.get("outcomes", "").replace("|", " ").split())
     if text and set(text) - {"0", "1"}:
-        raise DataError(f"{where}: 'outcomes' must be a string of 0/1, got {text!r}")
+        raise DataError(f"{where}: 'outcomes' must be a string of 0/1, got {quote(text)}")
     passed_text = cells.get("passed", "").strip().lower()
     if passed_text and passed_text not in _TRUE | _FALSE:
-        raise DataError(f"{where}: 'passed' must be 0/1 or true/false, got {passed_text!r}")
+        raise DataError(f"{where}: 'passed' must be 0/1 or true/false, got {quote(passed_text)}")
     passed = (passed_text in _TRUE) if passed_text else None
     if not text and passed is None:
         raise DataError(f"{where}: neither 'outcomes' nor 'passed' is given")
@@ -256,7 +257,7 @@ def _checked(
     estimator = cells.get("estimator", "").strip() or None
     if estimator is not None and estimator not in ESTIMATORS:
         raise DataError(
-            f"{where}: 'estimator' must be one of {', '.join(ESTIMATORS)}, got {estimator!r}"
+            f"{where}: 'estimator' must be one of {', '.join(ESTIMATORS)}, got {quote(estimator)}"
         )
     bench = cells.get("benchmark", "").strip() or "-"
     key = (bench, method, seed, pid)
@@ -280,7 +281,7 @@ def _int(text: str | None, where: str, column: str, default: int | None) -> int 
     try:
         return int(text)
     except ValueError:
-        raise DataError(f"{where}: {column!r} must be an integer, got {text!r}") from None
+        raise DataError(f"{where}: {quote(column)} must be an integer, got {quote(text)}") from None
 
 
 def _cell(row: dict[str, Any], name: str, default: Any = None) -> Any:
@@ -318,7 +319,7 @@ def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
         if estimator not in ESTIMATORS:
             raise DataError(
                 f"results frame: {row['method']}/{row['problem_id']}: estimator must be one "
-                f"of {', '.join(ESTIMATORS)}, got {estimator!r}"
+                f"of {', '.join(ESTIMATORS)}, got {quote(estimator)}"
             )
         outcomes = _cell(row, "outcomes")
         if outcomes is not None and not isinstance(outcomes, tuple):

@@ -78,6 +78,8 @@ def check_dir(path: Path) -> None:
 def check_under(root: Path, path: Path) -> None:
     """Every directory from below `root` down to `path` is a real directory (or absent)."""
     root, path = Path(root), Path(path)
+    if root.is_absolute() != path.is_absolute():  # absolute() joins the cwd, resolves nothing
+        root, path = root.absolute(), path.absolute()
     try:
         rel = path.relative_to(root)
     except ValueError:
@@ -95,6 +97,8 @@ def make_dirs(root: Path, path: Path) -> None:
     root, path = Path(root), Path(path)
     check_root(root)
     check_under(root, path)
+    if root.is_absolute() != path.is_absolute():
+        root, path = root.absolute(), path.absolute()
     current = root
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -110,13 +114,54 @@ def make_dirs(root: Path, path: Path) -> None:
             raise StoreWriteError(f"{current}: cannot create ({exc.strerror})") from None
 
 
-def open_file(path: Path, mode: str, encoding: str | None = None) -> IO[Any]:
+def _folders_for(path: Path, root: Path | None, make: bool) -> None:
+    """The one check of the folders a store file lies in, made by the writer itself (never
+    trusted to a caller): with `root`, every folder from `root` down to the file's is a real
+    folder, and (`make`) is created one level at a time; without, the file's own folder."""
+    if root is None:
+        check_dir(path.parent)
+    elif make:
+        make_dirs(root, path.parent)
+    else:
+        check_root(root)
+        check_under(root, path.parent)
+
+
+def _need_root(path: Path, root: Path | None) -> Path:
+    if root is None:  # a programming error, not bad data: every writer names its root
+        raise TypeError(f"{path}: a store file is written only below a root it checks (root=)")
+    return Path(root)
+
+
+def rename_folder(old: Path, new: Path, *, root: Path) -> None:
+    """Rename the run folder `old` to `new`, both below `root`: every folder from `root`
+    down to both ends is a real folder (never a link), and nothing is at `new` yet (a link
+    or a folder planted there is refused, never replaced or entered)."""
+    old, new = Path(old), Path(new)
+    check_root(root)
+    check_under(root, old)
+    make_dirs(root, new.parent)
+    if os.path.lexists(new):
+        raise StoreLinkError(f"{new}: already there; refusing to move {old.name} over it")
+    try:
+        os.rename(old, new)
+    except OSError as exc:
+        raise write_failed(old, exc, f"cannot move it to {new.name}", "left as it was") from None
+
+
+def open_file(
+    path: Path, mode: str, encoding: str | None = None, *, root: Path | None = None
+) -> IO[Any]:
     """Open a store file ("rb", "r+b", "ab"; "a"/"r" for text with `encoding`) without
     following a link, and only if it is a regular file (for writing: with one link).
-    "a"/"ab" give an `AppendFile`: whole writes, and a refused one is one line (below)."""
+    "a"/"ab" give an `AppendFile`: whole writes, and a refused one is one line (below).
+    Writing needs `root` (the store, or output folder, the user named): every folder from
+    there down to the file is checked here, and made here for an append."""
     path = Path(path)
     binary = mode if mode.endswith("b") else {"r": "rb", "a": "ab"}[mode]
-    check_dir(path.parent)
+    if binary != "rb":
+        root = _need_root(path, root)
+    _folders_for(path, root, make=binary == "ab")
     # O_NOCTTY: a terminal device planted there never becomes our controlling tty
     flags = _MODES[binary] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
@@ -240,13 +285,15 @@ def exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def write_atomic(path: Path, data: str) -> None:
+def write_atomic(path: Path, data: str, *, root: Path) -> None:
     """Replace `path` with `data` through a fresh temporary file: an old temp file (or a
     link planted under its name) is unlinked, never written through; the rename replaces a
-    link at `path` itself, not its target. The file system refusing any step (read-only,
-    full, no permission) is one StoreWriteError line; the old file is kept, no temp left."""
+    link at `path` itself, not its target. Every folder from `root` down to the file is made
+    and checked here (no link, no file where a folder goes, no `..` out of `root`). The file
+    system refusing any step (read-only, full, no permission) is one StoreWriteError line;
+    the old file is kept, no temp left."""
     path = Path(path)
-    check_dir(path.parent)
+    _folders_for(path, _need_root(path, root), make=True)
     tmp = path.with_name(path.name + ".tmp")
     for name in (path, tmp):
         why = not_replaceable(name)

@@ -19,10 +19,11 @@ from pathlib import Path
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.streaming import LazyBackend, generate_streaming  # noqa: F401
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, make_dirs, open_file
+from cppo_bench.store.fs import exists, open_file
 from cppo_bench.store.runs import repair_tail
 from cppo_bench.store.schema import token_count
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 GEN_CACHE = "gen_cache.jsonl"
 MAX_CACHE_LINE = 256 << 20  # one generation (a long completion is well below this)
@@ -46,12 +47,12 @@ class GenCache:
     """The JSONL file plus its in-memory index. A torn last line (killed writer) is cut off
     on open; other unreadable lines are skipped and counted (a cache line is never data)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, *, root: Path) -> None:
+        self.path, self.root = Path(path), Path(root)
         self.entries: dict[str, GenResult] = {}
         self.skipped = 0
         if exists(self.path):
-            repair_tail(self.path)
+            repair_tail(self.path, root=self.root)
             self._load()
 
     def _load(self) -> None:
@@ -79,7 +80,7 @@ class GenCache:
                 continue
             why = token_count(res.num_tokens) or token_count(res.prompt_tokens)
             if why:  # what the readers would refuse is never stored (the run could not end)
-                raise DataError(f"backend result for {req.tag!r}: token count {why}")
+                raise DataError(f"backend result for {quote(req.tag)}: token count {why}")
             self.entries[key] = res
             lines.append(
                 json.dumps(
@@ -98,8 +99,8 @@ class GenCache:
             )
         if not lines:
             return
-        make_dirs(self.path.parent.parent, self.path.parent)  # the run folder, not a link
-        with open_file(self.path, "a", encoding="utf-8") as fh:
+        # the writer makes and checks every folder from the store root down
+        with open_file(self.path, "a", encoding="utf-8", root=self.root) as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
 

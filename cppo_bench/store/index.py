@@ -28,6 +28,7 @@ from cppo_bench.store.runs import (
     shard_suffix,
 )
 from cppo_bench.util.progress import ProgressFn
+from cppo_bench.util.termsafe import quote, safe
 
 _SHARD = re.compile(r"^(?P<base>.+)\.shard(?P<index>\d+)of(?P<count>\d+)$")
 TAGS = ("trained", "base_model", "train_seed")  # manifest.extra keys that place a run
@@ -86,6 +87,8 @@ def scan(root: Path, progress: ProgressFn | None = None) -> StoreScan:
     unreadable: list[tuple[Path, str]] = []
     for run_dir in iter_runs(Path(root)):
         try:
+            if not _utf8(run_dir):  # its name reaches frames, CSV, HTML: all UTF-8 only
+                raise DataError(f"{safe(run_dir)}: the folder's name is not UTF-8 text; rename it")
             manifest = read_manifest(run_dir)
         except DataError as exc:
             unreadable.append((run_dir, str(exc)))
@@ -97,6 +100,16 @@ def scan(root: Path, progress: ProgressFn | None = None) -> StoreScan:
             progress(1)
     runs = [_merge(base, members) for base, members in sorted(groups.items())]
     return StoreScan(Path(root), runs, unreadable)
+
+
+def _utf8(path: Path) -> bool:
+    """A folder name that is not UTF-8 comes back from the OS with surrogate escapes, which
+    no encoder (pandas, JSON, the terminal) takes: that run is skipped, named."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _label(m: RunManifest) -> str:
@@ -122,9 +135,11 @@ def _merge(base: Path, members: list[tuple[Path, RunManifest]]) -> StoredRun:
         i, n = m.shard["index"], m.shard["count"]
         for pid in m.problem_ids:
             if shard_of(pid, n) != i:
-                problems.append(f"{path.name}: problem {pid!r} belongs to shard {shard_of(pid, n)}")
+                problems.append(
+                    f"{path.name}: problem {quote(pid)} belongs to shard {shard_of(pid, n)}"
+                )
             elif pid in owner:
-                problems.append(f"problem {pid!r} is in both {owner[pid]} and {path.name}")
+                problems.append(f"problem {quote(pid)} is in both {owner[pid]} and {path.name}")
             owner.setdefault(pid, path.name)
     shards = [m for _, m in members if m.shard is not None]
     sizes = {f"{_label(m)}: {m.selected}" for m in shards}

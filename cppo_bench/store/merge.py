@@ -14,7 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, make_dirs, open_file
+from cppo_bench.store.fs import exists, open_file
 from cppo_bench.store.gencache import GEN_CACHE, MAX_CACHE_LINE, GenCache, _entry
 from cppo_bench.store.index import StoredRun
 from cppo_bench.store.lock import run_locks
@@ -58,13 +58,12 @@ def _merge_locked(run: StoredRun, root: Path) -> int:
     if run.skipped:
         raise DataError(f"cannot merge: {run.skipped[0]}")
     target = run.path
-    make_dirs(root, target)
     for name in (RECORDS, GEN_CACHE):
-        repair_tail(target / name)
+        repair_tail(target / name, root=root)
     have = read_records(target, run.manifest)
     new = [rec for pid, rec in run.records().items() if pid not in have]
-    append_records(target, new)
-    _merge_caches(run, target / GEN_CACHE)
+    append_records(target, new, root=root)
+    _merge_caches(run, target / GEN_CACHE, root)
     m = run.manifest
     extra = dict(m.extra)
     extra["invocations"] = [
@@ -72,13 +71,13 @@ def _merge_locked(run: StoredRun, root: Path) -> int:
     ]
     extra["merged_from"] = sorted(p.name for p, _ in run.members if p != target)
     extra["summary"] = summarize(list(run.records().values()), m.k)
-    write_manifest(target, dataclasses.replace(m, status="complete", extra=extra))
+    write_manifest(target, dataclasses.replace(m, status="complete", extra=extra), root=root)
     return len(new)
 
 
-def _merge_caches(run: StoredRun, path: Path) -> None:
+def _merge_caches(run: StoredRun, path: Path, root: Path) -> None:
     """Append the shards' generations the merged cache lacks (a resume then needs none)."""
-    keys: set[str] = set(GenCache(path).entries) if exists(path) else set()
+    keys: set[str] = set(GenCache(path, root=root).entries) if exists(path) else set()
     lines: list[str] = []
     for member, _ in run.members:
         src = member / GEN_CACHE
@@ -91,7 +90,7 @@ def _merge_caches(run: StoredRun, path: Path) -> None:
                     keys.add(key)
                     lines.append(line.text.rstrip("\n"))  # type: ignore[union-attr]
     if lines:
-        with open_file(path, "a", encoding="utf-8") as fh:
+        with open_file(path, "a", encoding="utf-8", root=root) as fh:
             fh.write("\n".join(lines) + "\n")
 
 

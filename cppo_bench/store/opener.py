@@ -10,6 +10,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.store.fs import rename_folder
 from cppo_bench.store.gencache import GEN_CACHE
 from cppo_bench.store.runs import (
     MANIFEST,
@@ -60,8 +61,9 @@ def adopt_legacy(out: Path, manifest: RunManifest) -> Path | None:
     if old.dataset_hash or old.problem_ids != manifest.problem_ids:
         return None
     fields = ("dataset_hash", "dataset_size", "selected")
-    write_manifest(old_dir, dataclasses.replace(old, **{f: getattr(manifest, f) for f in fields}))
-    old_dir.rename(new_dir)
+    changed = dataclasses.replace(old, **{f: getattr(manifest, f) for f in fields})
+    write_manifest(old_dir, changed, root=out)
+    rename_folder(old_dir, new_dir, root=out)
     return old_dir
 
 
@@ -83,8 +85,8 @@ def adopt_unidentified(out: Path, manifest: RunManifest) -> Path | None:
     if old.extra.get("identity") or old.config_hash() != bare.config_hash():
         return None
     old.extra["identity"] = manifest.extra["identity"]
-    write_manifest(old_dir, old)
-    old_dir.rename(new_dir)
+    write_manifest(old_dir, old, root=out)
+    rename_folder(old_dir, new_dir, root=out)
     return old_dir
 
 
@@ -122,7 +124,7 @@ def open_run(
         manifest = _extend(old, manifest)
     manifest.extra["invocations"] = [*manifest.extra.get("invocations", []), invocation]
     manifest.status = "running"
-    write_manifest(run_dir, manifest)
+    write_manifest(run_dir, manifest, root=out)
     for name in (RECORDS, GEN_CACHE):
-        repair_tail(run_dir / name)
+        repair_tail(run_dir / name, root=out)
     return run_dir, manifest

@@ -49,6 +49,7 @@ from typing import IO, Any
 from cppo_bench.errors import DataError
 from cppo_bench.store import fs as storefs
 from cppo_bench.util.oserrors import refusal
+from cppo_bench.util.termsafe import quote
 
 
 class OutDirError(DataError):
@@ -75,7 +76,7 @@ def check_root(root: str | Path) -> Path:
             st = os.stat(root)
         except OSError:
             raise OutDirError(
-                f"{root}: is a link to {os.readlink(root)!r}, which does not exist; "
+                f"{root}: is a link to {quote(os.readlink(root))}, which does not exist; "
                 "name a folder (or remove the link)"
             ) from None
     if not stat.S_ISDIR(st.st_mode):
@@ -114,7 +115,7 @@ def check_real_folder(path: str | Path) -> None:
 def safe_part(part: str) -> str | None:
     """Why `part` cannot be one component of a file name written from data, or None."""
     if part in ("", ".", ".."):
-        return f"{part!r} is not a plain name"
+        return f"{quote(part)} is not a plain name"
     if "/" in part or "\\" in part or "\0" in part:
         return "holds a path separator"
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in part):

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, make_dirs, open_file, write_atomic
+from cppo_bench.store.fs import exists, open_file, write_atomic
 from cppo_bench.store.schema import SCHEMAS, check_record
 from cppo_bench.util import jsonio
+from cppo_bench.util.termsafe import quote
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -178,7 +179,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     except ValueError:
         i = n = -1
     if not sep or n < 1 or not 0 <= i < n:
-        raise ValueError(f"shard {text!r}: expected I/N with 0 <= I < N, e.g. 0/3")
+        raise ValueError(f"shard {quote(text)}: expected I/N with 0 <= I < N, e.g. 0/3")
     return i, n
 
 
@@ -194,9 +195,11 @@ def run_dir_for(out: Path, manifest: RunManifest) -> Path:
     return Path(out) / manifest.bench / manifest.method / slug(manifest.model) / name
 
 
-def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    make_dirs(run_dir.parent, run_dir)  # its parents were made by the caller, link-checked
-    write_atomic(run_dir / MANIFEST, json.dumps(asdict(manifest), indent=2, sort_keys=True))
+def write_manifest(run_dir: Path, manifest: RunManifest, *, root: Path) -> None:
+    """`root`: the store the user named; the writer makes and checks every folder below it."""
+    write_atomic(
+        Path(run_dir) / MANIFEST, json.dumps(asdict(manifest), indent=2, sort_keys=True), root=root
+    )
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -222,13 +225,13 @@ def read_manifest(run_dir: Path) -> RunManifest:
     return RunManifest(**doc)
 
 
-def repair_tail(path: Path) -> int:
+def repair_tail(path: Path, *, root: Path) -> int:
     """Cut a torn last line (a writer killed mid-line) so the next append starts on a fresh
     line; returns the bytes removed. Complete lines are never touched."""
     path = Path(path)
     if not exists(path):
         return 0
-    with open_file(path, "r+b") as fh:
+    with open_file(path, "r+b", root=root) as fh:
         size = fh.seek(0, 2)
         if size == 0:
             return 0
@@ -252,11 +255,11 @@ def repair_tail(path: Path) -> int:
         return size - keep
 
 
-def append_record(run_dir: Path, record: ProblemRecord) -> None:
-    append_records(run_dir, [record])
+def append_record(run_dir: Path, record: ProblemRecord, *, root: Path) -> None:
+    append_records(run_dir, [record], root=root)
 
 
-def append_records(run_dir: Path, records: list[ProblemRecord]) -> None:
+def append_records(run_dir: Path, records: list[ProblemRecord], *, root: Path) -> None:
     """Append whole lines in one write and flush (a kill loses at most this batch)."""
     if not records:
         return
@@ -265,9 +268,9 @@ def append_records(run_dir: Path, records: list[ProblemRecord]) -> None:
         why = check_record(doc, None, None)
         if why:
             raise DataError(f"{Path(run_dir) / RECORDS}: refusing to store the record of "
-                            f"problem {doc.get('problem_id')!r}: {why}")  # fmt: skip
+                            f"problem {quote(doc.get('problem_id'))}: {why}")  # fmt: skip
     text = "".join(json.dumps(doc, sort_keys=True) + "\n" for doc in docs)
-    with open_file(Path(run_dir) / RECORDS, "a", encoding="utf-8") as fh:
+    with open_file(Path(run_dir) / RECORDS, "a", encoding="utf-8", root=root) as fh:
         fh.write(text)
         fh.flush()
 

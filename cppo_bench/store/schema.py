@@ -41,6 +41,7 @@ from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's v
     text,
 )
 from cppo_bench.util.registry import Registry
+from cppo_bench.util.termsafe import quote
 
 MAX_K = 1 << 16
 # token counts (a record's, a branch's, a generation cache line's): far above any real run,
@@ -75,10 +76,10 @@ class Schema:
             if key not in doc:
                 if key in self.optional:
                     continue
-                return f"missing field {key!r}"
+                return f"missing field {quote(key)}"
             why = check(doc[key])
             if why:
-                return f"field {key!r}: {why}"
+                return f"field {quote(key)}: {why}"
         for relation in self.relations:
             why = relation(doc)
             if why:
@@ -133,15 +134,15 @@ def _options(v: Any) -> str | None:
         return why
     for key, value in v.items():
         if name(key):
-            return f"option {key!r}: {name(key)}"
+            return f"option {quote(key)}: {name(key)}"
         items = value if isinstance(value, list) else [value]
         for item in items:
             if item is not None and type(item) not in (int, float, str, bool):
-                return f"option {key!r}: expected a scalar, got {type(item).__name__}"
+                return f"option {quote(key)}: expected a scalar, got {type(item).__name__}"
             if isinstance(item, str) and has_control(item):
-                return f"option {key!r}: holds a control character"
+                return f"option {quote(key)}: holds a control character"
             if isinstance(item, float) and not math.isfinite(item):
-                return f"option {key!r}: {item} is not finite"
+                return f"option {quote(key)}: {item} is not finite"
     return None
 
 
@@ -180,7 +181,7 @@ def _ids_consistent(d: dict[str, Any]) -> str | None:
     ids, seen = d["problem_ids"], set()
     for i in ids:  # one pass: a million repeated ids cost a million set lookups, not n**2
         if i in seen:
-            return f"problem id {i!r} is listed twice"
+            return f"problem id {quote(i)} is listed twice"
         seen.add(i)
     shard = d.get("shard")
     if shard is not None:
@@ -310,7 +311,7 @@ def check_record(doc: Any, ids: Mapping[str, Any] | set[str] | None, k: int | No
     if why:
         return why
     if ids is not None and doc["problem_id"] not in ids:
-        return f"problem {doc['problem_id']!r} is not in the run's manifest"
+        return f"problem {quote(doc['problem_id'])} is not in the run's manifest"
     if k is not None and len(doc["branches"]) != k:
         return f"{len(doc['branches'])} branches, the run has k={k}"
     return None
@@ -335,7 +336,7 @@ def check_options(options: Mapping[str, Any], checks: Mapping[str, Check]) -> No
         if key in options:
             why = check(options[key])
             if why:
-                raise ValueError(f"option {key!r}: {why}")
+                raise ValueError(f"option {quote(key)}: {why}")
 
 
 token_count = integer(0, MAX_TOKENS)  # as the run store accepts it (the gen cache too)

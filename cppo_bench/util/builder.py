@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from cppo_bench.errors import DataError
 from cppo_bench.util.keyvals import parse_value
+from cppo_bench.util.termsafe import quote
 
 
 class BuildError(DataError):
@@ -52,11 +53,11 @@ def why_not(hint: type, value: Any) -> str | None:
     elif hint is float:
         ok = type(value) in (int, float)
         if ok and not math.isfinite(value):
-            return f"must be a finite number, got {value!r}"
+            return f"must be a finite number, got {quote(value)}"
     elif hint is str:
         ok = isinstance(value, str)
     else:
-        raise TypeError(f"why_not: no rule for {hint!r}")
+        raise TypeError(f"why_not: no rule for {quote(hint)}")
     if ok:
         return None
     short, long = SCALARS[hint]
@@ -93,7 +94,7 @@ def coerce(
     if origin is Literal:
         choices = typing.get_args(hint)
         if not any(value == c and type(value) is type(c) for c in choices):
-            raise fail(f"{value!r:.60} is not one of {', '.join(map(str, choices))}")
+            raise fail(f"{quote(value)} is not one of {', '.join(map(str, choices))}")
         return value
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -103,7 +104,7 @@ def coerce(
     if origin in (tuple, list):
         (item,) = typing.get_args(hint)[:1] or (Any,)
         if not isinstance(value, list | tuple):
-            raise fail(f"expected a list, got {value!r:.60}")
+            raise fail(f"expected a list, got {quote(value)}")
         return tuple(
             coerce(f"{name}[{i}]", item, v, label=label, error=error, from_text=from_text)
             for i, v in enumerate(value)
@@ -122,7 +123,7 @@ def coerce(
         return value
     if origin in (dict, Mapping) or hint in (dict, Mapping):
         if not isinstance(value, Mapping):
-            raise fail(f"expected a mapping, got {value!r:.60}")
+            raise fail(f"expected a mapping, got {quote(value)}")
         return dict(value)
     raise TypeError(f"builder: no rule for {name}: {_type_name(hint)}")
 

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from cppo_bench.errors import KeyValueError
+from cppo_bench.util.termsafe import quote
 
 
 def _finite(value: Any) -> bool:
@@ -42,12 +43,12 @@ def parse_pairs(pairs: tuple[str, ...] | list[str], dotted: bool = False) -> dic
         key = key.strip()
         parts = key.split(".") if dotted else [key]
         if not sep or not all(p.isidentifier() for p in parts):
-            raise KeyValueError(f"{pair[:80]!r}: expected KEY=VALUE")
+            raise KeyValueError(f"{quote(pair[:80])}: expected KEY=VALUE")
         if key in out:
             raise KeyValueError(f"{key} given twice")
         value = parse_value(raw)
         if not _finite(value):
-            raise KeyValueError(f"{key}: {raw[:40]!r} is not a finite number")
+            raise KeyValueError(f"{key}: {quote(raw[:40])} is not a finite number")
         out[key] = value
     return out
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from cppo_bench.errors import UnknownNameError
+from cppo_bench.util.termsafe import quote
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ class Registry(Generic[T]):
     def register(self, name: str) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
             if name in self._entries and self._entries[name] is not obj:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+                raise ValueError(f"{self.kind} {quote(name)} is registered twice")
             self._entries[name] = obj
             return obj
 
@@ -55,7 +56,7 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = ", ".join(self.names()) or "(none)"
-            raise UnknownNameError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise UnknownNameError(f"unknown {self.kind} {quote(name)}; known: {known}") from None
 
     def names(self) -> list[str]:
         return sorted(set(self._entries) | set(self._lazy))

@@ -69,6 +69,22 @@ def safe(text: Any, keep_newlines: bool = False) -> str:
     return _substitute(text, "\t\n" if keep_newlines else "")
 
 
+QUOTE_CHARS = 200  # of a bad value quoted in a skip or error line (a 2 MB field: its head)
+
+
+def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """The one quoting of a bad value in a message: its repr, of at most `limit` characters
+    of the value (a string or bytes is cut BEFORE repr, so a 2 MB field costs nothing),
+    with how much was left out. Escaped by the printer like any message. Never raises."""
+    try:
+        if isinstance(value, str | bytes) and len(value) > limit:
+            return f"{value[:limit]!r}... ({len(value) - limit} more)"
+        text = repr(value)
+    except Exception as exc:  # a hostile __repr__
+        return f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
+
+
 def markup(text: Any) -> str:
     """`safe(text)` with rich markup escaped: shown literally inside rich output."""
     from rich.markup import escape
@@ -98,24 +114,51 @@ def _utf16(ch: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
-def echo(message: Any = "", err: bool = False, nl: bool = True, lines: bool = False) -> None:
+LINE_CHARS = 2000  # of one line in a human view (a one-line 3 MB program: its head)
+
+
+def clip_lines(text: str, limit: int = LINE_CHARS) -> str:
+    """Each line of `text` cut to `limit` characters, saying how many more it held: a
+    terminal, rich's layout and the reader all stop at a screenful, never at 3,000,000
+    characters of one line (two 5M-character programs ran past 120 s in `samples`)."""
+    if len(text) <= limit:
+        return text  # (the common case: nothing to split)
+    out = []
+    for line in text.split("\n"):
+        if len(line) > limit:
+            line = f"{line[:limit]}... ({len(line) - limit} more characters)"
+        out.append(line)
+    return "\n".join(out)
+
+
+def echo(
+    message: Any = "", err: bool = False, nl: bool = True, lines: bool = False,
+    whole: bool = False,
+) -> None:  # fmt: skip
     """THE way a line reaches the terminal (stdout, or stderr with `err`): `message` passed
     through `safe`, so one call writes one line; `lines=True` keeps the message's own
-    newlines (help, JSON with indent, a multi-line check list built from escaped pieces)."""
+    newlines (help, JSON with indent, a multi-line check list built from escaped pieces).
+    Every line is clipped (`clip_lines`) unless `whole`: machine output (`--json` lines)
+    that a program reads back whole."""
     import click
 
-    click.echo(safe(message, keep_newlines=lines), err=err, nl=nl)
+    text = safe(message, keep_newlines=lines)
+    click.echo(text if whole else clip_lines(text), err=err, nl=nl)
 
 
 def warn(logger: Any, message: Any, *args: Any) -> None:
     """`logger.warning` of outside text (a logger's handler writes it to the terminal): the
     message and each %-argument escaped, one line. `logger` is a logging.Logger."""
-    logger.warning(safe(message), *(safe(a) if isinstance(a, str) else a for a in args))
+    logger.warning(
+        clip_lines(safe(message)), *(clip_lines(safe(a)) if isinstance(a, str) else a for a in args)
+    )
 
 
 def info(logger: Any, message: Any, *args: Any) -> None:
     """`logger.info` of outside text, escaped as in `warn`."""
-    logger.info(safe(message), *(safe(a) if isinstance(a, str) else a for a in args))
+    logger.info(
+        clip_lines(safe(message)), *(clip_lines(safe(a)) if isinstance(a, str) else a for a in args)
+    )
 
 
 def console(**kwargs: Any) -> Any:
@@ -135,7 +178,9 @@ def _safe_console_class() -> type:
 
         class SafeConsole(Console):
             def render_str(self, text: str, **kwargs: Any) -> Any:
-                text = safe(text, keep_newlines=True)
+                # every str rich prints (table cells, panels, print) comes here: escaped,
+                # and each line clipped before rich lays it out
+                text = clip_lines(safe(text, keep_newlines=True))
                 try:
                     return super().render_str(text, **kwargs)
                 except MarkupError:  # markup from data: shown as it is, not interpreted

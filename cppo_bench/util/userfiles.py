@@ -134,9 +134,11 @@ def read_json(path: str | Path, max_bytes: int = MAX_FILE) -> Any:
         raise UserFileError(f"{path}: {getattr(exc, 'msg', None) or exc}") from None
 
 
-def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
-    """One YAML document of plain data. Aliases are refused: a few hundred bytes of nested
-    aliases expand to billions of nodes (the 'billion laughs'), and a spec never needs them."""
+def load_yaml(text: str, where: str) -> Any:
+    """The one YAML loader (specs, prompts, configs, package files alike): plain data of a
+    safe loader, aliases and anchors refused (a few hundred bytes of nested aliases expand
+    to billions of nodes, the 'billion laughs'; nothing here ever needs them), nested at
+    most jsonio.MAX_DEPTH levels. One UserFileError line naming `where` otherwise."""
     import yaml
 
     class _NoAliasLoader(yaml.SafeLoader):
@@ -148,20 +150,43 @@ def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
                 )
             return super().compose_node(parent, index)
 
-    text = read_text(path, max_bytes)
     try:
         value = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserFileError(f"{path}{where}: not valid YAML ({problem})") from None
+        at = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["?"])[0]
+        raise UserFileError(f"{where}{at}: not valid YAML ({problem})") from None
     except RecursionError:
-        raise UserFileError(f"{path}: YAML nested too deeply") from None
+        raise UserFileError(f"{where}: YAML nested too deeply") from None
     why = jsonio.depth_error(value)
     if why:
-        raise UserFileError(f"{path}: {why}")
+        raise UserFileError(f"{where}: {why}")
     return value
+
+
+def read_yaml(path: str | Path, max_bytes: int = MAX_SMALL) -> Any:
+    """One YAML document of plain data, read by `read_text` and parsed by `load_yaml`."""
+    return load_yaml(read_text(path, max_bytes), str(path))
+
+
+def inside(root: str | Path, name: object, what: str) -> Path:
+    """The one resolver of a file named by a value read from a file (a manifest's
+    `prompt_version`, its `data_source`): `name` joined to `root`, every link and `..`
+    resolved, must still lie inside `root` (resolved too). `/proc/self/cwd/...`, `../..`,
+    an absolute path elsewhere or a link out of `root` is one UserFileError line naming the
+    value (quoted, clipped); nothing is opened here (read the result with this module)."""
+    from cppo_bench.util.termsafe import quote
+
+    if not isinstance(name, str) or not name or "\0" in name or len(name) > 4096:
+        raise UserFileError(f"{what} {quote(name)}: not a file name")  # (PATH_MAX: 4096)
+    base = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(base, name))
+    if full != base and os.path.commonpath([base, full]) != base:
+        raise UserFileError(
+            f"{what} {quote(name)}: names a file outside {base}; refusing to read it"
+        )
+    return Path(full)
 
 
 def lines(
@@ -176,6 +201,74 @@ def lines(
             yield from jsonio.split_lines(fh, max_line)
         except OSError as exc:
             raise UserFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+MAX_FOLDER_ENTRIES = 100_000  # a model or state folder: a few hundred files at most
+
+
+def check_folder(
+    folder: str | Path, listed: set[str] | None = None, links_to_files: bool = False
+) -> None:
+    """The one check of a folder handed to a library loader (transformers
+    `from_pretrained`, safetensors, torch / accelerate / DeepSpeed `load_state`): such a
+    loader opens files by name or by listing the folder, so EVERY entry is checked, not
+    only the ones a manifest lists. Each must be a regular file or a real folder: a FIFO
+    (an open without end), a device, a socket, a link to `/dev/zero`, a folder where a
+    file goes are one UserFileError line naming the entry. `listed` (relative names an
+    artifact manifest lists): a file not listed is refused too (a loader would open it).
+    `links_to_files`: a link to a regular file is accepted (a hub cache's snapshot folder
+    is links into its blobs); otherwise no link at all."""
+    folder = Path(folder)
+    try:
+        st = os.stat(folder)
+    except OSError as exc:
+        raise UserFileError(f"{folder}: cannot read this folder ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserFileError(f"{folder}: is {_kind(st.st_mode)}, not a folder")
+    seen = 0
+    for top, dirs, files in os.walk(folder, onerror=_walk_error):  # follows no folder link
+        for name in sorted(dirs + files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                raise UserFileError(f"{folder}: more than {MAX_FOLDER_ENTRIES} entries")
+            path = Path(top, name)
+            rel = path.relative_to(folder).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                try:
+                    mode = os.stat(path).st_mode
+                except OSError:
+                    raise UserFileError(
+                        f"{path}: a link to nothing; refusing this folder"
+                    ) from None
+                if not (links_to_files and stat.S_ISREG(mode)):
+                    raise UserFileError(
+                        f"{path}: a link to {_kind(mode) if not stat.S_ISREG(mode) else 'a file'}"
+                        "; refusing to hand this folder to a loader"
+                    )
+            elif stat.S_ISDIR(mode):
+                continue
+            elif not stat.S_ISREG(mode):
+                raise UserFileError(
+                    f"{path}: is {_kind(mode)}; refusing to hand this folder to a loader"
+                )
+            if listed is not None and rel not in listed:
+                raise UserFileError(
+                    f"{path}: not listed in the folder's manifest; a loader would open it"
+                )
+    if listed is not None:
+        for rel in sorted(listed):
+            inside(folder, rel, f"{folder}: listed file")  # a listed `../x`: not in the folder
+            try:
+                mode = os.lstat(folder / rel).st_mode
+            except OSError:
+                mode = 0
+            if not stat.S_ISREG(mode):
+                raise UserFileError(f"{folder}: {rel[:80]} is missing or not a regular file")
+
+
+def _walk_error(exc: OSError) -> None:
+    raise UserFileError(f"{exc.filename}: cannot read this folder ({exc.strerror})")
 
 
 def is_file(path: str | Path) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from typing import Any
 
 from cppo_bench.verifier.inside.wire import MAX_DECIMAL_DIGITS, MAX_INT_BITS, Unrepresentable
@@ -33,12 +34,22 @@ def node_count(raw: bytes) -> int:
     return sum(skeleton.count(c) for c in (b"[", b"{", b",", b":"))
 
 
+# The most nodes (node_count) one value's tagged encoding costs, per node of a JSON value it
+# is `==` to: a value equal to the expected one has the same shape (each list or dict one of
+# the program's, each scalar one), and each piece costs at most its separator plus 6 nodes:
+# a Fraction with a big numerator, {"q": [{"i": "..."}, 1]}; a complex {"c": [re, im]} or a
+# Fraction of a float 4; a tuple, numpy scalar, Decimal or dict header 2-3. 8 leaves room.
+NODES_PER_VALUE = 8
+
+
 def node_cap(expected: str) -> int:
     """The most values a status may hold when the expected output is `expected` (trusted):
-    MAX_NODES, or room for a value as large as the expected one in its tagged encoding
-    (a numpy scalar or a tuple costs a few values more than its JSON form), so that any
-    value the official checker could find equal is parsed, and nothing much larger."""
-    return max(MAX_NODES, 4 * node_count(expected.encode("utf-8", "surrogatepass")) + 64)
+    MAX_NODES, or NODES_PER_VALUE per node of the expected value (+64 for a scalar), so that
+    every value the official checkers find `==` to it (complex, Fraction, Decimal, numpy
+    scalars, a tuple for a list) is parsed (issue 42: 250,000 complex numbers equal to the
+    expected floats were refused under 4x), and nothing much larger."""
+    nodes = node_count(expected.encode("utf-8", "surrogatepass"))
+    return max(MAX_NODES, NODES_PER_VALUE * nodes + 64)
 
 
 TOO_LARGE = {"value": {"u": "value larger than the expected output"}}
@@ -267,14 +278,35 @@ def _number(tag: str, body: Any) -> Any:
     return Unrepresentable("malformed")
 
 
-def _short_repr(value: Any, width: int = 200) -> str:
-    """repr of at most `width` characters, without building the whole repr of a huge value."""
-    import reprlib
+class _ClippedRepr(reprlib.Repr):
+    """reprlib's clipped repr, never building the whole text of a huge number or bytes: an
+    int's repr raises past Python's 4300-digit limit (and is quadratic below it)."""
 
-    r = reprlib.Repr()
-    r.maxlevel, r.maxlist, r.maxtuple, r.maxstring, r.maxother = 4, 12, 12, width, width
-    r.maxdict = r.maxset = r.maxfrozenset = 12
-    return r.repr(value)[:width]
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxstring = 4, 12, 12, width
+        self.maxdict = self.maxset = self.maxfrozenset = 12
+        self.maxlong = self.maxother = width
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4 * self.maxlong:  # (over ~1.2 digits a bit past 4300 digits)
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        cut = x[: self.maxstring]
+        return repr(cut) + ("..." if len(x) > len(cut) else "")
+
+    repr_bytearray = repr_bytes
+
+
+def _short_repr(value: Any, width: int = 200) -> str:
+    """repr of at most `width` characters, without building the whole repr of a huge value;
+    never raises (a value whose repr fails is shown by its type)."""
+    try:
+        return _ClippedRepr(width).repr(value)[:width]
+    except Exception:  # noqa: BLE001  (a detail must never be what fails the judge)
+        return f"<{type(value).__name__}>"[:width]
 
 
 def short_repr(value: Any) -> str:

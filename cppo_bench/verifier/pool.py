@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
 from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.util.termsafe import quote
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
+from cppo_bench.verifier.held import Spool
 from cppo_bench.verifier.records import Limits, VerifyJob, VerifyResult, empty_result
-from cppo_bench.verifier.runner import run_job
+from cppo_bench.verifier.runner import Ran, execute, judge_ran, run_job
 from cppo_bench.verifier.sandbox import (
     Sandbox,
     SandboxError,
@@ -158,7 +160,7 @@ def validate_problems(problems: Iterable[Problem]) -> None:
             continue
         seen.add(id(p))
         if p.task != "codegen":
-            raise DataError(f"{p.uid}: task {p.task!r} has no programs to verify")
+            raise DataError(f"{p.uid}: task {quote(p.task)} has no programs to verify")
         if not p.tests:
             raise DataError(f"{p.uid}: has no tests to verify against")
         if len(p.modes) > 1:
@@ -176,9 +178,28 @@ def validate_problems(problems: Iterable[Problem]) -> None:
 
 
 def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: int):
-    """Yield (task, result, cacheable) as workers finish them."""
+    """Yield (task, result, cacheable) as they are judged. Early stop: as workers finish
+    them (each test judged before the next, in its worker). `all_tests`: only once every
+    task has run, so that no program of the call runs while any is judged: no verdict, and
+    no judging time, shows in anything a program of the call can time (its tests' starts,
+    the next program's start, its scratch's times, another worker's hand-overs, which
+    share this process's GIL)."""
     if not tasks:
         return
+    if not all_tests:
+        yield from _execute_pool(tasks, workers, nproc, None)
+        return
+    spool = Spool()
+    try:
+        ran = list(_execute_pool(tasks, workers, nproc, spool))  # every test of every task
+        for task, outcome, cacheable in ran:
+            yield task, judge_ran(outcome) if isinstance(outcome, Ran) else outcome, cacheable
+    finally:
+        spool.close()
+
+
+def _execute_pool(tasks: list[_Task], workers: int | None, nproc: int, spool: Spool | None):
+    """Yield (task, VerifyResult or Ran, cacheable) as workers finish them."""
     n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
     todo: queue.SimpleQueue[_Task] = queue.SimpleQueue()
     for task in sorted(tasks, key=lambda t: -len(t.problem.tests)):  # long jobs first
@@ -197,7 +218,7 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
                     task = todo.get_nowait()
                 except queue.Empty:
                     return
-                done.put(("ok", task, *_run_one(box, task, all_tests)))
+                done.put(("ok", task, *_run_one(box, task, spool)))
         except BaseException as exc:  # e.g. no sandbox can start: fail the whole batch
             healthy = False
             stop.set()
@@ -221,8 +242,10 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
             t.join()
 
 
-def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, bool]:
-    """One job, with one retry on a fresh sandbox if the sandbox itself fails mid-job."""
+def _run_one(box: Sandbox, task: _Task, spool: Spool | None) -> tuple[VerifyResult | Ran, bool]:
+    """One job, with one retry on a fresh sandbox if the sandbox itself fails mid-job. With
+    a spool (`all_tests`): every test run and held, none judged (a Ran); without: judged,
+    stopping at the first failure."""
     failure = None
     for _ in range(2):
         if box.proc is None:
@@ -235,7 +258,9 @@ def _run_one(box: Sandbox, task: _Task, all_tests: bool) -> tuple[VerifyResult, 
             except OSError:
                 pass
         try:
-            return run_job(box, task.problem, task.code, task.limits, all_tests), True
+            if spool is not None:
+                return execute(box, task.problem, task.code, task.limits, spool), True
+            return run_job(box, task.problem, task.code, task.limits, False), True
         except SandboxError as exc:
             failure = exc
             box.kill()

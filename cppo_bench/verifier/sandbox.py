@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from cppo_bench.util.termsafe import warn
+from cppo_bench.util.termsafe import quote, warn
 from cppo_bench.verifier import cpus
 from cppo_bench.verifier.inside import wire
 from cppo_bench.verifier.launch import (
@@ -84,7 +84,7 @@ def sandbox_mode(keep_probe: bool = False) -> str:
             return _MODE
         forced = os.environ.get(MODE_ENV, "").strip()
         if forced and forced not in (*MODES, "command"):
-            raise SandboxError(f"{MODE_ENV}={forced!r}: one of {', '.join(MODES)}, command")
+            raise SandboxError(f"{MODE_ENV}={quote(forced)}: one of {', '.join(MODES)}, command")
         failures = []
         for mode in [forced] if forced else list(MODES):
             tool = {"bwrap": "bwrap", "unshare": "unshare"}.get(mode)
@@ -149,7 +149,7 @@ def _probe(mode: str, keep_box: bool) -> str | None:
             return "could not compile the probe program"
         run = box.run_test(b"abc\n", timeout=20)
         if run.stdout != b"cba\n":
-            return f"probe program printed {run.stdout[:80]!r}"
+            return f"probe program printed {quote(run.stdout[:80])}"
         box.end()
         keep = keep_box
         return None

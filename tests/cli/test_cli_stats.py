@@ -129,12 +129,14 @@ def make_run(root: Path, method: str, plans: list[list[str]], outcomes: list[boo
         package_version="0.1.0", git_commit=None, created_at="2025-01-01T00:00:00",
     )  # fmt: skip
     rd = run_dir_for(root, manifest)
-    write_manifest(rd, manifest)
+    write_manifest(rd, manifest, root=root)
     branches = [
         Branch(i, f"x = {i}", "", "AC" if ok else "WA", ok) for i, ok in enumerate(outcomes)
     ]
     append_record(
-        rd, ProblemRecord("p1", branches, planner_tokens=100, solver_tokens=900, plans=plans)
+        rd,
+        root=root,
+        record=ProblemRecord("p1", branches, planner_tokens=100, solver_tokens=900, plans=plans),
     )
 
 

@@ -98,7 +98,7 @@ def test_lock_and_atomic_write_on_a_failing_disk(tmp_path: Path, monkeypatch, er
 
     monkeypatch.setattr(storefs.os, "open", failing)
     with pytest.raises(DataError) as e:
-        storefs.write_atomic(target, "new\n")
+        storefs.write_atomic(target, "new\n", root=tmp_path)
     assert str(e.value).startswith(f"{target}: cannot write") and "\n" not in str(e.value)
     assert target.read_text() == "old\n"  # nothing lost
     monkeypatch.setattr(runlock.os, "open", failing)
@@ -128,7 +128,7 @@ def test_full_disk_midway_leaves_the_old_file(tmp_path: Path, monkeypatch) -> No
 
     monkeypatch.setattr(storefs.os, "fdopen", lambda fd, *a, **k: Full(real_fdopen(fd, *a, **k)))
     with pytest.raises(DataError, match="No space left on device"):
-        storefs.write_atomic(target, "new\n")
+        storefs.write_atomic(target, "new\n", root=tmp_path)
     assert target.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temp left
 

@@ -25,13 +25,15 @@ def main() -> None:
     dist.init_process_group("gloo")
     world = dist.get_world_size()
     gathers = [0]
-    real = dist.all_gather_single
+    # FSDP2's all-gather: torch 2.13 calls all_gather_single, 2.11 all_gather_into_tensor
+    name = "all_gather_single" if hasattr(dist, "all_gather_single") else "all_gather_into_tensor"
+    real = getattr(dist, name)
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         gathers[0] += 1
         return real(*args, **kwargs)
 
-    dist.all_gather_single = counting  # FSDP2 looks it up on the module at call time
+    setattr(dist, name, counting)  # FSDP2 looks it up on the module at call time
     ids = torch.tensor([[1, 2, 3, 4, 5]])
 
     def sharded() -> torch.nn.Module:

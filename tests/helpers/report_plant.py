@@ -75,7 +75,7 @@ def _write(root: Path, p: Plant) -> None:
         extra=extra,
     )
     run_dir = run_dir_for(root, man)
-    write_manifest(run_dir, man)
+    write_manifest(run_dir, man, root=root)
     for i in range(N):
         texts = _texts(p.diversity, p.k, i) if p.diversity is not None else [""] * p.k
         branches = [
@@ -93,7 +93,8 @@ def _write(root: Path, p: Plant) -> None:
         ]
         append_record(
             run_dir,
-            ProblemRecord(
+            root=root,
+            record=ProblemRecord(
                 problem_id=f"q{i}",
                 branches=branches,
                 planner_tokens=p.planner[i],

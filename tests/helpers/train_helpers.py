@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-def tiny_model_dir(dest: Path, seed: int = 0, head_dim: int = 8) -> Path:
-    """A 2-layer random Llama (fp32, 4 heads of `head_dim`) saved with SmolLM2's tokenizer and
-    chat template. vLLM's CPU attention needs head_dim >= 32."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from cppo_bench.backends.default_model import ensure_default_model
-
-    if (dest / "config.json").is_file():
-        return dest
-    tok = AutoTokenizer.from_pretrained(ensure_default_model())
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=4 * head_dim,
-        intermediate_size=8 * head_dim,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(cfg)
-    model.save_pretrained(dest, safe_serialization=True)
-    tok.save_pretrained(dest)
-    return dest
+# the tiny Llama lives beside the smoke test's other fixtures (benchmarks/fixtures/)
+from benchmarks.fixtures.tiny_models import tiny_model_dir  # noqa: E402, F401 - re-exported
 
 
 def uneven_generation(policy: Any, plain: Any, tok: Any, rank: int) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def make_run(root: Path, method: str, seed: int, outcomes: dict[str, list[bool]]
         git_commit=None, created_at="2025-01-01T00:00:00",
     )  # fmt: skip
     run = run_dir_for(root, manifest)
-    write_manifest(run, manifest)
+    write_manifest(run, manifest, root=root)
     for pid, outs in outcomes.items():
         branches = [
             Branch(
@@ -113,7 +113,8 @@ def make_run(root: Path, method: str, seed: int, outcomes: dict[str, list[bool]]
         ]
         append_record(
             run,
-            ProblemRecord(
+            root=root,
+            record=ProblemRecord(
                 pid, branches, planner_tokens=50, solver_tokens=400, plans=kw.get("plans", [])
             ),
         )

@@ -38,6 +38,7 @@ def _eval_run(root: Path, ids: list[str]) -> None:
             created_at="now",
             status="complete",
         ),
+        root=root,
     )
 
 

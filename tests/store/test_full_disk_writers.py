@@ -31,7 +31,7 @@ DATA_WRITES: dict[str, tuple[Callable[[Path], object], str]] = {
     "write_bytes": (lambda root: OutDir(root).write_bytes("a.txt", BIG.encode()), "a.txt"),
     "writing (streamed)": (lambda root: _stream(OutDir(root)), "a.txt"),
     "write_user_file": (lambda root: write_user_file(root / "a.txt", BIG), "a.txt"),
-    "write_atomic": (lambda root: storefs.write_atomic(root / "a.txt", BIG), "a.txt"),
+    "write_atomic": (lambda root: storefs.write_atomic(root / "a.txt", BIG, root=root), "a.txt"),
     "append": (lambda root: _append(root / "log.jsonl"), "log.jsonl"),
 }
 # these need no new data blocks: only a read-only file system refuses them
@@ -47,7 +47,7 @@ META_WRITES: dict[str, tuple[Callable[[Path], object], str]] = {
 
 
 def _append(path: Path) -> None:
-    with storefs.open_file(path, "a", encoding="utf-8") as fh:
+    with storefs.open_file(path, "a", encoding="utf-8", root=path.parent) as fh:
         fh.write(BIG + "\n")
         fh.flush()
 

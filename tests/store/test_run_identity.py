@@ -94,7 +94,7 @@ def test_an_older_store_with_one_run_per_limit_is_read_once(tmp_path, demo):
         legacy = tmp_path / "store" / f"k2-seed0-{m.config_hash()}"
         legacy.parent.mkdir(parents=True, exist_ok=True)
         run_dir.rename(legacy)
-        write_manifest(legacy, m)
+        write_manifest(legacy, m, root=tmp_path / "store")
     store = scan(tmp_path / "store")
     assert len(store.runs) == 2
     stats = invoke(["stats", "passk", "--runs", str(tmp_path / "store"), "--k", "2", "--json"])
@@ -120,7 +120,7 @@ def test_a_run_stored_before_this_identity_is_adopted_not_recomputed(tmp_path, d
     m.dataset_hash, m.dataset_size, m.selected = "", 0, 0  # as an older version wrote it
     legacy = run_dir.with_name(f"k2-seed0-{m.config_hash()}")
     run_dir.rename(legacy)
-    write_manifest(legacy, m)
+    write_manifest(legacy, m, root=tmp_path)
     records = (legacy / "records.jsonl").read_text()
 
     backend = ScriptedBackend(demo)

@@ -98,7 +98,7 @@ def test_the_data_content_is_part_of_the_identity(tmp_path, demo, caplog):
     older = min(iter_runs(tmp_path / "runs"), key=lambda d: read_manifest(d).created_at)
     m = read_manifest(older)
     del m.extra["identity"]  # as a previous version wrote it: the runs cannot be told apart
-    write_manifest(older, m)
+    write_manifest(older, m, root=tmp_path / "runs")
     out = invoke(["stats", "passk", "--runs", str(tmp_path / "runs"), "--k", "2", "--json"])
     assert len(json.loads(out.stdout)) == 2 and "cannot be told apart" in out.stderr
 
@@ -110,7 +110,7 @@ def test_a_run_stored_before_identity_was_recorded_is_adopted(tmp_path, demo):
     del m.extra["identity"]  # as the previous version wrote it
     old = run_dir_for(tmp_path, m)
     run_dir.rename(old)
-    write_manifest(old, m)
+    write_manifest(old, m, root=tmp_path)
     backend = ScriptedBackend(demo)
     again = invoke(run_args(tmp_path), backend)
     assert again.exit_code == 0 and backend.calls == []

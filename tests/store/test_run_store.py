@@ -57,27 +57,27 @@ def req(seed: int, text: str = "hi") -> GenRequest:
 def test_repair_tail_cuts_only_a_torn_line(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"a": 1}\n{"b": 2}\n{"c":')
-    assert repair_tail(path) == len('{"c":')
+    assert repair_tail(path, root=tmp_path) == len('{"c":')
     assert path.read_text() == '{"a": 1}\n{"b": 2}\n'
-    assert repair_tail(path) == 0
+    assert repair_tail(path, root=tmp_path) == 0
     path.write_text('{"only": ')
-    repair_tail(path)
+    repair_tail(path, root=tmp_path)
     assert path.read_text() == ""
-    assert repair_tail(tmp_path / "missing.jsonl") == 0
+    assert repair_tail(tmp_path / "missing.jsonl", root=tmp_path) == 0
 
 
 def test_cached_backend_serves_hits_and_batches_misses(tmp_path):
     inner = ScriptedBackend(respond=lambda r: f"seed {r.params.seed}")
-    cache = GenCache(tmp_path / GEN_CACHE)
+    cache = GenCache(tmp_path / GEN_CACHE, root=tmp_path)
     cached = CachedBackend(inner, cache, model_id="m")
     first = cached.generate([req(1), req(2), req(1)])  # the duplicate is generated once
     assert [r.text for r in first] == ["seed 1", "seed 2", "seed 1"]
     assert [len(c) for c in inner.calls] == [2]
-    again = CachedBackend(inner, GenCache(tmp_path / GEN_CACHE), model_id="m")
+    again = CachedBackend(inner, GenCache(tmp_path / GEN_CACHE, root=tmp_path), model_id="m")
     out = again.generate([req(2), req(3), req(1)])
     assert [r.text for r in out] == ["seed 2", "seed 3", "seed 1"]
     assert [len(c) for c in inner.calls] == [2, 1] and again.stats.hits == 2
-    other_model = CachedBackend(inner, GenCache(tmp_path / GEN_CACHE), model_id="m2")
+    other_model = CachedBackend(inner, GenCache(tmp_path / GEN_CACHE, root=tmp_path), model_id="m2")
     other_model.generate([req(1)])  # the model is part of the key
     assert [len(c) for c in inner.calls] == [2, 1, 1]
 
@@ -89,17 +89,17 @@ def test_errors_are_not_cached_and_torn_cache_lines_are_regenerated(tmp_path):
             return [GenResult("", 0, "error") for _ in requests]
 
     path = tmp_path / GEN_CACHE
-    CachedBackend(Flaky(), GenCache(path), "m").generate([req(1)])
+    CachedBackend(Flaky(), GenCache(path, root=tmp_path), "m").generate([req(1)])
     assert not path.exists() or path.read_text() == ""
     inner = ScriptedBackend(respond=lambda r: "ok")
-    CachedBackend(inner, GenCache(path), "m").generate([req(1), req(2)])
+    CachedBackend(inner, GenCache(path, root=tmp_path), "m").generate([req(1), req(2)])
     path.write_text(path.read_text()[:-10])  # a kill in the middle of the last line
-    cache = GenCache(path)
+    cache = GenCache(path, root=tmp_path)
     assert len(cache) == 1
     inner2 = ScriptedBackend(respond=lambda r: "ok")
     CachedBackend(inner2, cache, "m").generate([req(1), req(2)])
     assert inner2.n_requests == 1
-    assert len(GenCache(path)) == 2  # the repaired file reads cleanly
+    assert len(GenCache(path, root=tmp_path)) == 2  # the repaired file reads cleanly
 
 
 def test_lazy_backend_loads_only_when_needed():

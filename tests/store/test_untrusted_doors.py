@@ -252,7 +252,7 @@ def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> N
 
     line = {"key": "k", "text": "t", "finish_reason": "stop", "num_tokens": 2**70}
     assert _entry(json.dumps(line)) is None  # the cache reader refuses what records refuse
-    cache = GenCache(tmp_path / "run" / "gen_cache.jsonl")
+    cache = GenCache(tmp_path / "run" / "gen_cache.jsonl", root=tmp_path)
     req = GenRequest("prompt", SamplingParams(), tag="p1")
     with pytest.raises(DataError, match="token count"):
         cache.put_many([("k", req, GenResult(text="t", num_tokens=2**70, finish_reason="stop"))])
@@ -266,7 +266,7 @@ def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> N
     branches = [Branch(i, "", "", "AC", True, solver_tokens=2**40) for i in range(2)]
     record = ProblemRecord("p", branches, solver_tokens=2**41)
     with pytest.raises(DataError, match="refusing to store the record of problem 'p'"):
-        append_records(tmp_path / "run", [record])
+        append_records(tmp_path / "run", [record], root=tmp_path)
     assert read_records(tmp_path / "run") == {}
 
 

@@ -252,7 +252,7 @@ def test_an_invalid_utf8_cache_line_does_not_stop_a_resume(tmp_path, problems):
     lines.insert(1, b'{"key": "\xff"}')
     lines.insert(2, '{"key": "a\u2028b", "text": 1}'.encode())
     cache.write_bytes(b"\n".join(lines))
-    loaded = GenCache(cache)
+    loaded = GenCache(cache, root=tmp_path)
     assert loaded.skipped == 2 and len(loaded) == len([x for x in lines if x.strip()]) - 2
     backend = ScriptedBackend(problems)
     result = execute(spec(), problems, backend, tmp_path / "runs")  # resumes and extends

@@ -149,7 +149,7 @@ def test_a_file_and_a_link_behave_as_before(tmp_path: Path) -> None:
 def test_the_run_store_writer_refuses_too(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "manifest.json")
     with pytest.raises(storefs.StoreLinkError, match="FIFO"):
-        storefs.write_atomic(tmp_path / "manifest.json", "{}")
+        storefs.write_atomic(tmp_path / "manifest.json", "{}", root=tmp_path)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "manifest.json").st_mode)
 
 

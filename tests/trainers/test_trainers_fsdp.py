@@ -241,6 +241,7 @@ def test_offload_on_one_and_two_processes_matches_the_plain_run_and_resumes(
         "units": 3,  # two decoder layers and the root
         "offload": "cpu",
         "pinned": False,  # pinned memory only where CUDA is
+        "param_dtype": "float32",  # no mixed precision asked for
     }
     _same_run(plain_run, one)
     # two processes, one step, then a resume from the offloaded sharded state to two steps

@@ -138,7 +138,9 @@ def test_vllm_rollout_options_rng_names_and_close(
     names = {n for n, _ in llm.loaded}
     assert names and all(not n.startswith("model.layers.") for n in names)
     assert "model.language_model.embed_tokens.weight" in names
-    assert llm.calls[:3] == ["sleep2", "wake:weights", "reset"]  # asleep until the first sync
+    assert llm.calls == ["reset"]  # built awake, synced; it sleeps only when the trainer says
+    engine.sleep()  # the protocol itself: tests/trainers/test_trainers_vllm_sleep.py
+    assert llm.calls[-1] == "sleep2"
     engine.close()
     assert "shutdown" in llm.calls and engine.llm is None
     engine.close()  # twice is harmless
@@ -180,7 +182,7 @@ def test_vllm_rollout_skips_prompts_that_fill_its_context(tmp_path: Path) -> Non
     engine = VLLMRollout.__new__(VLLMRollout)  # the engine without a real vLLM behind it
     engine._vllm = types.SimpleNamespace(SamplingParams=lambda **kw: kw)
     engine.tokenizer, engine.chat, engine.enable_thinking = tok, "auto", False
-    engine.sleeping, engine.logprobs = False, False
+    engine.sleep_mode, engine.asleep, engine.logprobs = False, False, False
     engine.llm = types.SimpleNamespace(
         generate=generate,
         llm_engine=types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=40)),

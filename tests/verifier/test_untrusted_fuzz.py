@@ -134,4 +134,4 @@ def test_run_store_and_cache(tmp_path: Path, manifest: bytes, lines: bytes) -> N
     bounded(lambda: read_manifest(run_dir), (DataError,))
     bounded(lambda: read_records(run_dir, warnings=[]), ())
     bounded(lambda: read_records(run_dir), (DataError,))
-    bounded(lambda: GenCache(run_dir / "gen_cache.jsonl"), ())
+    bounded(lambda: GenCache(run_dir / "gen_cache.jsonl", root=run_dir), ())

@@ -100,7 +100,7 @@ def _job(name: str) -> VerifyJob:
     return VerifyJob(Problem("prog", name, "", tests=tests, checker="lcb"), code)
 
 
-def test_every_program_is_ac() -> None:
+def test_every_program_is_ac(reuse) -> None:
     results = verify_batch([_job(name) for name in PROGRAMS], workers=1, all_tests=True)
     assert {n: r.verdict for n, r in zip(PROGRAMS, results, strict=True)} == dict.fromkeys(
         PROGRAMS, "AC"

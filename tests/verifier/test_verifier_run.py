@@ -49,7 +49,7 @@ def children_of_this_process() -> list[str]:
     return out
 
 
-def test_every_verdict() -> None:
+def test_every_verdict(reuse) -> None:
     jobs = {
         "AC": "a, b = map(int, input().split())\nprint(a + b)",
         "WA": "print(0)",
@@ -71,7 +71,7 @@ def test_every_verdict() -> None:
     assert not children_of_this_process()  # every sandbox was reaped: no zombies
 
 
-def test_real_file_descriptors_for_stdin_and_stdout_buffers() -> None:
+def test_real_file_descriptors_for_stdin_and_stdout_buffers(reuse) -> None:
     code = (
         "import sys\n"
         "a, b = map(int, sys.stdin.buffer.read().split())\n"
@@ -80,7 +80,7 @@ def test_real_file_descriptors_for_stdin_and_stdout_buffers() -> None:
     assert one(SUM, code).verdict == "AC"
 
 
-def test_stop_at_first_failure_unless_all_tests() -> None:
+def test_stop_at_first_failure_unless_all_tests(reuse) -> None:
     code = "a, b = map(int, input().split())\nprint(a + b if a != -1 else 99)"
     first = one(SUM, code)
     assert (first.verdict, first.tests_passed, first.first_failed) == ("WA", 1, 1)
@@ -89,12 +89,12 @@ def test_stop_at_first_failure_unless_all_tests() -> None:
         "WA", 2, 1, 3)  # fmt: skip
 
 
-def test_main_guard_and_sys_exit_zero() -> None:
+def test_main_guard_and_sys_exit_zero(reuse) -> None:
     code = "import sys\ndef main():\n    print(7)\n    sys.exit(0)\nif __name__ == '__main__':\n    main()"
     assert one(stdin_problem([("", "7\n")]), code).verdict == "AC"
 
 
-def test_call_mode_function_leetcode_class_and_prelude() -> None:
+def test_call_mode_function_leetcode_class_and_prelude(reuse) -> None:
     problem = call_problem("twoSum", [("[[2, 7, 11], 9]", "[0, 1]"), ("[[3, 3], 6]", "[0, 1]")])
     leetcode = (
         "class Solution:\n"
@@ -111,7 +111,7 @@ def test_call_mode_function_leetcode_class_and_prelude() -> None:
     assert [r.verdict for r in results] == ["AC", "AC", "WA"]
 
 
-def test_prelude_names_and_limits_are_fresh_in_every_test() -> None:
+def test_prelude_names_and_limits_are_fresh_in_every_test(reuse) -> None:
     """The preludes run once, in the zygote; each test gets its own copy of their names and
     its benchmark's recursion limit, whatever an earlier test did to them."""
     spoil = (
@@ -132,7 +132,7 @@ def test_prelude_names_and_limits_are_fresh_in_every_test() -> None:
     assert "RecursionError" in results[2].detail
 
 
-def test_every_test_draws_from_a_fresh_random_seed() -> None:
+def test_every_test_draws_from_a_fresh_random_seed(reuse) -> None:
     """Every test child is a copy of the zygote's memory, random's state included: each must
     be reseeded (as a fresh interpreter is), or every test would draw the same numbers."""
     spec = {"mode": "stdin", "prelude": "lcb", "time_s": 5, "wall_s": 10, "mem_bytes": 512 << 20,
@@ -147,13 +147,13 @@ def test_every_test_draws_from_a_fresh_random_seed() -> None:
     assert all(outs) and len(set(outs)) == 3, outs
 
 
-def test_apps_call_codewars_wrapped_output_and_numpy_prelude() -> None:
+def test_apps_call_codewars_wrapped_output_and_numpy_prelude(reuse) -> None:
     problem = call_problem("is_even", [("[4]", "[true]"), ("[3]", "[false]")], checker="apps")
     code = "def is_even(n):\n    return bool(np.int64(n) % 2 == 0)"  # `np` from APPS' prelude
     assert one(problem, code).verdict == "AC"
 
 
-def test_apps_stdin_wrapper_fallback_for_top_level_nonlocal() -> None:
+def test_apps_stdin_wrapper_fallback_for_top_level_nonlocal(reuse) -> None:
     code = "def f():\n    nonlocal x\n    return x\nx = int(input())\nprint(f() + 1)"
     problem = stdin_problem([("4\n", "5\n")], checker="apps")
     assert one(problem, code).verdict == "AC"
@@ -162,7 +162,7 @@ def test_apps_stdin_wrapper_fallback_for_top_level_nonlocal() -> None:
     )
 
 
-def test_apps_programs_may_read_their_input_from_a_file_as_upstream() -> None:
+def test_apps_programs_may_read_their_input_from_a_file_as_upstream(reuse) -> None:
     code = "import sys\nsys.stdin = open('input.txt')\nprint(int(input()) * 2)"
     assert one(stdin_problem([("21\n", "42\n")], checker="apps"), code).verdict == "AC"
     assert one(stdin_problem([("21\n", "42\n")], checker="lcb"), code).verdict == "RE"
@@ -186,7 +186,7 @@ def test_numpy_is_importable_and_nothing_else_installed() -> None:
     assert result.verdict == "RE" and "click" in result.detail
 
 
-def test_tests_do_not_share_scratch_or_see_expected_outputs() -> None:
+def test_tests_do_not_share_scratch_or_see_expected_outputs(reuse) -> None:
     # Test 1 expects the input of test 0: only a leak through the scratch dir would pass it.
     leak = (
         "import os\n"
@@ -337,7 +337,7 @@ def test_without_user_namespaces_programs_still_get_fresh_scratch(monkeypatch) -
 
 
 @pytest.mark.parametrize("checker", ["lcb", "apps"])
-def test_a_name_the_prelude_binds_is_not_the_programs_solution(checker) -> None:
+def test_a_name_the_prelude_binds_is_not_the_programs_solution(reuse, checker) -> None:
     # lcb's prelude does `from operator import *`: without the check, a program defining
     # nothing was AC on any call problem whose function is called add, mul, ...
     problem = call_problem("add", [("[2, 3]", "5"), ("[1, 1]", "2")], checker=checker)

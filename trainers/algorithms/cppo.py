@@ -22,6 +22,7 @@ from cppo_bench.plan.contract import format_plans, plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, load_prompt, render
 from cppo_bench.store.training_schema import TAU, read_jsonl
+from cppo_bench.util.termsafe import quote
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation
 from trainers.core.cppo_joint import joint_rows, warmup_rows
@@ -48,9 +49,11 @@ class CPPOAlgoConfig:
 
     def __post_init__(self) -> None:
         if self.stage not in ("warmup", "joint"):
-            raise ValueError(f"stage: {self.stage!r} is not one of warmup, joint")
+            raise ValueError(f"stage: {quote(self.stage)} is not one of warmup, joint")
         if self.ablation not in ABLATIONS:
-            raise ValueError(f"ablation: unknown {self.ablation!r}; known: {ABLATIONS.names()}")
+            raise ValueError(
+                f"ablation: unknown {quote(self.ablation)}; known: {ABLATIONS.names()}"
+            )
         if self.k < 1 or self.m < 1:
             raise ValueError("k and m must be >= 1")
 
@@ -209,7 +212,7 @@ class CPPO(Algorithm):
         from cppo_bench.store.outdir import make_root
 
         make_root(path.parent)
-        with storefs.open_file(path, "a", encoding="utf-8") as fh:  # never through a link
+        with storefs.open_file(path, "a", encoding="utf-8", root=path.parent) as fh:  # no link
             for i, s in enumerate(planners):
                 meta = s.rollout.request.meta
                 rec = {

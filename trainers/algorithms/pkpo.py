@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 from trainers.core.pkpo import EDGE_CASES, ESTIMATORS, pkpo_transform
 from trainers.engine.algorithm import (
     ALGORITHMS,
@@ -34,9 +35,11 @@ class PKPOConfig:
 
     def __post_init__(self) -> None:
         if self.edge_cases not in EDGE_CASES:
-            raise ValueError(f"edge_cases: {self.edge_cases!r} is not one of {EDGE_CASES}")
+            raise ValueError(f"edge_cases: {quote(self.edge_cases)} is not one of {EDGE_CASES}")
         if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator: {self.estimator!r} is not one of {sorted(ESTIMATORS)}")
+            raise ValueError(
+                f"estimator: {quote(self.estimator)} is not one of {sorted(ESTIMATORS)}"
+            )
         if not 1 <= self.k_opt <= self.n:
             raise ValueError(f"k_opt: need 1 <= k_opt <= n, got k_opt={self.k_opt}, n={self.n}")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 from trainers.core.grpo import group_normalised_advantages
 from trainers.core.upskill import MI_LEVELS, mi_reward, upskill_reward
 from trainers.engine.algorithm import (
@@ -47,7 +48,9 @@ class UpSkillConfig:
         if self.n_skills < 1 or self.completions_per_skill < 1:
             raise ValueError("n_skills and completions_per_skill must be >= 1")
         if self.mi_level not in MI_LEVELS:
-            raise ValueError(f"mi_level: {self.mi_level!r} is not one of {', '.join(MI_LEVELS)}")
+            raise ValueError(
+                f"mi_level: {quote(self.mi_level)} is not one of {', '.join(MI_LEVELS)}"
+            )
         if "{i}" not in self.prefix_format:
             raise ValueError("prefix_format must contain {i} (the 0-based skill index)")
 

@@ -27,6 +27,7 @@ from enum import Enum
 import torch
 from torch import Tensor
 
+from cppo_bench.util.termsafe import quote
 from trainers.core.batch import Region, Row
 from trainers.core.grpo import ADV_EPS, DEFAULT_STD, StdKind, group_normalised_advantages
 
@@ -74,7 +75,7 @@ class CPPOConfig:
 
     def __post_init__(self) -> None:
         if self.m1_baseline not in M1_BASELINES:
-            raise ValueError(f"m1_baseline: {self.m1_baseline!r} is not one of {M1_BASELINES}")
+            raise ValueError(f"m1_baseline: {quote(self.m1_baseline)} is not one of {M1_BASELINES}")
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def plan_reward(gate: Tensor, r_out: Tensor | None, mode: PlanReward = PlanRewar
     if mode in (PlanReward.GATE_ONLY, PlanReward.WARMUP):
         return gate.to(torch.float32)
     if r_out is None:
-        raise ValueError(f"plan reward {mode.value!r} needs R_out (run the solver branches)")
+        raise ValueError(f"plan reward {quote(mode.value)} needs R_out (run the solver branches)")
     if mode == PlanReward.NO_GATE:
         return r_out.to(torch.float32)
     return (gate * r_out).to(torch.float32)
@@ -136,7 +137,7 @@ def planner_advantages(
         return r_plan.to(torch.float32).clone()
     if m1_baseline == "loo":
         return reinforce_loo_advantages(r_plan.reshape(-1), reduce_sum).view(p, 1)
-    raise ValueError(f"m1_baseline: {m1_baseline!r} is not one of {M1_BASELINES}")
+    raise ValueError(f"m1_baseline: {quote(m1_baseline)} is not one of {M1_BASELINES}")
 
 
 def reinforce_loo_advantages(rewards: Tensor, reduce_sum: ReduceSum | None = None) -> Tensor:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from cppo_bench.util.termsafe import quote
 from trainers.core.batch import PolicyBatch, Region, Row, collate
 from trainers.core.cppo import (
     CPPOConfig,
@@ -46,7 +47,7 @@ def joint_rows(
     """Stage 5 rows and reward diagnostics under the ablation ``row``. ``reduce_sum``: the
     engine's all-reduce (M = 1 with the global leave-one-out baseline needs it)."""
     if any(len(p.tuples) != row.m for p in prompts):
-        raise ValueError(f"ablation {row.name!r} expects M = {row.m} tuples per prompt")
+        raise ValueError(f"ablation {quote(row.name)} expects M = {row.m} tuples per prompt")
     rows, stats = build_cppo_rows(prompts, row.core_config(), reduce_sum=reduce_sum)
     gate, branch = _tensors(prompts)
     if branch is None:

@@ -20,6 +20,8 @@ from typing import Literal, cast
 import torch
 from torch import Tensor, nn
 
+from cppo_bench.util.termsafe import quote
+
 StdKind = Literal["bessel", "population"]
 Aggregation = Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"]
 # TRL's GRPOTrainer ``loss_type`` names for the same aggregations (tests/trainers/test_trainers_trl_oracle.py
@@ -50,7 +52,7 @@ def group_normalised_advantages(
     if rewards.dim() != 1 or rewards.shape != group_ids.shape:
         raise ValueError("rewards and group_ids must be 1-D tensors of the same length")
     if std not in ("bessel", "population"):
-        raise ValueError(f"std must be 'bessel' or 'population', got {std!r}")
+        raise ValueError(f"std must be 'bessel' or 'population', got {quote(std)}")
     r = rewards.to(torch.float64)
     _, inv = torch.unique(group_ids, return_inverse=True)
     g = int(inv.max()) + 1 if inv.numel() else 0
@@ -92,7 +94,7 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
 def canonical_aggregation(mode: str) -> Aggregation:
     """Our name for an aggregation given by our name or by TRL's (``TRL_NAMES``)."""
     if mode not in AGGREGATIONS:
-        raise ValueError(f"unknown aggregation {mode!r}: one of {', '.join(AGGREGATIONS)}")
+        raise ValueError(f"unknown aggregation {quote(mode)}: one of {', '.join(AGGREGATIONS)}")
     return cast(Aggregation, TRL_NAMES.get(mode, mode))
 
 

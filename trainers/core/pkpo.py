@@ -26,6 +26,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from cppo_bench.util.termsafe import quote
+
 Estimator = Literal["s", "sloo", "sloo_minus_one"]
 EDGE_CASES = ("public", "loo")
 
@@ -110,7 +112,7 @@ def _loo_maxg_sorted(gs: Tensor, k: int) -> Tensor:
 
 def _check_edge(edge: str) -> None:
     if edge not in EDGE_CASES:
-        raise ValueError(f"PKPO edge cases: {edge!r} is not one of {EDGE_CASES}")
+        raise ValueError(f"PKPO edge cases: {quote(edge)} is not one of {EDGE_CASES}")
 
 
 def pkpo_s(g: Tensor, k: int, edge: str = "public") -> Tensor:
@@ -175,7 +177,7 @@ def pkpo_transform(
     # PKPO Eq. SLOO-1 (default) applied independently within each prompt group
     if estimator not in ESTIMATORS:
         raise ValueError(
-            f"unknown PKPO estimator {estimator!r}; choose one of {sorted(ESTIMATORS)}"
+            f"unknown PKPO estimator {quote(estimator)}; choose one of {sorted(ESTIMATORS)}"
         )
     if rewards.shape != group_ids.shape or rewards.dim() != 1:
         raise ValueError("rewards and group_ids must be 1-D tensors of the same length")

@@ -24,6 +24,8 @@ import math
 import torch
 from torch import Tensor
 
+from cppo_bench.util.termsafe import quote
+
 N_SKILLS = 4
 ALPHA_MI = 5.0
 
@@ -54,7 +56,7 @@ def mi_reward(
     prefix; skill: (B,) the prefix each response was sampled with; mask: (B, T) response tokens.
     level: "sequence" (the released code's, default) or "token" (mean over skills per token)."""
     if level not in MI_LEVELS:
-        raise ValueError(f"MI level must be one of {MI_LEVELS}, got {level!r}")
+        raise ValueError(f"MI level must be one of {MI_LEVELS}, got {quote(level)}")
     if skill_logprobs.dim() != 3:
         raise ValueError(
             f"skill_logprobs must be (B, n_skills, T), got {tuple(skill_logprobs.shape)}"

@@ -13,12 +13,14 @@ from dataclasses import asdict, dataclass
 
 from torch import Tensor
 
+from cppo_bench.util.termsafe import quote
+
 
 class AuditFailed(Exception):
     def __init__(self, report: AuditReport) -> None:
         self.report = report
         super().__init__(
-            f"audit failed: {report.reason}; revisit stage {report.revisit!r} before joint CPPO"
+            f"audit failed: {report.reason}; revisit stage {quote(report.revisit)} before joint CPPO"
         )
 
 

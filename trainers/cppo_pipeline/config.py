@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cppo_bench.store.training_schema import TAU
+from cppo_bench.util.termsafe import quote
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
 from trainers.engine.config import TrainConfig
 
@@ -90,9 +91,11 @@ class CPPOPipelineConfig:
         if self.k < 1 or self.m < 1:
             raise ValueError("k and m must be >= 1")
         if self.ablation not in ABLATIONS:
-            raise ValueError(f"ablation: unknown {self.ablation!r}; known: {ABLATIONS.names()}")
+            raise ValueError(
+                f"ablation: unknown {quote(self.ablation)}; known: {ABLATIONS.names()}"
+            )
         if self.rm.kind not in ("generative", "ngram"):
-            raise ValueError(f"rm.kind: {self.rm.kind!r} is not one of generative, ngram")
+            raise ValueError(f"rm.kind: {quote(self.rm.kind)} is not one of generative, ngram")
         if self.tau is not None and not 0.0 <= self.tau <= 1.0:
             raise ValueError(f"tau: must be in [0, 1] or null, got {self.tau}")
         if self.engine.problem_ids:  # the pipeline picks its problems once, for every stage

@@ -192,12 +192,21 @@ def parse_judge_spec(spec: str) -> tuple[str, str | None, str | None]:
 
 def make_judge(spec: str | None, base_url: str | None = None) -> Judge:
     """``--judge`` as a judge; the offline default is the embedded model AND the deterministic
-    rules (``combined``)."""
+    rules (``combined``). A backend that places a model (``hf``: it takes a ``device``) gets
+    this process's device (``ranks.device()``: cuda:LOCAL_RANK): its "auto" is every
+    process's cuda:0, where each rank's copy of a large judge ran the first GPU out of memory
+    at start."""
+    import inspect
+
     from cppo_bench.backends import BACKENDS
+    from trainers.cppo_pipeline import ranks
 
     kind, backend_name, model = parse_judge_spec(spec or "combined=hf:")
     backend = None
     if backend_name is not None:
-        options = {"base_url": base_url} if base_url else {}
-        backend = BACKENDS.get(backend_name)(model, **options)
+        factory = BACKENDS.get(backend_name)
+        options: dict[str, object] = {"base_url": base_url} if base_url else {}
+        if "device" in inspect.signature(factory).parameters:
+            options["device"] = ranks.device()
+        backend = factory(model, **options)
     return JUDGES.get(kind)(backend)

@@ -8,10 +8,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cppo_bench.problem import Problem
-from trainers.cppo_pipeline import ranks
+from cppo_bench.util.termsafe import quote
+from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
 from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
-from trainers.cppo_pipeline.stages import STAGES, StageFn, run_stages
+from trainers.cppo_pipeline.stages import (
+    STAGES,
+    StageContext,
+    StageFn,
+    StageResult,
+    is_complete,
+    run_stages,
+)
 from trainers.engine.layers import ConfigError
 
 STAGE_FNS: dict[str, Callable[..., object]] = {
@@ -31,7 +39,7 @@ def select_problems(problems: list[Problem], ids: Sequence[str] | None) -> list[
     by_id = {p.problem_id: p for p in problems}
     missing = [i for i in ids if i not in by_id]
     if missing:
-        raise ConfigError(f"config problem_ids: {missing[0]!r:.60} is not in the training set")
+        raise ConfigError(f"config problem_ids: {quote(missing[0])} is not in the training set")
     return [by_id[i] for i in ids]
 
 
@@ -41,9 +49,24 @@ def parse_stages(spec: str) -> list[str]:
     unknown = [s for s in selected if s not in STAGES]
     if unknown or not selected:
         raise ConfigError(
-            f"--stages: unknown stage {unknown[:1] or spec!r}; known: {', '.join(STAGES)}"
+            f"--stages: unknown stage {quote(unknown[:1] or spec)}; known: {', '.join(STAGES)}"
         )
     return selected
+
+
+def _at_precision(stage: StageFn, precision: str) -> StageFn:
+    """``stage`` run at the engine section's fp32 matmul precision (TF32 under "high"). Set
+    at each stage's start: SFT, the RM and the audit build no engine, which is where an
+    engine run sets it, so they ran at whatever the process had (torch's "highest")."""
+
+    @functools.wraps(stage)
+    def run(ctx: StageContext) -> StageResult:
+        import torch
+
+        torch.set_float32_matmul_precision(precision)
+        return stage(ctx)
+
+    return run
 
 
 def run_pipeline(
@@ -53,8 +76,9 @@ def run_pipeline(
     echo: Callable[[str], None] = print,
     progress: bool = False,
 ) -> dict[str, str]:
-    stages: dict[str, StageFn] = {
-        name: functools.partial(fn, inp=inputs)  # type: ignore[misc]
+    precision = inputs.config.engine.matmul_precision
+    stages: dict[str, StageFn] = {  # every stage goes through here
+        name: _at_precision(functools.partial(fn, inp=inputs), precision)  # type: ignore[arg-type]
         for name, fn in STAGE_FNS.items()
     }
     record = {
@@ -67,4 +91,19 @@ def run_pipeline(
     }
     config = {name: record for name in STAGES}
     ranks.configure(inputs.config.engine.dist_timeout_s)  # before the process group exists
+    _check_rm_base(out, inputs, selected)
     return run_stages(out, stages, selected, config, echo=echo, progress=progress)
+
+
+def _check_rm_base(out: Path, inputs: PipelineInputs, selected: Sequence[str]) -> None:
+    """Before any stage: the rm stage's base model loads on the main process (which runs
+    it), else every process stops with the same line (rm_base.problem)."""
+    c = inputs.config.rm
+    if "rm" not in selected or c.kind != "generative":
+        return
+    import torch
+
+    base = rm_base.resolve(inputs.rm_model, c, torch.cuda.is_available())
+    missing = ranks.from_main(lambda: None if is_complete(out / "rm") else rm_base.problem(base))
+    if missing:
+        raise ConfigError(missing)

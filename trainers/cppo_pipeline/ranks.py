@@ -15,7 +15,10 @@ processes wait in a barrier for as long as the main process's longest single-pro
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _TIMEOUT_S: list[int | None] = [None]
 
@@ -58,3 +61,17 @@ def is_main() -> bool:
 def barrier() -> None:
     if world_size() > 1:
         _state().wait_for_everyone()
+
+
+def from_main(compute: Callable[[], T]) -> T:
+    """``compute()`` on the main process, its result on every process (one broadcast): a
+    verdict every process must act on alike, so that none is left waiting alone in a
+    barrier. ``compute`` must return, not raise (the others would wait in the broadcast)."""
+    if world_size() == 1:
+        return compute()
+    import torch.distributed as dist
+
+    main = is_main()  # builds the shared state, and with it the process group
+    box: list[Any] = [compute() if main else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

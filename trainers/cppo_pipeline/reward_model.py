@@ -30,9 +30,11 @@ from trainers.core.gate_metrics import (
     choose_tau,
     gate_metrics,
 )
+from trainers.core.loss import takes_logits_to_keep
 from trainers.cppo_pipeline import ngram_rm
 from trainers.cppo_pipeline.config import RMStageConfig
 from trainers.cppo_pipeline.negatives import LabelledTuple
+from trainers.cppo_pipeline.sft import checkpointed
 
 META = "rm.json"  # kept only to name the old layout in errors; the meta is in artifact.json
 _QUESTION = "\n\nDo these methods follow every rule for this problem? Answer Yes or No.\nAnswer:"
@@ -62,6 +64,7 @@ class RMConfig:
     min_recall: float = RMStageConfig.min_recall
     answer_words: tuple[str, str] = ("Yes", "No")
     seed: int = 0
+    checkpointing: bool = False  # the engine's gradient_checkpointing: recompute layers in fit
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RMConfig:
@@ -112,8 +115,19 @@ class GenerativeVerifier:
             ids[i, : len(e)] = torch.tensor(e)
             mask[i, : len(e)] = 1
         device = next(self.module.parameters()).device
-        out = self.module(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-        last = out[torch.arange(len(enc)), mask.sum(1).to(device) - 1].float()
+        ends = mask.sum(1) - 1
+        if takes_logits_to_keep(self.module):
+            # the head only where a row ends (at most one position per row), not (B, T, V)
+            # logits: at a 248k vocabulary the full ones were gigabytes per batch
+            keep, col = torch.unique(ends, return_inverse=True)
+            out = self.module(
+                input_ids=ids.to(device), attention_mask=mask.to(device),
+                logits_to_keep=keep.to(device),
+            ).logits  # fmt: skip
+            last = out[torch.arange(len(enc)), col.to(device)].float()
+        else:
+            out = self.module(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            last = out[torch.arange(len(enc)), ends.to(device)].float()
         return last[:, self.yes_id] - last[:, self.no_id]
 
     def save(self, folder: Path) -> dict[str, Any]:
@@ -169,9 +183,18 @@ def fit(rm: RewardModel, train: Sequence[LabelledTuple], cfg: RMConfig) -> list[
     weights = balance_weights([t.prompt_id for t in train], [t.label for t in train])
     groups = rm.param_groups() if hasattr(rm, "param_groups") else rm.module.parameters()
     opt = torch.optim.AdamW(groups, lr=cfg.lr)
+    rm.module.train()
+    ckpt = cfg.checkpointing and hasattr(rm.module, "gradient_checkpointing_enable")
+    with checkpointed(rm.module, ckpt):
+        history = _epochs(rm, train, cfg, opt, labels, weights)
+    rm.module.eval()
+    return history
+
+
+def _epochs(rm: Any, train: Sequence[LabelledTuple], cfg: RMConfig, opt: Any, labels: Tensor,
+            weights: Tensor) -> list[float]:  # fmt: skip
     gen = torch.Generator().manual_seed(cfg.seed)
     bce = nn.BCEWithLogitsLoss(reduction="none")
-    rm.module.train()
     history = []
     for _ in range(cfg.epochs):
         total, n = 0.0, 0
@@ -184,7 +207,6 @@ def fit(rm: RewardModel, train: Sequence[LabelledTuple], cfg: RMConfig) -> list[
             opt.step()
             total, n = total + float(loss.detach()) * len(idx), n + len(idx)
         history.append(total / n)
-    rm.module.eval()
     return history
 
 

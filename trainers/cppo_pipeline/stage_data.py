@@ -17,7 +17,8 @@ from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
 from cppo_bench.store.outdir import OutDir
-from trainers.cppo_pipeline import ranks
+from cppo_bench.util.termsafe import quote
+from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
 from trainers.cppo_pipeline.exposure import write_exposure
@@ -29,7 +30,7 @@ from trainers.cppo_pipeline.negatives import (
     split_by_problem,
 )
 from trainers.cppo_pipeline.pool import pool_records
-from trainers.cppo_pipeline.sft import sft_rows, train_sft
+from trainers.cppo_pipeline.sft import SFTLayout, sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import artifacts
@@ -107,7 +108,7 @@ def read_seeds(path: str | None) -> dict[str, list[str]] | None:
 
     file = Path(path) if Path(path).exists() else CONFIG_DIR / path
     if not file.is_file():
-        raise ConfigError(f"config sft.seed_candidates: no such file {path!r}")
+        raise ConfigError(f"config sft.seed_candidates: no such file {quote(path)}")
     out: dict[str, list[str]] = {}
     for lineno, r in schema.read_jsonl(file):
         ok = isinstance(r, dict) and isinstance(r.get("problem_id"), str)
@@ -167,6 +168,13 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
             revisit="sft",
         )
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+
+    def save(state: dict[str, Any] | None) -> None:
+        meta = {"base_model": inp.model}
+        with artifacts.saving(ctx.folder / CHECKPOINT, "planner", meta) as tmp:
+            artifacts.save_pretrained(model, tmp, state)
+            tok.save_pretrained(tmp)
+
     losses = train_sft(
         model,
         sft_rows(tok, examples, k),
@@ -176,10 +184,9 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         lr=c.lr,
         seed=inp.seed,
         log=ctx.log,
+        layout=SFTLayout.from_engine(inp.config.engine),  # the engine's memory layout
+        save=save,
     )
-    with artifacts.saving(ctx.folder / CHECKPOINT, "planner", {"base_model": inp.model}) as tmp:
-        artifacts.save_pretrained(model, tmp)
-        tok.save_pretrained(tmp)
     return StageResult(
         (SFT_SET, "funnel.json", f"{CHECKPOINT}/{artifacts.MANIFEST}", exposure),
         {
@@ -195,9 +202,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
 
 def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
-    model = inp.rm_model or c.model
-    if model is None and torch.cuda.is_available():
-        model = c.gpu_model  # the study's ~0.8B-class verifier where a GPU can train it
+    model = rm_base.resolve(inp.rm_model, c, torch.cuda.is_available())
     return rmod.RMConfig(
         kind=c.kind,
         model=model,
@@ -207,6 +212,7 @@ def rm_config(inp: PipelineInputs, c: RMStageConfig) -> rmod.RMConfig:
         tau=inp.config.tau,
         min_recall=c.min_recall,
         seed=inp.seed,
+        checkpointing=inp.config.engine.gradient_checkpointing,
     )
 
 

@@ -24,6 +24,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import STAGES, TRAIN_MANIFEST
 from cppo_bench.store.training_schema import read_manifest as read_training_manifest
+from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.manifest import provenance
@@ -67,7 +68,9 @@ class StageContext:
         m = read_manifest(self.inputs[stage]) or {}
         value = (m.get("outputs") or {}).get(name) if m.get("status") == "complete" else None
         if not isinstance(value, str):
-            raise PipelineStop(self.name, f"stage {stage} has no output {name!r}", revisit=stage)
+            raise PipelineStop(
+                self.name, f"stage {stage} has no output {quote(name)}", revisit=stage
+            )
         self.consumed[f"{stage}/{name}"] = str(self.inputs[stage] / MANIFEST)
         return value
 

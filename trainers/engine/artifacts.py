@@ -30,6 +30,7 @@ from cppo_bench.errors import DataError
 from cppo_bench.store.outdir import OutDir, check_real_folder
 from cppo_bench.util import jsonio, userfiles
 from cppo_bench.util.oserrors import os_reason
+from cppo_bench.util.termsafe import quote
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"
@@ -124,7 +125,7 @@ def prepare(dest: Path) -> Path:
 def finish(tmp: Path, dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Path:
     """Write the manifest of the complete folder ``tmp``, fsync it and swap it in at ``dest``."""
     if kind not in KINDS:
-        raise ValueError(f"artifact kind {kind!r} is not one of {', '.join(KINDS)}")
+        raise ValueError(f"artifact kind {quote(kind)} is not one of {', '.join(KINDS)}")
     on_phase("written")
     manifest = {
         "schema": SCHEMA,
@@ -164,7 +165,7 @@ def saving(dest: Path, kind: str, meta: dict[str, Any] | None = None) -> Iterato
     """Write an artifact of ``kind`` at ``dest`` atomically; the body writes into the yielded
     temporary folder. An exception in the body leaves ``dest`` as it was."""
     if kind not in KINDS:
-        raise ValueError(f"artifact kind {kind!r} is not one of {', '.join(KINDS)}")
+        raise ValueError(f"artifact kind {quote(kind)} is not one of {', '.join(KINDS)}")
     tmp = prepare(dest)
     with refusing(dest, kind, tmp):
         yield tmp
@@ -202,16 +203,27 @@ def read_manifest(folder: Path, kind: str | None = None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ArtifactError(f"{path}: not an artifact manifest")
     if data.get("schema") != SCHEMA:
-        raise ArtifactError(f"{path}: schema {str(data.get('schema'))[:40]!r}, expected {SCHEMA}")
+        raise ArtifactError(
+            f"{path}: schema {quote(str(data.get('schema'))[:40])}, expected {SCHEMA}"
+        )
     if kind is not None and data.get("kind") != kind:
-        raise ArtifactError(f"{folder}: a {str(data.get('kind'))[:40]!r} artifact, not a {kind}")
+        raise ArtifactError(
+            f"{folder}: a {quote(str(data.get('kind'))[:40])} artifact, not a {kind}"
+        )
     files = data.get("files")
     if not isinstance(files, dict):
         raise ArtifactError(f"{path}: no file list")
-    for name, size in files.items():
-        f = folder / str(name)
-        if not f.is_file() or f.stat().st_size != size:
-            raise ArtifactError(f"{folder}: {str(name)[:80]} is missing or has the wrong size")
+    try:
+        for name, size in files.items():
+            # a name read from a file: resolved (links, `..`) inside the artifact, or refused
+            f = userfiles.inside(folder, name, "artifact file")
+            if not f.is_file() or f.stat().st_size != size:
+                raise ArtifactError(f"{folder}: {str(name)[:80]} is missing or has the wrong size")
+        # a loader (accelerate, DeepSpeed, transformers) opens more than the list: every
+        # entry of the folder is a listed regular file (an unlisted FIFO hung a resume)
+        userfiles.check_folder(folder, {*map(str, files), MANIFEST})
+    except userfiles.UserFileError as exc:
+        raise ArtifactError(str(exc)) from None
     return data
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.store.outdir import OutDir
 from cppo_bench.util import userfiles
+from cppo_bench.util.termsafe import quote
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 
 STATE_DIR = "state"
@@ -79,8 +80,10 @@ def latest_state(out_dir: Path) -> Path | None:
         raise DataError(f"{pointer}: not a plain file; this run folder's state cannot be read")
     name = userfiles.read_bytes(pointer, 4096).decode("utf-8", "replace").strip()
     if not name.startswith("step-") or "/" in name:
-        raise DataError(f"{pointer}: names {name[:40]!r}, not a state folder step-N")
-    folder = pointer.parent / name
+        raise DataError(f"{pointer}: names {quote(name[:40])}, not a state folder step-N")
+    folder = userfiles.inside(pointer.parent, name, f"{pointer}: the state")  # no link out
+    if folder.parent != pointer.parent.resolve():
+        raise DataError(f"{pointer}: names {quote(name[:40])}, not a state folder step-N")
     artifacts.read_manifest(folder, "training_state")  # one ArtifactError line if not complete
     return folder
 

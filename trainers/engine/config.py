@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cppo_bench.util.termsafe import quote
 from trainers.engine.layers import CONFIG_DIR, ConfigError, build
 
 __all__ = ["CONFIG_DIR", "ConfigError", "TrainConfig", "build_flat", "flat_keys"]
@@ -91,7 +92,8 @@ class TrainConfig:
     # an augmented test set (`cppo-bench augment --out DIR`): the reward judges with the
     # problems' own tests plus its tests, so a policy cannot learn weak tests ("" = off)
     reward_tests: str = ""
-    verify_workers: int = 0  # 0 = one per CPU core
+    # sandboxes per process at once; 0 = the node's cores // its training processes, >= 1
+    verify_workers: int = 0
     # `cppo-bench serve` URL(s) the reward's programs go to instead of this process's
     # sandboxes (commas: several, spread over them); "" = verify here. docs/serve.md
     reward_verifier: str = ""
@@ -161,7 +163,7 @@ class TrainConfig:
 
         if self.report_to not in TRACKERS:
             known = ", ".join(TRACKERS.names())
-            raise ConfigError(f"config report_to: one of {known}, got {self.report_to!r}")
+            raise ConfigError(f"config report_to: one of {known}, got {quote(self.report_to)}")
 
 
 def flat_keys(algo_config_cls: type) -> list[str]:

@@ -1,7 +1,8 @@
 """A training step's ``StepContext``: how an algorithm generates, scores and encodes.
 
 Under FSDP2 each process decodes (and scores log-probs for) its own number of rows, so every
-policy forward here runs inside ``sharding.gathered``: no collective per decoding step.
+policy forward here runs inside ``update.policy_inference`` (``sharding.gathered``: no
+collective per decoding step; eval mode, whatever mode the update left).
 ``StepEnv`` is what the loop builds once per run; ``step_context`` lends it to one step.
 """
 
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.problem import Problem
-from trainers.engine import sharding
 from trainers.engine.algorithm import Messages, StepContext
 from trainers.engine.metrics import Timer
 from trainers.engine.rewards import RewardFn
@@ -54,10 +54,10 @@ class StepEnv:
 
 
 def step_context(step: int, env: StepEnv, timer: Timer) -> StepContext:
-    from trainers.engine.update import completion_logprobs
+    from trainers.engine.update import completion_logprobs, policy_inference
 
     def logprobs(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[torch.Tensor]:
-        with sharding.gathered(env.policy):
+        with policy_inference(env.policy):
             t = env.sampling.temperature
             return completion_logprobs(
                 env.policy, pairs, env.pad_id, env.micro_rows, t, env.logits_chunk
@@ -65,9 +65,10 @@ def step_context(step: int, env: StepEnv, timer: Timer) -> StepContext:
 
     def generate(reqs: Sequence[RolloutRequest]) -> list[Rollout]:
         # gathered: under FSDP each process decodes its own number of steps, collective-free;
-        # an engine with its own weights (vLLM) leaves the policy sharded (offloaded)
-        gather = getattr(env.rollout, "uses_policy", True)
-        held = sharding.gathered(env.policy) if gather else contextlib.nullcontext()
+        # eval mode: the rollout never sees the update's training mode. An engine with its
+        # own weights (vLLM) leaves the policy sharded (offloaded) and as it is
+        uses = getattr(env.rollout, "uses_policy", True)
+        held = policy_inference(env.policy) if uses else contextlib.nullcontext()
         with timer.phase("rollout"), held:
             out = env.rollout.generate(reqs, env.sampling)
         timer.spent["gen_tokens"] = timer.spent.get("gen_tokens", 0) + sum(

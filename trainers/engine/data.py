@@ -33,6 +33,7 @@ from cppo_bench.decontam import Source, decontaminate
 from cppo_bench.decontam.sources import load_source
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
+from cppo_bench.util.termsafe import quote
 
 DEFAULT_TRAIN = "demo_train"
 DEFAULT_EVAL = ("demo",)
@@ -63,7 +64,7 @@ def load_training(
     """The training problems of ``bench`` (its train split where it has one); ``echo`` gets
     the one line of what was read, kept and dropped, and why."""
     if bench not in BENCHMARKS:
-        raise DataError(f"unknown benchmark {bench!r}; known: {', '.join(BENCHMARKS.names())}")
+        raise DataError(f"unknown benchmark {quote(bench)}; known: {', '.join(BENCHMARKS.names())}")
     # a benchmark with splits trains on its "train" split unless told otherwise
     if split is None and BENCHMARKS.get(bench).default_split is not None:
         split = "train"

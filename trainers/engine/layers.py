@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cppo_bench.util import builder as typed
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -26,17 +24,6 @@ MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is nev
 
 class ConfigError(typed.BuildError):
     """A bad configuration key or value; the CLI prints the one line."""
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """safe_load without anchors/aliases: a config never needs them, and an alias bomb
-    (a few hundred bytes naming each other) expands to gigabytes once the config is walked."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D401 (PyYAML's hook)
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise yaml.YAMLError(f"aliases are not allowed in a config (line {mark.line + 1})")
-        return super().compose_node(parent, index)
 
 
 def read_preset(path: Path) -> dict[str, Any]:
@@ -49,12 +36,12 @@ def read_preset(path: Path) -> dict[str, Any]:
     except userfiles.UserFileError as exc:
         raise ConfigError(f"config file {exc}") from None
     try:
-        data = yaml.load(raw.decode("utf-8"), Loader=_NoAliasLoader) or {}  # noqa: S506
+        # the one YAML loader: aliases refused (an alias bomb expands to gigabytes)
+        data = userfiles.load_yaml(raw.decode("utf-8"), str(path)) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path}: not UTF-8 text") from None
-    except (yaml.YAMLError, RecursionError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"config file {path}: not a valid config ({first})") from None
+    except userfiles.UserFileError as exc:
+        raise ConfigError(f"config file {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a mapping of keys to values")
     return data

@@ -247,12 +247,15 @@ def _step(
     log: MetricsLog,
 ) -> None:
     """One step: rollouts -> rows -> update(s) -> sync -> metrics -> saves -> stop signal."""
-    from trainers.engine.update import old_policy_logprobs, policy_update
+    from trainers.engine.update import old_policy_logprobs, policy_inference, policy_update
 
     cfg, algo, acc, model = spec.config, spec.algorithm, parts.accelerator, parts.model
     timer = Timer()
     ctx = step_context(step, env, timer)
     scored = algo.collect(local, ctx)
+    # every rollout of the step is done (CPPO's two rounds included): the update may have the
+    # rollout engine's memory until the sync after it wakes the engine (vllm_sleep)
+    env.rollout.sleep()
     with timer.phase("advantage"):
         step_rows = algo.rows(scored, ctx)
     snap: list[ParamSnapshot] = []
@@ -265,7 +268,7 @@ def _step(
     with timer.phase("update"):
         old = None
         if cfg.updates_per_rollout > 1:
-            with sharding.gathered(model):  # per-process counts of forwards differ
+            with policy_inference(model):  # per-process counts of forwards differ
                 old = old_policy_logprobs(
                     model, step_rows.rows, cfg.micro_batch_rows, parts.pad_id, acc.device,
                     cfg.temperature, cfg.logits_chunk_tokens,

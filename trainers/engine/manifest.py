@@ -19,6 +19,7 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.store.training_schema import TRAIN_MANIFEST, read_manifest
 from cppo_bench.util.gitinfo import git_commit
+from cppo_bench.util.termsafe import quote
 from trainers.engine.artifacts import atomic_write_text
 
 MANIFEST = TRAIN_MANIFEST
@@ -155,8 +156,8 @@ def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
         )
     if base is not None and base != base_label:
         raise DataError(
-            f"{out}: trained from {str(base)[:80]!r}; --resume needs that base model, "
-            f"not {base_label[:80]!r}"
+            f"{out}: trained from {quote(str(base)[:80])}; --resume needs that base model, "
+            f"not {quote(base_label[:80])}"
         )
 
 

@@ -83,8 +83,11 @@ class ParamSnapshot:
     """The trainable parameters before a step, to measure ||delta theta|| after it.
 
     The copy is of this process's part of each parameter (its shard under FSDP2 / ZeRO-3),
-    kept in host memory: no second copy of the weights on the accelerator. Squared norms of
-    shards are summed over processes; replicated parameters (DDP, ZeRO-1/2) are counted once.
+    kept in host memory: no second copy of the weights on the accelerator. It is the one
+    copy of the policy to the host a step makes: the norm streams the snapshot back to where
+    each parameter lives, a chunk at a time (it used to copy the whole fp32 policy to the
+    host a second time). Squared norms of shards are summed over processes; replicated
+    parameters (DDP, ZeRO-1/2) are counted once.
     """
 
     def __init__(self, params: Sequence[torch.Tensor]) -> None:
@@ -110,22 +113,25 @@ class ParamSnapshot:
         return float(sq.sum().sqrt())
 
 
-# elements per fp64 chunk of ``_squared_distance``: 128 MiB of temporaries at most
+# elements per chunk of ``_squared_distance``: one fp64 chunk (128 MiB) and the snapshot's
+# chunk (64 MiB) beside the parameter at most
 STEP_NORM_CHUNK = 1 << 24
 
 
 def _squared_distance(now: torch.Tensor, before: torch.Tensor) -> torch.Tensor:
-    """sum((now - before)^2) in fp64, ``now`` moved to the host in its own dtype first and
-    widened there a chunk at a time: a full fp64 copy of a parameter on the accelerator
-    (5.1 GB for Qwen3.5-4B's tied embedding, right after the optimizer step) never exists."""
+    """sum((now - before)^2) in fp64 (a host scalar), computed where ``now`` lives: the host
+    snapshot ``before`` goes there a chunk at a time and the difference is widened a chunk at
+    a time, so neither a second host copy of the parameter nor a full fp64 copy on the
+    accelerator (5.1 GB for Qwen3.5-4B's tied embedding) ever exists."""
     flat_now = now.reshape(-1)
     flat_before = before.reshape(-1)
-    total = torch.zeros((), dtype=torch.float64)
+    total = torch.zeros((), dtype=torch.float64, device=now.device)
     for start in range(0, flat_now.numel(), STEP_NORM_CHUNK):
-        part = flat_now[start : start + STEP_NORM_CHUNK].to("cpu")
-        ref = flat_before[start : start + STEP_NORM_CHUNK]
-        total += (part.double() - ref.double()).pow(2).sum()
-    return total
+        ref = flat_before[start : start + STEP_NORM_CHUNK].to(now.device, non_blocking=True)
+        # a copy even when the parameter is fp64 already: sub_ must never write into it
+        diff = flat_now[start : start + STEP_NORM_CHUNK].to(torch.float64, copy=True)
+        total += diff.sub_(ref).square_().sum()
+    return total.cpu()
 
 
 class MetricsLog:
@@ -157,7 +163,7 @@ class MetricsLog:
 
         make_root(self.path.parent)
         # never through a link planted in a stranger's run folder (`train --resume`)
-        with storefs.open_file(self.path, "a", encoding="utf-8") as f:
+        with storefs.open_file(self.path, "a", encoding="utf-8", root=self.path.parent) as f:
             f.write(json.dumps(dict(record), sort_keys=True) + "\n")
             f.fsync()  # an AppendFile: a refused write or sync is one line naming the log
 

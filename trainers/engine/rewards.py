@@ -139,10 +139,28 @@ def on_test_set(reward: RewardFn, tests_dir: str) -> RewardFn:
     return score
 
 
+def verify_workers(configured: int) -> int:
+    """Sandboxes this process runs at once: TrainConfig ``verify_workers`` when set, else the
+    node's cores split among the node's training processes (``LOCAL_WORLD_SIZE``, which
+    torchrun and ``accelerate launch`` set): cores // local processes, at least 1. With one
+    worker per core on every rank, 8 ranks ran 8 sandboxes per core, and the verifier's
+    wall backstop (2 x the time limit + 1 s) turned that contention into time-outs of
+    correct programs. (One pool shared by the node's ranks is issue 47.)"""
+    if configured:
+        return configured
+    import os
+
+    from cppo_bench.verifier.cpus import process_cpus
+
+    local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    return max(1, len(process_cpus()) // local)
+
+
 def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
-    """REWARDS[cfg.reward], on cfg.reward_tests' augmented tests when one is set, verified
-    by the service at cfg.reward_verifier when one is set."""
-    fn = REWARDS.get(cfg.reward)(cfg.verify_workers or None)
+    """REWARDS[cfg.reward] with ``verify_workers``' share of the cores, on cfg.reward_tests'
+    augmented tests when one is set, verified by the service at cfg.reward_verifier when one
+    is set. Every training reward is built here."""
+    fn = REWARDS.get(cfg.reward)(verify_workers(cfg.verify_workers))
     if getattr(cfg, "reward_verifier", ""):
         fn = through_service(fn, cfg.reward_verifier)
     return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn

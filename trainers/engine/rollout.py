@@ -73,6 +73,12 @@ class RolloutEngine(Protocol):
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]: ...
 
+    def sleep(self) -> None:
+        """Free what the engine holds on the device until the next ``sync``: called once a
+        step, after its last rollout and before the update (vLLM's sleep mode; a no-op for
+        an engine that is the policy itself). ``generate`` before that ``sync`` is an error."""
+        ...
+
     def sync(self, model: Any) -> None:
         """Make the engine sample from ``model``'s current weights (after an optimizer step)."""
         ...
@@ -163,6 +169,9 @@ class HFRollout:
             ids = (res.extra["prompt_ids"], res.extra["completion_ids"])
             out.append(_finish(req, *ids, res.text, res.finish_reason))
         return out
+
+    def sleep(self) -> None:
+        pass  # the policy is the engine: the update needs its weights
 
     def sync(self, model: Any) -> None:
         self.backend.model = model  # same module object: already up to date

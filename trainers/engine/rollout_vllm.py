@@ -13,10 +13,17 @@ with vLLM's ``external_launcher`` executor, which reads RANK / LOCAL_RANK and pu
 process's engine on its own GPU (the uniprocess executor would put every one on cuda:0), as
 TRL's colocate mode does. Building the engine reseeds the global RNGs (vLLM's
 ``set_random_seed``): the trainer's RNG state (a resumed one included) is restored afterwards.
-``sleep`` (TrainConfig ``vllm_sleep``) frees the engine's weights and KV cache between
-rollouts (vLLM's sleep mode, level 2: the next sync reloads every weight; vLLM's CPU worker
-ignores it). Read against vLLM 0.32's source and TRL's colocate mode; the tested range is
-the ``vllm`` extra's pin.
+``sleep`` (TrainConfig ``vllm_sleep``) frees the engine's weights and KV cache while the
+trainer updates: ``sleep()`` once a step, after the step's last rollout (vLLM's level 2: the
+weights are discarded, not offloaded), and ``sync`` wakes the weights, reloads every one,
+then wakes the KV cache. The order is vLLM 0.32's rule (``v1/engine/core.py`` ``wake_up``):
+the scheduler resumes only when no sleep tag (``weights``, ``kv_cache``) is left asleep, so
+a ``generate`` with a tag asleep would queue its requests forever; and after level 2 the woken
+weights hold garbage until they are loaded. Every rollout of a step (CPPO's planner round,
+then its solver round) therefore runs awake, and ``generate`` while asleep is an error, not
+a hang (``tests/helpers/fake_vllm.py`` keeps vLLM's tag bookkeeping for the tests). Read
+against vLLM 0.32's source and TRL's colocate mode; the tested range is the ``vllm`` extra's
+pin.
 
 Prompts are encoded by the same ``chat.encode`` as the hf path and handed to vLLM as token
 ids, so both engines sample the same prompts; each request keeps its own seed.
@@ -71,8 +78,9 @@ class VLLMRollout:
         self.tokenizer = tokenizer
         self.chat = str(options.get("chat", "auto"))
         self.enable_thinking = options.get("enable_thinking", False)
-        self.sleeping = bool(options.get("sleep", False))
-        if self.sleeping and not _sleep_available():
+        self.sleep_mode = bool(options.get("sleep", False))
+        self.asleep = False  # level-2 asleep: weights discarded until the next sync
+        if self.sleep_mode and not _sleep_available():
             raise ValueError(
                 "config vllm_sleep: this platform's vLLM has no sleep mode (it needs CUDA's "
                 "memory pool; vLLM 0.32 on the CPU refuses it); set vllm_sleep: false"
@@ -84,12 +92,15 @@ class VLLMRollout:
         self._foreign_group = _group_up()
         with _rng_preserved():  # vLLM seeds torch / numpy / random globally
             self.llm, self.logprobs = _build(vllm, kwargs)
-        if self.sleeping:
-            self.llm.sleep(level=2)
 
     def generate(
         self, requests: Sequence[RolloutRequest], sampling: SamplingParams
     ) -> list[Rollout]:
+        if self.asleep:  # vLLM would queue the requests and never schedule them
+            raise RuntimeError(
+                "vLLM rollout engine: generate() while asleep (vllm_sleep discarded its "
+                "weights); sync(model) must wake it and reload them first"
+            )
         context = self._context()
         encoded = [
             chatmod.encode(self.tokenizer, r.gen_request(sampling), self.chat, self.enable_thinking)
@@ -111,11 +122,7 @@ class VLLMRollout:
                     logprobs=0 if self.logprobs else None,
                 )
             )
-        if self.sleeping:
-            self.llm.wake_up(tags=["kv_cache"])
         outs = iter(self.llm.generate(prompts, params, use_tqdm=False) if prompts else [])
-        if self.sleeping:
-            self.llm.sleep(level=2)
         rollouts = []
         for req, ids, fit in zip(requests, encoded, fits, strict=True):
             if not fit:
@@ -137,10 +144,31 @@ class VLLMRollout:
                 return int(cfg.max_model_len)
         return None
 
+    def sleep(self) -> None:
+        """Free the engine's weights and KV cache until the next ``sync`` (``vllm_sleep``;
+        else nothing). Level 2: the weights are discarded, not copied to the host, since the
+        sync after the update replaces every one of them anyway."""
+        if self.sleep_mode and not self.asleep:
+            self.llm.sleep(level=2)
+            self.asleep = True
+
     def sync(self, model: Any) -> None:
-        # one gathered tensor at a time (every process iterates: a collective when sharded)
-        if self.sleeping:
+        """The policy's weights into the engine; an engine asleep is woken around the load:
+        weights first (their memory back, its contents undefined after level 2), the load,
+        then the KV cache, the last tag, which lets vLLM's scheduler run again."""
+        if self.asleep:
             self.llm.wake_up(tags=["weights"])
+        self._load(model)
+        if self.asleep:
+            awake = self.llm.wake_up(tags=["kv_cache"])
+            if awake is False:  # vLLM >= 0.32 says whether every tag is resident again
+                raise RuntimeError("vLLM rollout engine: still asleep after waking every tag")
+            self.asleep = False
+        if hasattr(self.llm, "reset_prefix_cache"):
+            self.llm.reset_prefix_cache()
+
+    def _load(self, model: Any) -> None:
+        # one gathered tensor at a time (every process iterates: a collective when sharded)
         weights = ((self.names(name), t) for name, t in weight_sync.full_tensors(model))
         if _inplace_reload():
             # vLLM >= 0.32: load_weights after the engine processed (repacked) its weights
@@ -153,8 +181,6 @@ class VLLMRollout:
             apply = _engine_model_loader(self.llm)
             for pair in weights:
                 apply(lambda m, pair=pair: m.load_weights(weights=[pair]))
-        if hasattr(self.llm, "reset_prefix_cache"):
-            self.llm.reset_prefix_cache()
 
     def close(self) -> None:
         """Shut the engine down (its memory, its worker processes, the process groups it

@@ -13,6 +13,24 @@ from typing import Any
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
 
+# the oldest torch the engine has run on (2.11 and 2.13 are tested): FSDP2 keeps its parameter
+# groups under another private name before 2.13 (sharding.param_groups), and older releases
+# were never read; pyproject pins the same floor
+MIN_TORCH = (2, 11)
+
+
+def check_torch(version: str) -> None:
+    """One line, before anything is built, when ``version`` is older than ``MIN_TORCH``."""
+    import re
+
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None or (int(found[1]), int(found[2])) < MIN_TORCH:
+        floor = ".".join(map(str, MIN_TORCH))
+        raise ValueError(
+            f"torch {version}: the training engine needs torch >= {floor} (tested on 2.11 "
+            "and 2.13); install a newer torch"
+        )
+
 
 def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     import os
@@ -21,6 +39,8 @@ def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
     from accelerate import Accelerator
 
     from trainers.engine.trackers import check_tracker
+
+    check_torch(torch.__version__)  # the first thing a run does: nothing is built yet
 
     log_with = None if cfg.report_to == "none" else cfg.report_to
     check_tracker(cfg.report_to)  # a missing package: one line, before any model loads
@@ -35,6 +55,27 @@ def accelerator(cfg: TrainConfig, out_dir: Path) -> Any:
         project_dir=str(out_dir),
         step_scheduler_with_optimizer=False,  # one scheduler step per optimizer step
         **kwargs,
+    )
+
+
+def mixed_precision(accelerator: Any) -> Any:
+    """accelerate's mixed precision (``accelerate launch --mixed_precision``) as FSDP2's
+    policy, for the layout the engine shards itself (accelerate applies it to DDP and
+    DeepSpeed, never saw this one, and FSDP2 ran fp32 while the user asked for bf16).
+    bf16: forwards and backwards in bf16 over fp32 master weights, gradients reduced in
+    fp32 (the step sums them across processes: bf16 would round each one). None: "no".
+    fp16 and fp8 need a loss scaler / recipe the engine's FSDP2 path has not: one line."""
+    mode = str(accelerator.mixed_precision)
+    if mode == "no":
+        return None
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    if mode == "bf16":
+        return MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    raise ValueError(
+        f"mixed precision {mode}: the engine's FSDP2 layout runs bf16 or no mixed precision "
+        "(fp16 needs a loss scaler it has not); launch with --mixed_precision bf16 or no"
     )
 
 
@@ -134,7 +175,8 @@ def build(cfg: TrainConfig, model_name: str | None, accelerator: Any) -> Parts:
     fsdp = sharding.uses_fsdp(cfg.sharding, world)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
         offload = sharding.wants_offload(cfg.sharding)
-        model = sharding.shard(model, accelerator.device, world, offload=offload)
+        mixed = mixed_precision(accelerator)
+        model = sharding.shard(model, accelerator.device, world, offload=offload, mixed=mixed)
     # created after sharding, over the DTensor shards: under offload they and the AdamW
     # moments live in host memory, so the step runs there
     optim, scheduler = optimizer(cfg, model)

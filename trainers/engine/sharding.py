@@ -105,9 +105,10 @@ def layer_classes(model: Any) -> set[str]:
     return {str(n) for n in names}
 
 
-def shard(model: Any, device: Any, world: int, offload: bool = False) -> Any:
+def shard(model: Any, device: Any, world: int, offload: bool = False, mixed: Any = None) -> Any:
     """Shard ``model`` in place over every process (FSDP2) and return it. ``offload``: the
-    shards stay in host memory (CPUOffloadPolicy), pinned only where CUDA can use the pins."""
+    shards stay in host memory (CPUOffloadPolicy), pinned only where CUDA can use the pins.
+    ``mixed``: FSDP2's MixedPrecisionPolicy (``setup.mixed_precision``; None: fp32)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 
@@ -123,9 +124,10 @@ def shard(model: Any, device: Any, world: int, offload: bool = False) -> Any:
     mesh = init_device_mesh(device.type, (world,))
     wanted = layer_classes(model)
     units = [m for m in model.modules() if type(m).__name__ in wanted and m is not model]
+    mp = {"mp_policy": mixed} if mixed is not None else {}
     for unit in units:
-        fully_shard(unit, mesh=mesh, offload_policy=policy)
-    fully_shard(model, mesh=mesh, offload_policy=policy)
+        fully_shard(unit, mesh=mesh, offload_policy=policy, **mp)
+    fully_shard(model, mesh=mesh, offload_policy=policy, **mp)
     return model
 
 
@@ -155,19 +157,27 @@ def _fsdp_units(model: Any) -> list[Any]:
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
 
 
+def param_groups(state: Any) -> list[Any]:
+    """An FSDP2 unit state's parameter groups, on every torch the engine supports. torch has
+    no public getter: 2.13 keeps a list ``_fsdp_param_groups`` (its ``_fsdp_param_group`` is
+    a property that raises for several), 2.11 one ``_fsdp_param_group`` attribute. Every
+    read of FSDP2's groups goes through here; reading only the 2.13 name silently found no
+    group on 2.11, so ``gathered`` never restored resharding (issue 43)."""
+    groups = getattr(state, "_fsdp_param_groups", None)
+    if groups is not None:
+        return list(groups)
+    one = getattr(state, "_fsdp_param_group", None)
+    return [one] if one is not None else []
+
+
 def offload_policies(model: Any) -> list[Any]:
     """The offload policy of every FSDP2 parameter group (what FSDP really applies, read
-    from its state: torch has no public getter; 2.13 keeps ``_fsdp_param_groups``, older
-    releases one ``_fsdp_param_group``). [] when unsharded."""
-    out = []
-    for unit in _fsdp_units(model):
-        state = unit._get_fsdp_state()
-        groups = getattr(state, "_fsdp_param_groups", None)
-        if groups is None:
-            one = getattr(state, "_fsdp_param_group", None)
-            groups = [one] if one is not None else []
-        out += [g.offload_policy for g in groups]
-    return out
+    from its state: torch has no public getter). [] when unsharded."""
+    return [
+        g.offload_policy
+        for unit in _fsdp_units(model)
+        for g in param_groups(unit._get_fsdp_state())
+    ]
 
 
 def describe(model: Any) -> dict[str, Any]:
@@ -179,12 +189,15 @@ def describe(model: Any) -> dict[str, Any]:
     policies = offload_policies(model)
     offload = bool(policies) and all(isinstance(p, CPUOffloadPolicy) for p in policies)
     first = next(iter(model.parameters()))
+    groups = [g for unit in _fsdp_units(model) for g in param_groups(unit._get_fsdp_state())]
+    computes = {str(g.mp_policy.param_dtype or first.dtype).removeprefix("torch.") for g in groups}
     return {
         "fsdp2": True,
         "mesh_size": int(first.device_mesh.size()) if hasattr(first, "device_mesh") else 1,
         "units": len(_fsdp_units(model)),
         "offload": "cpu" if offload else "none",
         "pinned": offload and all(p.pin_memory for p in policies),
+        "param_dtype": ",".join(sorted(computes)),  # what forwards compute in
     }
 
 
@@ -245,10 +258,10 @@ def gathered(model: Any) -> Iterator[None]:
 
 
 def _reshard_setting(unit: Any) -> tuple[bool, list[Any]]:
-    """A unit's reshard-after-forward state as FSDP2 keeps it (torch 2.13: no public getter):
+    """A unit's reshard-after-forward state as FSDP2 keeps it (torch 2.11-2.13: no getter):
     whether the lazy root default still applies, and each parameter group's post-forward mesh."""
     state = unit._get_fsdp_state()
-    groups = getattr(state, "_fsdp_param_groups", [])
+    groups = param_groups(state)
     return bool(state._auto_reshard_after_forward), [g.post_forward_mesh_info for g in groups]
 
 
@@ -261,8 +274,7 @@ def _restore_reshard_setting(unit: Any, setting: tuple[bool, list[Any]]) -> None
     auto, meshes = setting
     state = unit._get_fsdp_state()
     state._auto_reshard_after_forward = auto
-    groups = getattr(state, "_fsdp_param_groups", [])
-    for group, mesh in zip(groups, meshes, strict=True):
+    for group, mesh in zip(param_groups(state), meshes, strict=True):
         group.post_forward_mesh_info = None if auto and state._is_root else mesh
 
 

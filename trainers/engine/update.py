@@ -15,7 +15,12 @@ with the same ``logits_chunk_tokens`` (the LM head over chunks of completion tok
 Training mode: ``from_pretrained`` leaves the policy in eval mode, and transformers runs
 gradient checkpointing only in training mode (``self.gradient_checkpointing and
 self.training``), so ``policy_update`` is the one place the policy is put in training mode,
-for the update only (rollouts and no-grad scoring stay in eval mode). Dropout is switched off
+for the update only, and ``policy_inference`` the one block every other policy forward runs
+in (rollouts, no-grad scoring): gathered, in eval mode. Both restore each module's own mode
+afterwards, not the mode of the module they were handed: under DDP or DeepSpeed that is the
+wrapper, which is in training mode while the policy inside is not, and restoring the
+wrapper's flag recursively left the policy in training mode, where transformers 5.16-5.19's
+checkpointed layers drop the KV cache, so the next hf rollout failed (issue 43). Dropout is switched off
 once at load (``disable_dropout``, as TRL's ``disable_dropout`` does): a training-mode
 forward then gives the same log-probs as the eval-mode rollout scoring, so the first PPO
 ratio is exactly 1.
@@ -49,15 +54,31 @@ def disable_dropout(model: Any) -> None:
 
 
 @contextlib.contextmanager
-def training_mode(model: Any) -> Iterator[None]:
-    """``model`` in training mode for the block (gradient checkpointing runs only there),
-    then back in the mode it had."""
-    was = bool(model.training)
-    model.train()
+def module_modes(model: Any, training: bool) -> Iterator[None]:
+    """Every module of ``model`` in training (or eval) mode for the block, then each back in
+    the exact mode it had (``model.train(was)`` would give every module the outer one's)."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.train(training)
     try:
         yield
     finally:
-        model.train(was)
+        for module, was in modes:
+            module.training = was
+
+
+def training_mode(model: Any) -> contextlib.AbstractContextManager[None]:
+    """``model`` in training mode for the block (gradient checkpointing runs only there)."""
+    return module_modes(model, True)
+
+
+@contextlib.contextmanager
+def policy_inference(model: Any) -> Iterator[None]:
+    """THE block every policy forward outside the update runs in (rollouts, no-grad
+    scoring): its shards gathered (``sharding.gathered``: processes may run different
+    numbers of forwards) and every module in eval mode, each module's own mode restored
+    after. Give it the unwrapped policy, or the wrapper: every module inside is covered."""
+    with sharding.gathered(model), module_modes(model, False):
+        yield
 
 
 @dataclass

@@ -23,6 +23,7 @@ import seccomp
 import warm
 from mounts import private_mounts
 from programs import WRAPPED
+from reset import Fresh
 from wire import encode_value
 
 NOFILE = 64  # RLIMIT_NOFILE of a test
@@ -213,7 +214,9 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
         # (a reused child: the server moves the soft limit with each test, warm.WarmChild)
         hard = resource.RLIM_INFINITY if "ctl" in fds else limit + 1
         resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
-        resource.setrlimit(resource.RLIMIT_AS, (spec["mem_bytes"], spec["mem_bytes"]))
+        # (plus what the zygote preloaded, numpy: not the program's; serversetup._preloaded)
+        as_bytes = spec["mem_bytes"] + int(spec.get("as_extra") or 0)
+        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize_bytes"], spec["fsize_bytes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # few descriptors: pipes and sockets each pin kernel memory no limit counts
@@ -259,6 +262,7 @@ def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
     call = prog["mode"] == "call"
     g = globals_by[prog["prelude"], call]  # this process's own copy (see prelude_globals)
     pristine = dict(g) if prog["warm"] else None
+    fresh = Fresh() if prog["warm"] else None  # what each later test must start from
     while True:
         status = _run_once(prog, raw, g)
         again = pristine is not None and warm.reusable(status, MEMORY_ERROR)
@@ -273,7 +277,7 @@ def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
             os.write(3, status)
         except BaseException:
             pass
-        if not again:
+        if not again or fresh is None or not fresh.release(g, (warm.CTL_FD,), NOFILE):
             os._exit(0)
         raw = warm.next_test(call)
         g = dict(pristine)

@@ -80,7 +80,7 @@ class Server(ServerSetup):
         self._end_warm()
         if obj is None:
             return {"op": "ce", "error": wrapped_or_error}
-        self._use_zygote(source)
+        preloaded = self._use_zygote(source, head.get("prelude") or "none")
         # Compiled once per program, not once per test: each test child loads the marshalled
         # code object from this memfd (the zygote only passes the fd, never reads it).
         code_fd = os.memfd_create("program")
@@ -99,9 +99,12 @@ class Server(ServerSetup):
         spec["fsize_bytes"] = max(spec["fsize_bytes"], head["out_bytes"] + 1)
         # keep the child for the program's next tests (warm.py), if it has more than one
         spec["warm"] = self.reuse and int(head.get("tests", 2)) > 1
+        # what the zygote preloaded is not the program's: its address space on top of the
+        # limit (child.run_child), its resident set off every measure (run_test, procs.Tree)
+        spec["as_extra"] = preloaded.get("as_bytes", 0)
         spec_json = json.dumps(dict(spec, scratch=scratch)).encode()
         self.prog = dict(head, scratch=scratch, code_fd=code_fd, spec_json=spec_json,
-                         warm=spec["warm"])  # fmt: skip
+                         warm=spec["warm"], preloaded_kb=preloaded.get("rss_kb", 0))  # fmt: skip
         return {"op": "ready", "wrapped": bool(wrapped_or_error)}
 
     def _module_names(self, prelude: str) -> frozenset:
@@ -230,6 +233,8 @@ class Server(ServerSetup):
                 self._drop_warm()
             elif pidfd is not None:
                 os.close(pidfd)
+        if prog["preloaded_kb"] and "maxrss_kb" in final:  # (the zygote's, not the program's)
+            final = dict(final, maxrss_kb=max(0, int(final["maxrss_kb"]) - prog["preloaded_kb"]))
         cpu_s, peak_kb = (tree.cpu_s, tree.peak_kb) if tree is not None else (0.0, 0)
         if tree is not None:
             tree.close()

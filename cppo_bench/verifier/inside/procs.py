@@ -22,6 +22,8 @@ class Tree:
         self.files = files  # the test's output files (memfds): their sizes count too
         self.cgroup: tuple[TestCgroup, int] | None = None  # (its memory cgroup, the base)
         self.cpu_base = 0.0  # a reused child's CPU before this test (warm.py)
+        # resident pages the zygote preloaded (numpy's), not the program's (serversetup)
+        self.preloaded = int(prog.get("preloaded_kb", 0)) << 10
 
     def close(self) -> None:
         if self.scratch_fd is not None:
@@ -29,7 +31,7 @@ class Tree:
             self.scratch_fd = None
 
     def measure(self) -> str | None:
-        cpu, mem = 0, files_bytes(self.files)
+        cpu, mem = 0, files_bytes(self.files) - self.preloaded
         if self.scratch_fd is not None:
             st = os.fstatvfs(self.scratch_fd)
             mem += (st.f_blocks - st.f_bfree) * st.f_frsize

@@ -100,3 +100,37 @@ def _is_main_guard(ast, tree, const) -> bool:
             if const in test.comparators or const is test.left:
                 return True
     return False
+
+
+def imports_numpy(source: str, prelude: str = "none") -> bool:
+    """Does the program import numpy (then it runs from the zygote that has, harness.py)?
+    What it actually imports: import statements, `__import__` and `importlib.import_module`
+    called with a literal name, and under APPS' prelude a read of the `np` it binds; never a
+    name in a comment or a string (a substring match sent plain programs to the numpy
+    zygote). A program that does not parse: no."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except _ERRORS:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if node.level == 0 else []
+        elif isinstance(node, ast.Call) and node.args:
+            func, arg = node.func, node.args[0]
+            called = getattr(func, "id", None) or getattr(func, "attr", None)
+            literal = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            names = [arg.value] if literal and called in _IMPORTERS else []
+        elif isinstance(node, ast.Name) and prelude == "apps":
+            names = ["numpy"] if node.id == "np" and isinstance(node.ctx, ast.Load) else []
+        else:
+            continue
+        if any(name.split(".")[0] == "numpy" for name in names):
+            return True
+    return False
+
+
+_IMPORTERS = ("__import__", "import_module")

@@ -15,16 +15,23 @@ in the zygote, which must still fork): after it, the program's process can
   preadv falls back), madvise other than the plain advices (no WILLNEED, COLD, PAGEOUT,
   POPULATE, MERGEABLE), io_uring (its own path to all of these);
 - not read the machine's global counters through sysinfo (process count, loads, memory);
-- make no namespace, mount, BPF program, perf counter, userfaultfd or pidfd, and not
-  ptrace or read another process's memory;
+- make no namespace, mount, BPF program, perf counter or userfaultfd, and not ptrace or
+  read another process's memory;
 - hold no memory the kernel keeps for it outside every count (issue 36): no vmsplice (a
   pipe keeps the user pages spliced into it, a whole huge page for one byte, after they
   are unmapped), no extended attributes (kept in kernel memory, not in the scratch's
   blocks), no F_SETPIPE_SZ (a pipe stays at its default 64 KiB), no SO_SNDBUF / SO_RCVBUF
   set (a socket stays at its default buffers: socket buffers of 29 pairs held 118 MiB);
-- read no machine-wide counter that outlives a test: no pidfd through SO_PEERPIDFD or
-  SO_PASSPIDFD (a pidfd's inode number counts every task the machine made), no inotify
-  or fanotify (rename cookies come from one machine-wide counter).
+- read no machine-wide counter that outlives a test: no inotify or fanotify (rename
+  cookies come from one machine-wide counter), no statmount / listmount, and never hold a
+  pidfd (issue 42): a pidfd's inode number counts every task the machine made. Every door
+  to one is shut: pidfd_open, clone with CLONE_PIDFD (threads too: the clone rule reads
+  both flags), clone3 (its flags sit in a struct no filter can read: ENOSYS, and glibc
+  falls back to clone), SO_PEERPIDFD and SO_PASSPIDFD (so no SCM_PIDFD is ever
+  delivered), open_by_handle_at (pidfs file handles open a pidfd; name_to_handle_at with
+  it), and, should one exist anyway, everything that takes one: pidfd_getfd,
+  pidfd_send_signal, process_madvise, process_mrelease, setns, and the pidfd and nsfs
+  ioctls (types 0xFF and 0xB7: PIDFD_GET_INFO, PIDFD_GET_*_NAMESPACE, NS_GET_*).
 """
 
 from __future__ import annotations
@@ -51,7 +58,9 @@ _X86_64 = {
     "chroot": 161, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 321, "perf_event_open": 298,
     "userfaultfd": 323, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-    "pidfd_open": 434, "pidfd_getfd": 438, "kcmp": 312,
+    "pidfd_open": 434, "pidfd_getfd": 438, "pidfd_send_signal": 424, "process_madvise": 440,
+    "process_mrelease": 448, "open_by_handle_at": 304, "name_to_handle_at": 303,
+    "statmount": 457, "listmount": 458, "kcmp": 312, "ioctl": 16,
     "vmsplice": 278, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
     "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
     "fcntl": 72, "getsockopt": 55, "setsockopt": 54,
@@ -65,7 +74,9 @@ _AARCH64 = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
     "fspick": 433, "mount_setattr": 442, "bpf": 280, "perf_event_open": 241,
     "userfaultfd": 282, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-    "pidfd_open": 434, "pidfd_getfd": 438, "kcmp": 272,
+    "pidfd_open": 434, "pidfd_getfd": 438, "pidfd_send_signal": 424, "process_madvise": 440,
+    "process_mrelease": 448, "open_by_handle_at": 265, "name_to_handle_at": 264,
+    "statmount": 457, "listmount": 458, "kcmp": 272, "ioctl": 29,
     "vmsplice": 75, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
     "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262,
     "fcntl": 25, "getsockopt": 209, "setsockopt": 208,
@@ -73,13 +84,16 @@ _AARCH64 = {
 ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 # answered ENOSYS (callers fall back to what the filter allows), the rest of the names EPERM
 _NOSYS = ("clone3", "preadv2", "pwritev2")
-_CHECKED = ("clone", "madvise", "fcntl", "getsockopt", "setsockopt")  # on an argument, below
+_CHECKED = ("clone", "madvise", "fcntl", "getsockopt", "setsockopt", "ioctl")  # on an argument
+CLONE_PIDFD = 0x1000
+# ioctl types (bits 8-15 of the request) refused: pidfs' (0xFF) and nsfs' (0xB7)
+IOCTL_TYPES = (0xFF, 0xB7)
 F_SETPIPE_SZ = 1031
 SO_PASSPIDFD, SO_PEERPIDFD = 76, 77  # (refused at every level: no other needs these numbers)
 SO_SNDBUF, SO_RCVBUF = 7, 8  # set: refused (a socket keeps its default buffers)
 
-# classic BPF: LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, JMP|JSET|K, RET|K
-_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+# classic BPF: LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, JMP|JSET|K, RET|K, ALU|AND|K
+_LD, _JEQ, _JGE, _JSET, _RET, _AND = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 _NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # in struct seccomp_data (low 32 bits)
 
 
@@ -123,7 +137,7 @@ def build_filter() -> object | None:
         (_LD, 0, 0, _NR), (_JGE, "nosys", 0, 1 << 30),  # x32 numbers on x86_64
         (_JEQ, "clone", 0, nr["clone"]), (_JEQ, "madvise", 0, nr["madvise"]),
         (_JEQ, "fcntl", 0, nr["fcntl"]), (_JEQ, "sockopt", 0, nr["getsockopt"]),
-        (_JEQ, "setsockopt", 0, nr["setsockopt"]),
+        (_JEQ, "setsockopt", 0, nr["setsockopt"]), (_JEQ, "ioctl", 0, nr["ioctl"]),
     ]  # fmt: skip
     for name in names:
         prog.append((_JEQ, "nosys" if name in _NOSYS else "eperm", 0, nr[name]))
@@ -132,7 +146,10 @@ def build_filter() -> object | None:
     prog += [(_JEQ, "eperm", 0, SO_SNDBUF), (_JEQ, "eperm", 0, SO_RCVBUF)]
     prog += [("label", "sockopt"), (_LD, 0, 0, _ARG2)]
     prog += [(_JEQ, "eperm", 0, SO_PASSPIDFD), (_JEQ, "eperm", "allow", SO_PEERPIDFD)]
-    prog += [("label", "clone"), (_LD, 0, 0, _ARG0)]
+    prog += [("label", "ioctl"), (_LD, 0, 0, _ARG1), (_AND, 0, 0, 0xFF00)]
+    prog += [(_JEQ, "eperm", 0, t << 8) for t in IOCTL_TYPES] + [(_RET, 0, 0, ALLOW)]
+    # a thread (CLONE_THREAD) and never a pidfd (CLONE_PIDFD, a thread's included)
+    prog += [("label", "clone"), (_LD, 0, 0, _ARG0), (_JSET, "eperm", 0, CLONE_PIDFD)]
     prog += [(_JSET, "allow", "eperm", CLONE_THREAD), ("label", "madvise"), (_LD, 0, 0, _ARG2)]
     prog += [(_JEQ, "allow", 0, advice) for advice in MADV_OK]
     prog += [("label", "eperm"), (_RET, 0, 0, ERRNO | EPERM), ("label", "nosys")]

@@ -17,7 +17,32 @@ import nsutil
 from child import _LCB_MODULES
 from mounts import new_root
 from procs import TestCgroup, pid_of
+from programs import imports_numpy
 from zygote import zygote_main
+
+
+def _preloaded(base: int, zygote: int) -> dict:
+    """What a zygote holds beyond the base one (numpy, imported): address space and
+    resident set, from the kernel's view of both (/proc, which the server sees). A test
+    child inherits it all: its address-space limit is raised by it and its resident set
+    counted less it, so that a program's limit is the same from either zygote."""
+    sizes = [_vm(pid) for pid in (base, zygote)]
+    return {"as_bytes": max(0, sizes[1][0] - sizes[0][0]) << 10,
+            "rss_kb": max(0, sizes[1][1] - sizes[0][1])}  # fmt: skip
+
+
+def _vm(pid: int) -> tuple[int, int]:
+    """VmSize and VmRSS of a process, in kB (0, 0 where /proc does not say)."""
+    out = {b"VmSize:": 0, b"VmRSS:": 0}
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                key = line.split(None, 1)[0] if line.strip() else b""
+                if key in out:
+                    out[key] = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out[b"VmSize:"], out[b"VmRSS:"]
 
 
 def _exit(code=None):
@@ -165,14 +190,17 @@ class ServerSetup:
         self.iso["cgroup_ok"] = bool(hello.get("cgroup"))
         self.iso["filtered"] = bool(hello.get("filtered"))
 
-    def _use_zygote(self, source: str) -> None:
-        """The zygote for this program: the numpy one where the program names numpy (forked
-        by the base zygote the first time, from its pristine memory), else the base."""
+    def _use_zygote(self, source: str, prelude: str) -> dict:
+        """The zygote for this program: the numpy one where the program imports numpy
+        (`programs.imports_numpy`; forked by the base zygote the first time, from its
+        pristine memory), else the base. Returns what that zygote holds beyond the base
+        one, which is not the program's: {"as_bytes", "rss_kb"} (see `_preloaded`)."""
         self.zygote, self.zsock = self.zygotes["base"]
         # (only with a pid namespace per test: without one, the base zygote reaps any child
         # of its own after a test, and would wait for the numpy zygote forever)
-        if "numpy" not in source or self.zygotes.get("numpy", ()) is None or not self.iso["pidns"]:
-            return
+        if (not imports_numpy(source, prelude) or self.zygotes.get("numpy", ()) is None
+                or not self.iso["pidns"]):  # fmt: skip
+            return {}
         if "numpy" not in self.zygotes:
             self.zygotes["numpy"] = None  # (tried once: a failure falls back to the base)
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -186,6 +214,7 @@ class ServerSetup:
                 hello = {}
             if hello.get("numpy") and got:
                 self.zygotes["numpy"] = (pid_of(got[0]), ours)
+                self.preloaded = _preloaded(self.zygotes["base"][0], pid_of(got[0]))
             else:
                 ours.close()
             for fd in got:
@@ -193,6 +222,8 @@ class ServerSetup:
             self.zygote, self.zsock = self.zygotes["base"]
         if self.zygotes.get("numpy"):
             self.zygote, self.zsock = self.zygotes["numpy"]
+            return self.preloaded
+        return {}
 
     def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
         if not select.select([self.zsock], [], [], timeout)[0]:
