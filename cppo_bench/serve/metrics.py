@@ -23,7 +23,7 @@ class Metrics:
         self.tests = 0
         self.programs = 0
         self.busy_s = 0.0  # seconds spent verifying, summed over batches
-        self._recent: deque[tuple[float, int]] = deque()  # (finish time, tests)
+        self._recent: deque[tuple[float, int, float]] = deque()  # (finished, tests, seconds)
 
     def request(self, status: int) -> None:
         with self._lock:
@@ -37,7 +37,7 @@ class Metrics:
             self.programs += len(results)
             self.tests += tests
             self.busy_s += seconds
-            self._recent.append((now, tests))
+            self._recent.append((now, tests, seconds))
             self._trim(now)
 
     def _trim(self, now: float) -> None:
@@ -49,13 +49,16 @@ class Metrics:
         with self._lock:
             self._trim(now)
             span = min(WINDOW_S, max(now - self.started, 1e-9))
-            return sum(n for _, n in self._recent) / span
+            return sum(n for _, n, _ in self._recent) / span
 
     def seconds_per_batch(self) -> float:
-        """The mean time a batch took (for Retry-After); 1 s before any finished."""
+        """The mean time a batch of the last minute took (for Retry-After); 1 s when none
+        finished in it. Over the window, not all time: an old slow spell is forgotten."""
         with self._lock:
-            batches = max(sum(1 for _ in self._recent), 1)
-            return self.busy_s / batches if self._recent else 1.0
+            self._trim(time.monotonic())
+            if not self._recent:
+                return 1.0
+            return sum(s for _, _, s in self._recent) / len(self._recent)
 
     def render(self, waiting: int, running: int, capacity: int, draining: bool,
                receiving: int = 0) -> str:  # fmt: skip
@@ -76,6 +79,8 @@ class Metrics:
                 f"cppo_serve_tests_per_second {tps:.6g}",
                 "# TYPE cppo_serve_tests_total counter",
                 f"cppo_serve_tests_total {self.tests}",
+                "# TYPE cppo_serve_busy_seconds_total counter",
+                f"cppo_serve_busy_seconds_total {self.busy_s:.6g}",
                 "# TYPE cppo_serve_programs_total counter",
                 f"cppo_serve_programs_total {self.programs}",
                 "# TYPE cppo_serve_verdicts_total counter",

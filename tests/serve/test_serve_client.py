@@ -117,3 +117,24 @@ def test_an_oversize_reply_is_refused(scripted) -> None:
 def test_an_unreachable_server_is_one_line(scripted) -> None:
     with pytest.raises(VerifierServiceError, match="gave up after 2 attempts"):
         cb.VerifierClient("http://127.0.0.1:9", retries=1, backoff_s=0.01).verify_items([ITEM])
+
+
+def test_retry_after_follows_the_recent_batches_only(monkeypatch) -> None:
+    """Retry-After is the queue ahead at the mean batch time of the last minute: a slow spell
+    an hour ago does not keep telling clients to wait."""
+    from cppo_bench.serve import metrics as metrics_module
+    from cppo_bench.verifier import VerifyResult
+
+    clock = [1000.0]
+    monkeypatch.setattr(metrics_module.time, "monotonic", lambda: clock[0])
+    m = metrics_module.Metrics()
+    one = [VerifyResult("AC", True, 2, 2, None, 0.1, None, "", "x")]
+    m.batch(one, 30.0)  # a slow batch
+    assert m.seconds_per_batch() == 30.0
+    clock[0] += 3600
+    m.batch(one, 2.0)
+    m.batch(one, 4.0)
+    assert m.seconds_per_batch() == 3.0  # the old one forgotten
+    assert m.tests_per_second() == 4 / metrics_module.WINDOW_S
+    clock[0] += 3600
+    assert m.seconds_per_batch() == 1.0  # none in the window
