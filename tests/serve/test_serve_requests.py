@@ -164,6 +164,7 @@ def metrics_text(svc: Service) -> str:
 
 
 def test_metrics_are_prometheus_text(guarded) -> None:
+    assert post(guarded, {"items": [ECHO]})[0] == 200  # whatever ran before (or not)
     import urllib.request
 
     req = urllib.request.Request(guarded.url + "/metrics",
@@ -176,7 +177,8 @@ def test_metrics_are_prometheus_text(guarded) -> None:
     assert float(samples["cppo_serve_tests_total"]) >= 1
     assert float(samples["cppo_serve_tests_per_second"]) >= 0
     assert samples["cppo_serve_queue_depth"] == "0" and samples["cppo_serve_queue_capacity"] == "1"
-    assert float(samples['cppo_serve_requests_total{code="429"}']) >= 1
+    assert float(samples['cppo_serve_requests_total{code="200"}']) >= 1
+    assert float(samples["cppo_serve_busy_seconds_total"]) > 0
 
 
 def test_sigterm_drains_then_exits() -> None:
