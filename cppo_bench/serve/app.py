@@ -77,7 +77,8 @@ def create_app(state: ServeState) -> FastAPI:
     async def health() -> Response:
         body = {"status": "draining" if state.draining else "ok",
                 "queue": state.queue.waiting, "running": state.queue.running,
-                "bench": state.bench, "problems": len(state.problems)}  # fmt: skip
+                "bench": state.bench, "problems": len(state.problems),
+                "sandboxes": state.config.lane_workers() * state.config.lanes}  # fmt: skip
         return JSONResponse(body, 503 if state.draining else 200)
 
     @app.get("/metrics")

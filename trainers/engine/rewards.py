@@ -162,5 +162,10 @@ def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
     is set. Every training reward is built here."""
     fn = REWARDS.get(cfg.reward)(verify_workers(cfg.verify_workers))
     if getattr(cfg, "reward_verifier", ""):
-        fn = through_service(fn, cfg.reward_verifier)
+        urls = cfg.reward_verifier
+        if urls == "local":  # the node's one pool, started by local rank 0
+            from cppo_bench.serve.node import node_service
+
+            urls = node_service()
+        fn = through_service(fn, urls)
     return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn
