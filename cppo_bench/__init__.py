@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "Problem": "cppo_bench.problem:Problem",
     "Verdict": "cppo_bench.verifier.records:VerifyResult",
     "DataError": "cppo_bench.errors:DataError",
+    "VerifierClient": "cppo_bench.serve.client:VerifierClient",
 }
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Problem",
     "Run",
     "Verdict",
+    "VerifierClient",
     "__version__",
     "load_benchmark",
     "load_runs",
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from cppo_bench.api import Run, load_benchmark, rejudge, run, samples, verify
     from cppo_bench.errors import DataError
     from cppo_bench.problem import Problem
+    from cppo_bench.serve.client import VerifierClient
     from cppo_bench.store.frames import load_runs
     from cppo_bench.verifier.records import VerifyResult as Verdict
 

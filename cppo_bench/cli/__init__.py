@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "run": "cppo_bench.cli.run:run",
     "runs": "cppo_bench.cli.runs:runs",
     "samples": "cppo_bench.cli.samples:samples",
+    "serve": "cppo_bench.cli.serve:serve",
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("store",),
     ("metrics", "diversity", "decontam"),
     ("augment",),
-    ("runner", "lm_eval_tasks"),
+    ("runner", "lm_eval_tasks", "serve"),
     ("stats", "report"),
     ("api",),
     ("__init__",),

@@ -94,6 +94,10 @@ class TrainConfig:
     reward_tests: str = ""
     # sandboxes per process at once; 0 = the node's cores // its training processes, >= 1
     verify_workers: int = 0
+    # `cppo-bench serve` URL(s) the reward's programs go to instead of this process's
+    # sandboxes (commas: several, spread over them); "local" = one server per node, started
+    # by local rank 0 and shared by the node's ranks; "" = verify here. docs/serve.md
+    reward_verifier: str = ""
     # the training problems, by id, in that order (empty = every decontaminated problem):
     # the CPU demo trains on problems its 135M model can pass, so its steps train on something
     problem_ids: tuple[str, ...] = ()
@@ -126,6 +130,10 @@ class TrainConfig:
             "state_every",
             "dist_timeout_s",
         )
+        urls = "" if self.reward_verifier == "local" else self.reward_verifier
+        for url in filter(None, (u.strip() for u in urls.split(","))):
+            if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+                raise ConfigError(f"config reward_verifier: {url[:80]!r} is not an http(s) URL")
         for name in ("keep_folders", "verify_workers", "logits_chunk_tokens"):
             # keep_folders=-100 would make the pruning slice delete the newest checkpoints
             if getattr(self, name) < 0:

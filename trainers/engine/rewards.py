@@ -18,8 +18,11 @@ load) is now ``pass`` (issue 36: an early-stop reward keeps every channel open).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from cppo_bench.util import env
 from cppo_bench.util.registry import Registry
@@ -40,12 +43,44 @@ RewardFn = Callable[[Sequence[Rollout]], list[Scored]]
 REWARDS: Registry[Callable[[int | None], RewardFn]] = Registry("reward")
 
 
+# the `cppo-bench serve` client of the reward being computed (config reward_verifier), set
+# around each call by `through_service`: a context variable, so the factories keep their
+# signature and `_verify` stays the one place rewards call the verifier
+_SERVICE: ContextVar[Any] = ContextVar("reward_service", default=None)
+
+
 def _verify(rollouts: Sequence[Rollout], workers: int | None) -> list:
-    """THE verifier call of every reward: every test runs, whatever fails (module doc)."""
+    """THE verifier call of every reward: every test runs, whatever fails (module doc), in
+    this process or, with reward_verifier set, by the service (which runs every test too)."""
     if not rollouts:
         return []
     jobs = [VerifyJob(r.request.problem, r.text) for r in rollouts]
+    client = _SERVICE.get()
+    if client is not None:
+        return client.verify([j.problem for j in jobs], [j.code for j in jobs])
     return verify_batch(jobs, workers=workers, all_tests=True)
+
+
+def through_service(reward: RewardFn, urls: str) -> RewardFn:
+    """`reward`, its programs verified by `cppo-bench serve` at `urls` (commas: several,
+    the programs spread over them; docs/serve.md)."""
+    from cppo_bench.serve.client import VerifierClient
+
+    client = VerifierClient(urls)
+
+    @contextmanager
+    def using() -> Iterator[None]:
+        token = _SERVICE.set(client)
+        try:
+            yield
+        finally:
+            _SERVICE.reset(token)
+
+    def score(rollouts: Sequence[Rollout]) -> list[Scored]:
+        with using():
+            return reward(rollouts)
+
+    return score
 
 
 def _pass(workers: int | None) -> RewardFn:
@@ -123,6 +158,14 @@ def verify_workers(configured: int) -> int:
 
 def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
     """REWARDS[cfg.reward] with ``verify_workers``' share of the cores, on cfg.reward_tests'
-    augmented tests when one is set. Every training reward is built here."""
+    augmented tests when one is set, verified by the service at cfg.reward_verifier when one
+    is set. Every training reward is built here."""
     fn = REWARDS.get(cfg.reward)(verify_workers(cfg.verify_workers))
+    if getattr(cfg, "reward_verifier", ""):
+        urls = cfg.reward_verifier
+        if urls == "local":  # the node's one pool, started by local rank 0
+            from cppo_bench.serve.node import node_service
+
+            urls = node_service()
+        fn = through_service(fn, urls)
     return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn

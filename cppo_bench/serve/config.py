@@ -1,0 +1,66 @@
+"""The service's settings: where it listens, who may call it, and how much one request and the
+queue may hold. One dataclass checked once, at start-up, before anything binds."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+
+from cppo_bench.errors import DataError
+
+TOKEN_ENV = "CPPO_SERVE_TOKEN"  # the token a client and the server read when none is given
+
+
+def is_loopback(host: str) -> bool:
+    """Only a literal loopback address or `localhost` counts: a name that resolves elsewhere
+    (or a wildcard such as 0.0.0.0) is a public binding and needs a token."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 8600
+    token: str | None = None
+    workers: int | None = None  # sandboxes in total (default: one per core)
+    lanes: int = 1  # batches verified at once; the workers are split among them
+    queue_size: int = 8  # requests waiting or running; past this: 429
+    max_body_bytes: int = 32 << 20
+    max_programs: int = 256  # per request
+    max_tests: int = 512  # per program
+    max_time_s: float = 30.0  # the largest per-test CPU limit a request (or a problem) may ask
+    max_memory_mb: int = 2048
+    max_output_mb: int = 16  # the output cap per test: a request may ask less, never more
+    drain_timeout_s: float = 600.0  # SIGTERM: how long in-flight batches may still run
+    # keep idle sandboxes between requests (verifier.keep_sandboxes, as the trainers do
+    # between steps): scratch wiped and every test forked from the pristine zygote, so the
+    # same isolation as two programs of one request; off: each request starts its own
+    reuse_sandboxes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.token is not None and len(self.token) < 16:
+            raise DataError("serve: the token must be at least 16 characters")
+        if not is_loopback(self.host) and not self.token:
+            raise DataError(
+                f"serve: refusing to bind {self.host}: anything but localhost needs a token "
+                f"(--token-file FILE or ${TOKEN_ENV})"
+            )
+        for name in ("lanes", "queue_size", "max_body_bytes", "max_programs", "max_tests"):
+            if int(getattr(self, name)) < 1:
+                raise DataError(f"serve: {name} must be at least 1")
+        if self.queue_size < self.lanes:
+            raise DataError("serve: queue_size must be at least lanes")
+        if not 0 <= self.port < 65536:
+            raise DataError(f"serve: port {self.port} is out of range")
+
+    def lane_workers(self) -> int:
+        """Sandboxes per batch: the node's cores split among the lanes, so the service never
+        runs more sandboxes at once than `workers` (a node's cores, by default)."""
+        total = self.workers or os.cpu_count() or 1
+        return max(1, total // self.lanes)

@@ -1,0 +1,90 @@
+"""Trainers take their reward from `cppo-bench serve` with `reward_verifier=URL[,URL]`: the
+same rewards as in-process, the programs spread over the URLs, and a real (toy) training run
+pointed at a service trains with every reward verified there."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("torch")
+
+from serve_process import Service  # noqa: E402
+
+import cppo_bench as cb  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def services():
+    pair = [Service("--workers", "1"), Service("--workers", "1")]
+    yield pair
+    for svc in pair:
+        svc.stop()
+
+
+def programs_verified(svc: Service) -> int:
+    with urllib.request.urlopen(svc.url + "/metrics", timeout=60) as resp:
+        text = resp.read().decode()
+    return int(next(line.split()[1] for line in text.splitlines()
+                    if line.startswith("cppo_serve_programs_total ")))  # fmt: skip
+
+
+def rollouts() -> list:
+    from trainers.engine.rollout import Rollout, RolloutRequest
+
+    out = []
+    for p in cb.load_benchmark("demo")[:4]:
+        for code in (p.reference_solutions[0], "print(0)"):
+            out.append(Rollout(RolloutRequest(p, 0, messages=()), (), (1,), code, "stop"))
+    return out
+
+
+@pytest.mark.parametrize("reward", ["pass", "tests_fraction"])
+def test_rewards_through_two_services_equal_in_process(services, reward) -> None:
+    from trainers.engine.config import TrainConfig
+    from trainers.engine.rewards import reward_from_config
+
+    before = [programs_verified(s) for s in services]
+    urls = ",".join(s.url for s in services)
+    remote = reward_from_config(TrainConfig(reward=reward, reward_verifier=urls))(rollouts())
+    local = reward_from_config(TrainConfig(reward=reward, verify_workers=1))(rollouts())
+    assert [(s.reward, s.passed, s.verdict) for s in remote] == [
+        (s.reward, s.passed, s.verdict) for s in local
+    ]
+    assert any(s.passed for s in remote) and not all(s.passed for s in remote)
+    after = [programs_verified(s) for s in services]
+    assert all(a > b for a, b in zip(after, before, strict=True))  # spread over both URLs
+    assert sum(after) - sum(before) == len(remote)
+
+
+@pytest.mark.parametrize("bad", ["ftp://host:1", "host:8600", "http://a b"])
+def test_reward_verifier_must_be_http_urls(bad) -> None:
+    from trainers.engine.config import ConfigError, TrainConfig
+
+    with pytest.raises(ConfigError, match="reward_verifier") as err:
+        TrainConfig(reward_verifier=f"http://ok:1,{bad}")
+    assert "\n" not in str(err.value)
+
+
+def test_train_refuses_a_bad_url_in_one_line() -> None:
+    from cli_subprocess import cli
+
+    proc = cli("train", "pkpo", "--set", "reward_verifier=ftp://x", "--out", "/nonexistent/x")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "Error: config reward_verifier: 'ftp://x' is not an http(s) URL"
+
+
+def test_a_toy_run_pointed_at_the_service_trains(services, tmp_path: Path, toy_model) -> None:
+    from toy_task import run
+
+    svc = services[0]
+    before = programs_verified(svc)
+    result = run(tmp_path / "run", toy_model, steps=1, reward_verifier=svc.url)
+    assert result is not None
+    # one step: 4 prompts x 8 samples, every one verified by the service
+    assert programs_verified(svc) - before == 32
+    assert (tmp_path / "run").is_dir()
