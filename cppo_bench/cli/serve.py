@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.util import env
 from cppo_bench.util.termsafe import echo, safe
+from cppo_bench.util.userfiles import UserFileError, read_text
 
 
 def _token(token_file: Path | None) -> str | None:
@@ -17,13 +18,13 @@ def _token(token_file: Path | None) -> str | None:
 
     if token_file is not None:
         try:
-            text = token_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_text(token_file, max_bytes=4096).strip()
+        except (UserFileError, UnicodeDecodeError) as exc:
             raise click.ClickException(f"{token_file}: cannot read the token ({exc})") from None
         if not text or len(text.splitlines()) != 1:
             raise click.ClickException(f"{token_file}: expected one line holding the token")
         return text
-    return os.environ.get(TOKEN_ENV) or None
+    return env.text(TOKEN_ENV)
 
 
 @click.command("serve")

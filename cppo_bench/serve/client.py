@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import threading
 import time
 import urllib.error
@@ -24,6 +23,7 @@ from typing import Any
 
 from cppo_bench.problem import Problem
 from cppo_bench.serve.config import TOKEN_ENV
+from cppo_bench.util import env
 from cppo_bench.verifier.records import VerifyResult
 
 RETRIED = (429, 503)
@@ -54,7 +54,7 @@ class VerifierClient:
         self.urls = [u.strip().rstrip("/") for u in listed for u in u.split(",") if u.strip()]
         if not self.urls:
             raise ValueError("VerifierClient: no URL given")
-        self.token = token if token is not None else os.environ.get(TOKEN_ENV)
+        self.token = token if token is not None else env.text(TOKEN_ENV)
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s
@@ -146,10 +146,13 @@ class VerifierClient:
             raise VerifierServiceError(None, f"{len(results)} results for {len(items)} programs")
         return results
 
-    def verify(self, problems: Sequence[Problem], programs: Sequence[str],
-               **limits: Any) -> list[VerifyResult]:  # fmt: skip
-        """Verdicts of programs[i] on problems[i], as `cb.verify` gives them in-process (every
-        test run)."""
+    def verify(self, problems: Sequence[Problem], programs: Sequence[str], *,
+               all_tests: bool = True, **limits: Any) -> list[VerifyResult]:  # fmt: skip
+        """Verdicts of programs[i] on problems[i], as `cb.verify` gives them in-process with
+        every test run: the service has no early stop (SECURITY.md), so `all_tests` is
+        only ever True, and says so at the call."""
+        if not all_tests:
+            raise ValueError("VerifierClient.verify: the service runs every test (all_tests)")
         if len(problems) != len(programs):
             raise ValueError(f"{len(problems)} problems but {len(programs)} programs")
         items = [{"code": code, "problem": problem_payload(p)}

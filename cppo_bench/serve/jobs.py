@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.serve.config import ServeConfig
+from cppo_bench.util.termsafe import quote
 from cppo_bench.verifier import Limits, VerifyJob, validate_problems
 
 if TYPE_CHECKING:
@@ -68,11 +69,11 @@ def _named(item: Item, index: int, problems: dict[str, Problem], bench: str | No
         raise RequestError(422, f"items[{index}]: give 'problem' or 'problem_id'")
     if item.benchmark is not None and item.benchmark != bench:
         served = f"only {bench}" if bench else "no benchmark (start it with --bench)"
-        raise RequestError(422, f"items[{index}]: benchmark {item.benchmark!r}: this server has "
+        raise RequestError(422, f"items[{index}]: benchmark {quote(item.benchmark)}: this server has "
                                 f"{served}")  # fmt: skip
     problem = problems.get(item.problem_id)
     if problem is None:
-        raise RequestError(422, f"items[{index}]: unknown problem id {item.problem_id!r}")
+        raise RequestError(422, f"items[{index}]: unknown problem id {quote(item.problem_id)}")
     return problem
 
 

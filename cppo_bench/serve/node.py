@@ -25,6 +25,8 @@ import urllib.request
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.util import env, userfiles
+from cppo_bench.util.termsafe import echo, quote
 
 READY = "cppo-bench serve: ready on "  # serve.server.READY (not imported: no FastAPI here)
 WAIT_S = 600.0  # how long a rank waits for local rank 0's server (a slow node imports slowly)
@@ -46,9 +48,8 @@ def _folder() -> Path:
 
 
 def job_file() -> Path:
-    env = os.environ
-    key = "|".join(env.get(k, "") for k in ("MASTER_ADDR", "MASTER_PORT",
-                                             "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"))  # fmt: skip
+    key = "|".join(env.raw(k) or "" for k in ("MASTER_ADDR", "MASTER_PORT",
+                                               "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"))  # fmt: skip
     return _folder() / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.url"
 
 
@@ -82,7 +83,7 @@ def start(workers: int, lanes: int) -> tuple[str, subprocess.Popen[str]]:
     if not line.startswith(READY):
         proc.kill()
         proc.wait()
-        why = repr(line.strip()[:200]) if line else f"it exited {proc.returncode}: see above"
+        why = quote(line.strip()) if line else f"it exited {proc.returncode}: see above"
         raise DataError(f"the node's verifier did not start ({why})")
 
     def stop() -> None:
@@ -117,14 +118,14 @@ def node_service(local_rank: int | None = None, local_world: int | None = None) 
 def _find_or_start(path: Path, local_rank: int | None, local_world: int | None) -> str:
     from cppo_bench.verifier.cpus import process_cpus
 
-    rank = int(os.environ.get("LOCAL_RANK", "0")) if local_rank is None else local_rank
-    world = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if local_world is None else local_world
+    rank = env.integer("LOCAL_RANK", 0, 0, 1 << 20) if local_rank is None else local_rank
+    world = env.world_size("LOCAL_WORLD_SIZE") if local_world is None else local_world
     if rank == 0:
         path.unlink(missing_ok=True)  # a finished job's file
         cores = len(process_cpus())
         url, proc = start(cores, max(1, world))
-        print(f"node verifier: started at {url} ({cores} sandboxes for {world} local "
-              "processes)", file=sys.stderr, flush=True)  # fmt: skip
+        echo(f"node verifier: started at {url} ({cores} sandboxes for {world} local "
+             "processes)", err=True)  # fmt: skip
         tmp = path.with_suffix(".tmp")
         tmp.write_text(f"{url}\n{proc.pid}\n")
         tmp.replace(path)  # whole or absent for a reader
@@ -132,11 +133,11 @@ def _find_or_start(path: Path, local_rank: int | None, local_world: int | None) 
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         try:
-            url, pid = path.read_text().split()[:2]
+            url, pid = userfiles.read_text(path, max_bytes=4096).split()[:2]
             if _alive(url, int(pid)):
-                print(f"node verifier: local rank {rank} uses {url}", file=sys.stderr, flush=True)
+                echo(f"node verifier: local rank {rank} uses {url}", err=True)
                 return url
-        except (OSError, ValueError):
+        except (OSError, ValueError, userfiles.UserFileError):
             pass
         time.sleep(0.2)  # local rank 0 is starting its server
     raise DataError(f"no verifier from local rank 0 after {WAIT_S:.0f} s ({path})")

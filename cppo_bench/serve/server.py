@@ -16,6 +16,7 @@ import uvicorn
 
 from cppo_bench.serve.app import create_app
 from cppo_bench.serve.pipeline import ServeState
+from cppo_bench.util.termsafe import echo
 from cppo_bench.verifier import keep_sandboxes
 
 READY = "cppo-bench serve: ready on "  # the line a supervisor (or a test) waits for
@@ -56,7 +57,7 @@ class _DrainingServer(uvicorn.Server):
 
 
 def _announce(address: str) -> None:
-    print(READY + address, flush=True)
+    echo(READY + address)  # click's echo flushes: the node's ranks wait on this line
 
 
 def serve(state: ServeState, on_ready: Callable[[str], None] = _announce,

@@ -67,6 +67,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("trainers/cppo_pipeline/reward_model.py", ".save_pretrained"): "RM model/: " + FRESH,
     ("trainers/cppo_pipeline/ngram_rm.py", "save_tensors"): "n-gram RM weights: " + FRESH,
 }
+# the node verifier's rendezvous: a 0700 folder of this user in $TMPDIR (owner and mode
+# checked, serve.node._folder), never a user's output folder
+_NODE = "the node verifier's private 0700 rendezvous folder (serve.node._folder)"
+for _call in (".mkdir", ".unlink", ".write_text", ".replace"):
+    ALLOWED[("cppo_bench/serve/node.py", _call)] = _NODE
 # the sandbox's own tmpfs / cgroups: exactly the calls each module makes
 _SANDBOX = {
     "inside/mounts": ("os.makedirs", "os.mkdir", "os.symlink"),

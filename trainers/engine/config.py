@@ -133,7 +133,7 @@ class TrainConfig:
         urls = "" if self.reward_verifier == "local" else self.reward_verifier
         for url in filter(None, (u.strip() for u in urls.split(","))):
             if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
-                raise ConfigError(f"config reward_verifier: {url[:80]!r} is not an http(s) URL")
+                raise ConfigError(f"config reward_verifier: {quote(url, 80)} is not an http(s) URL")
         for name in ("keep_folders", "verify_workers", "logits_chunk_tokens"):
             # keep_folders=-100 would make the pruning slice delete the newest checkpoints
             if getattr(self, name) < 0:

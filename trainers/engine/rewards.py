@@ -57,7 +57,7 @@ def _verify(rollouts: Sequence[Rollout], workers: int | None) -> list:
     jobs = [VerifyJob(r.request.problem, r.text) for r in rollouts]
     client = _SERVICE.get()
     if client is not None:
-        return client.verify([j.problem for j in jobs], [j.code for j in jobs])
+        return client.verify([j.problem for j in jobs], [j.code for j in jobs], all_tests=True)
     return verify_batch(jobs, workers=workers, all_tests=True)
 
 

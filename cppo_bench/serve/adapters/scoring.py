@@ -4,7 +4,6 @@ serve` service (a URL, or several: spread round robin by the client) or, without
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +12,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.serve.adapters.labels import problem_payload
 from cppo_bench.serve.client import VerifierClient
+from cppo_bench.util import env
 from cppo_bench.verifier import VerifyJob, VerifyResult, verify_batch
 
 URL_ENV = "CPPO_VERIFIER_URL"  # a service URL (commas: several) when none is passed
@@ -37,7 +37,7 @@ class Scorer:
     def __init__(self, url: str | Sequence[str] | None = None, *, token: str | None = None,
                  timeout: float = 600.0, partial: bool = False,
                  workers: int | None = None) -> None:  # fmt: skip
-        url = url if url is not None else (os.environ.get(URL_ENV) or None)
+        url = url if url is not None else env.text(URL_ENV)
         self.client = VerifierClient(url, token=token, timeout=timeout) if url else None
         self.partial = partial
         self.workers = workers
@@ -68,7 +68,7 @@ _LOCK = threading.Lock()
 
 def shared_scorer(url: str | None, token: str | None, partial: bool) -> Scorer:
     """One Scorer per settings for the process (verl calls compute_score once per row)."""
-    key = (url or os.environ.get(URL_ENV), token, partial)
+    key = (url or env.text(URL_ENV), token, partial)
     with _LOCK:
         if key not in _SHARED:
             _SHARED[key] = Scorer(url, token=token, partial=partial)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cppo_bench.serve.adapters.scoring import Scorer
+from cppo_bench.util.termsafe import quote
 
 
 def completion_text(completion: Any) -> str:
@@ -39,5 +40,7 @@ class VerifierReward:
                  **kwargs: Any) -> list[float]:  # fmt: skip
         labels = kwargs.get(self.label_column)
         if labels is None:
-            raise ValueError(f"VerifierReward: the dataset has no {self.label_column!r} column")
+            raise ValueError(
+                f"VerifierReward: the dataset has no {quote(self.label_column)} column"
+            )
         return self.scorer.score([completion_text(c) for c in completions], list(labels))
