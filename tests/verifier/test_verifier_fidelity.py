@@ -16,7 +16,7 @@ import pytest
 from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
-from cppo_bench.verifier import sandbox as sandbox_module
+from tests.helpers.kept_child import kept
 
 ECHO = Problem("i42", "echo", "", tests=(Case("ping\n", "ping\n"),), checker="lcb")
 CONTROL = VerifyJob(ECHO, "print(input())")
@@ -63,16 +63,6 @@ PROGRAMS = {
         "time.sleep(0.6)\nprint(n)\n"
     ),
 }
-
-
-def kept(mode: str) -> bool:
-    """Does a sandbox of this mode keep children here (its set-up says so)?"""
-    box = sandbox_module.Sandbox(nproc=64)
-    try:
-        box.start()
-        return bool(box.hello.get("reuse")) and box.mode == mode
-    finally:
-        box.close()
 
 
 # appended to a program: its sixth test in one process adds a line (only a kept child's can)

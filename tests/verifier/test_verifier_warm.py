@@ -14,7 +14,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier import launch as launch_module
-from cppo_bench.verifier import sandbox as sandbox_module
+from tests.helpers.kept_child import kept
 
 ECHO = Problem("warm", "echo", "", tests=(Case("ping\n", "ping\n"),), checker="lcb")
 CONTROL = VerifyJob(ECHO, "print(input())")
@@ -22,16 +22,6 @@ CONTROL = VerifyJob(ECHO, "print(input())")
 # state of a module the program imported is what a kept child keeps by design; `sys` is put
 # back between tests, inside/reset.py)
 COUNTER = "import heapq\nn = getattr(heapq, '_cppo_seen', 0)\nheapq._cppo_seen = n + 1\nprint(n)\n"
-
-
-def kept(mode: str) -> bool:
-    """Does a sandbox of this mode keep children here (its set-up says so)?"""
-    box = sandbox_module.Sandbox(nproc=64)
-    try:
-        box.start()
-        return bool(box.hello.get("reuse")) and box.mode == mode
-    finally:
-        box.close()
 
 
 def needs_kept(mode: str) -> None:
