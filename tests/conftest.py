@@ -57,3 +57,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("manual"):
             item.add_marker(skip)
+
+
+class _GroupsHold:
+    """The groups hold only if xdist's own hook (after the one above, before this one) tagged
+    each test's node id with its group: pytest 9.2 silently undid that (pytest-xdist#1386) and
+    every launch ran at once, fighting over ports and cores. Then every test fails, naming why,
+    instead of a few failing at random where two launches meet. (An error raised in a worker's
+    collection reaches the terminal as xdist's INTERNALERROR, without the reason.)"""
+
+    def __init__(self) -> None:
+        self.why = ""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+            return
+        loose = [item.nodeid for item in items if "@" not in item.nodeid]
+        if loose:
+            self.why = (
+                f"--dist loadgroup does not group tests under pytest {pytest.__version__} "
+                f"(pytest-xdist#1386; e.g. {loose[0]}): install the dev extra's pytest<9.2"
+            )
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.why:
+            pytest.fail(self.why, pytrace=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_GroupsHold(), "cppo-bench-groups-hold")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,3 +32,41 @@ def toy_env() -> dict[str, str]:
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env["OMP_NUM_THREADS"] = "1"  # two processes on a small CPU: no oversubscription
     return env
+
+
+# Every launch a test starts gets its rendezvous port here, the one place a test names one
+# (tests/structure/test_suite_layout.py): a port a test computes itself (29000 + pid % 500)
+# collides with another launch, a lingering one or any other process on the machine.
+
+
+def torchrun(nproc: int = 2, python: str | Path = sys.executable) -> list[str]:
+    """``torchrun --standalone --nproc_per_node N``, as a user types it, with ``python``'s
+    torch: standalone's rendezvous listens on a port the OS picks as it binds, so no other
+    launch can hold it."""
+    return [
+        str(python),
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(nproc),
+    ]
+
+
+def accelerate_launch(python: str | Path, config: Path) -> list[str]:
+    """``accelerate launch --config_file CONFIG``; port 0: accelerate asks the OS for a free one."""
+    launch = [str(python), "-m", "accelerate.commands.launch", "--config_file", str(config)]
+    return [*launch, "--main_process_port", "0"]
+
+
+def free_port() -> int:
+    """A port the OS just handed out, for launchers that take no port 0 (mp.spawn, a
+    hand-set rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rendezvous_env(port: int) -> dict[str, str]:
+    """The variables torch.distributed's env:// rendezvous reads, on ``port``."""
+    return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests_paths import free_port, rendezvous_env
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -48,8 +49,7 @@ def first_line(proc: subprocess.Popen[str]) -> dict:
 
 
 def test_two_local_ranks_share_one_pool_that_dies_with_rank_0() -> None:
-    env = {**os.environ, "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(random.randrange(20000, 60000)),
+    env = {**os.environ, "LOCAL_WORLD_SIZE": "2", **rendezvous_env(free_port()),
            "TORCHELASTIC_RUN_ID": f"test-{os.getpid()}-{random.random()}"}  # fmt: skip
     ranks = [subprocess.Popen([sys.executable, "-c", RANK], cwd=ROOT, text=True,
                               env={**env, "LOCAL_RANK": str(r)}, stdin=subprocess.PIPE,
@@ -85,12 +85,11 @@ def test_two_local_ranks_share_one_pool_that_dies_with_rank_0() -> None:
 
 @pytest.mark.xdist_group("multiprocess")
 def test_a_two_process_gloo_run_trains_on_one_node_pool(tmp_path: Path, toy_model) -> None:
-    from tests_paths import REPO, toy_env
+    from tests_paths import REPO, torchrun, toy_env
 
     out = tmp_path / "two"
     # torchrun, with this interpreter (the one that has the serve extra)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-           str(29500 + (os.getpid() + 200) % 400), str(REPO / "tests" / "helpers" / "toy_task.py"),
+    cmd = [*torchrun(), str(REPO / "tests" / "helpers" / "toy_task.py"),
            str(out), "--model", str(toy_model), "--steps", "1",
            "--set", "reward_verifier=local"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True,

@@ -24,3 +24,20 @@ def test_every_module_that_launches_processes_is_in_the_multiprocess_group():
     assert not unmarked, (
         f"launch several processes without xdist_group({MULTIPROCESS!r}): {unmarked}"
     )
+
+
+# A launch's rendezvous port comes from tests/helpers/tests_paths.py (torchrun --standalone,
+# accelerate's port 0, free_port): a port a test computes (29000 + pid % 500) collided with
+# another launch and failed CI where two launches met.
+PORT_NAMES = re.compile(r"master_port|MASTER_PORT|main_process_port|rdzv.endpoint")
+PORT_DOOR = TESTS / "helpers" / "tests_paths.py"
+
+
+def test_only_the_launch_helpers_name_a_rendezvous_port():
+    naming = [
+        str(p.relative_to(TESTS))
+        for p in sorted(TESTS.rglob("*.py"))
+        if p not in (PORT_DOOR, Path(__file__).resolve()) and PORT_NAMES.search(p.read_text())
+    ]
+    assert not naming, f"name a rendezvous port outside tests_paths.py: {naming}"
+    assert PORT_NAMES.search(PORT_DOOR.read_text())  # the door still exists

@@ -7,13 +7,11 @@ while all of them deleted and rewrote the same folder, recent_tuples.json and re
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, torchrun, toy_env
 
 pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
 
@@ -21,13 +19,11 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent")
 def test_both_processes_hold_the_same_gate_after_a_refresh(tmp_path: Path) -> None:
     from tests.helpers.cppo_stage_fixture import prepared
 
     prepared(tmp_path)  # sft, rm, warmup and audit complete on the tiny model
-    port = str(29300 + os.getpid() % 300)
-    cmd = ["torchrun", "--nproc_per_node", "2", "--master_port", port]
+    cmd = torchrun()
     cmd += [str(REPO / "tests" / "helpers" / "cppo_joint_probe.py"), str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

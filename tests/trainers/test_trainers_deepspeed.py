@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env, venv_python
+from tests_paths import REPO, accelerate_launch, toy_env, venv_python
 
 pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
 
 torch = pytest.importorskip("torch")
 
 VENV = venv_python("deepspeed", "DEEPSPEED_PYTHON", "/tmp/dsvenv/bin/python")
-_PORT = [29500 + os.getpid() % 400]
 
 ZERO_YAML = """compute_environment: LOCAL_MACHINE
 distributed_type: DEEPSPEED
@@ -73,9 +71,7 @@ def _launch(
     if config is None:  # one plain process, the reference layout
         cmd = [sys.executable, *args]
     else:
-        _PORT[0] += 1  # a fresh rendezvous port per launch
-        cmd = [python, "-m", "accelerate.commands.launch", "--config_file", str(config)]
-        cmd += ["--main_process_port", str(_PORT[0]), *args]
+        cmd = [*accelerate_launch(python, config), *args]
     proc = subprocess.run(
         cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=timeout
     )

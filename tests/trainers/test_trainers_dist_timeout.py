@@ -13,7 +13,7 @@ import sys
 from datetime import timedelta
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, free_port, rendezvous_env, toy_env
 
 pytest.importorskip("accelerate")
 
@@ -52,8 +52,8 @@ ranks.is_main()
 
 def _timeouts(code: str) -> list[float | None]:
     env = toy_env()
-    env.update(WORLD_SIZE="2", RANK="0", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1")
-    env.update(MASTER_PORT="29997", LOCAL_WORLD_SIZE="2")
+    env.update(WORLD_SIZE="2", RANK="0", LOCAL_RANK="0")
+    env.update(rendezvous_env(free_port()), LOCAL_WORLD_SIZE="2")
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, code],
         cwd=REPO,

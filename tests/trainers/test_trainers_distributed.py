@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, torchrun, toy_env
 
 pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
 
@@ -28,7 +26,6 @@ def _train(cmd: list[str], out: Path) -> None:
     assert (out / "checkpoints" / "final" / "model.safetensors").is_file()
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not installed")
 def test_two_processes_match_one_process(tmp_path: Path, toy_model: Path) -> None:
     script = str(REPO / "tests" / "helpers" / "toy_task.py")
     # 4 prompts per step: one process rolls out all 4, each of two processes 2 of them;
@@ -48,16 +45,7 @@ def test_two_processes_match_one_process(tmp_path: Path, toy_model: Path) -> Non
     one, two = tmp_path / "one", tmp_path / "two"
     _train([sys.executable, script, str(one), *common], one)
     _train(
-        [
-            "torchrun",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            str(29500 + os.getpid() % 400),
-            script,
-            str(two),
-            *common,
-        ],
+        [*torchrun(), script, str(two), *common],
         two,
     )
     a, b = _weights(one), _weights(two)

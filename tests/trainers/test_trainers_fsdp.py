@@ -11,20 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, torchrun, toy_env
 
 torch = pytest.importorskip("torch")
 pytestmark = [
-    pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent"),
     pytest.mark.xdist_group("multiprocess"),  # one launch at a time (conftest.py)
 ]
 
-_PORT = [29000 + os.getpid() % 500]
-
 
 def _torchrun(args: list[str], timeout: int = 300, ok: bool = True) -> subprocess.CompletedProcess:
-    _PORT[0] += 1  # a fresh rendezvous port per launch
-    cmd = ["torchrun", "--nproc_per_node", "2", "--master_port", str(_PORT[0]), *args]
+    cmd = [*torchrun(), *args]
     proc = subprocess.run(
         cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=timeout
     )
@@ -189,7 +185,6 @@ def _failed_resume(out: Path, model: Path, *extra: str) -> str:
 def test_a_resume_one_process_cannot_load_stops_every_process(
     tmp_path: Path, toy_model: Path
 ) -> None:
-    import shutil
 
     base = tmp_path / "base"
     _torchrun(_toy_args(base, toy_model, *FSDP2, "--steps", "1"))

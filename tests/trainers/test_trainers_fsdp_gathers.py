@@ -7,26 +7,22 @@ all-gathered again in every later backward (issue 35 item 9: 3 instead of 2 here
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, torchrun, toy_env
 
 pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
 
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is absent")
 def test_a_gathered_block_leaves_the_backward_all_gathers_unchanged(tmp_path: Path) -> None:
     from train_helpers import tiny_model_dir
 
     model = tiny_model_dir(tmp_path / "tiny")
-    port = str(29600 + os.getpid() % 300)
-    cmd = ["torchrun", "--nproc_per_node", "2", "--master_port", port]
+    cmd = torchrun()
     cmd += [str(REPO / "tests" / "helpers" / "fsdp_gather_probe.py"), str(tmp_path), str(model)]
     proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -10,14 +10,12 @@ user would (torchrun; ``accelerate launch --mixed_precision bf16`` sets the same
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
-from tests_paths import REPO, toy_env
+from tests_paths import REPO, torchrun, toy_env
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.xdist_group("multiprocess")  # one launch at a time (conftest.py)
@@ -32,10 +30,8 @@ def test_fsdp2_computes_in_the_launchs_mixed_precision(
     out = tmp_path / "run"
     args = [str(REPO / "tests" / "helpers" / "toy_task.py"), str(out), "--model", str(toy_model)]
     args += ["--steps", "1", "--set", "sharding=fsdp2", "--set", "max_tokens=2"]
-    port = str(29700 + os.getpid() % 200 + len(mixed))
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     proc = subprocess.run(
-        [*launch, "--master_port", port, *args],
+        [*torchrun(), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
+from tests_paths import free_port, rendezvous_env
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
@@ -44,7 +44,7 @@ def planner_advantages_of(step) -> list[float]:
 
 
 def _worker(rank: int, world: int, port: int, out: str, row: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(rendezvous_env(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
 
@@ -61,12 +61,6 @@ def _worker(rank: int, world: int, port: int, out: str, row: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(autouse=True)
 def _no_lingering_tracker():
     """mp.spawn starts multiprocessing's resource tracker, a child that would live as long as
@@ -81,7 +75,7 @@ def _no_lingering_tracker():
 @pytest.mark.parametrize("row", ["m1", "m1_loo"])
 def test_m1_over_processes_equals_one_process(tmp_path: Path, world: int, row: str) -> None:
     single = planner_advantages_of(joint_rows([prompt(i) for i in range(4)], ablation(row)))
-    mp.spawn(_worker, args=(world, _free_port(), str(tmp_path), row), nprocs=world, join=True)
+    mp.spawn(_worker, args=(world, free_port(), str(tmp_path), row), nprocs=world, join=True)
     spread = [
         a for r in range(world) for a in json.loads((tmp_path / f"{row}.{r}.json").read_text())
     ]

