@@ -132,7 +132,7 @@ def overlap_matrix(
         for doc, other in ((m.a, m.b), (m.b, m.a)):
             cell = (owner[doc], owner[other])
             for kind in (*m.kinds, "any"):
-                hit[(*cell, kind)].add(doc)
+                hit[cell + (kind,)].add(doc)
     return {
         (i, j): Cell(**{k: len(hit.get((i, j, k), ())) for k in (*KINDS, "any")})
         for i in range(n_sources)

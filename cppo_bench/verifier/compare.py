@@ -100,8 +100,8 @@ def apps_stdin(output: str, expected: str) -> bool:
     # The official rule on `lines = output.splitlines()`, with both sides only ever streamed
     # (compare_text): see the module doc for the stages.
     want = expected.strip()
-    got = output.strip()
-    if got == want and not OTHER_BREAKS.search(got):
+    stripped = output.strip()
+    if stripped == want and not OTHER_BREAKS.search(stripped):
         return True  # (the first stage's answer, in C: "\n" is the only break in either)
     if concat_equals(joined_lines(output), want):
         return True

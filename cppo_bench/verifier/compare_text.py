@@ -14,6 +14,7 @@ import os
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 # What str.splitlines() splits on, "\r\n" first so that it counts as one break.
 LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -121,17 +122,22 @@ def set_of_sets_equal(lines: Iterator[str], want: set[frozenset], key: Callable)
     return len(covered) == len(want)
 
 
-def equal_iter(got: Iterable, want: Iterable, same: Callable[[object, object], bool]) -> bool:
+T = TypeVar("T")
+_END = object()
+
+
+def equal_iter(got: Iterable[T], want: Iterable[T], same: Callable[[T, T], bool]) -> bool:
     """list(got) == list(want) pairwise under `same`, both sides streamed, stopping at the
     first difference (neither side is ever materialised)."""
-    end = object()
-    got, want = iter(got), iter(want)
-    while True:
-        a, b = next(got, end), next(want, end)
-        if a is end or b is end:
-            return a is b
-        if not same(a, b):
-            return False
+    want_it = iter(want)
+    for a in got:
+        for b in want_it:  # (at most one item: the break below)
+            if not same(a, b):
+                return False
+            break
+        else:
+            return False  # `want` ended first
+    return next(want_it, _END) is _END  # (False: `got` ended first)
 
 
 # Past this many bytes of expected output, the set-of-sets stages compare 8-byte keyed
@@ -173,9 +179,9 @@ def line_digests(lines: Iterable[str], key: Callable, expected: bool):
     return numpy.unique(numpy.frombuffer(out, dtype=numpy.uint64))
 
 
-def _canonical(token: object) -> str:
+def _canonical(token: str | float) -> str:
     """A set element as text: 0.0 and -0.0 are one element, as in a Python set."""
-    return token if type(token) is str else repr(token + 0.0)
+    return token if isinstance(token, str) else repr(token + 0.0)
 
 
 def digests_equal(got: Iterable[str], want: Iterable[str], key: Callable) -> bool:

@@ -18,7 +18,9 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from cppo_bench.util import env
 from cppo_bench.verifier.launch import PIN_ENV
@@ -66,7 +68,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _update(change) -> object:
+R = TypeVar("R")
+
+
+def _update(change: Callable[[list], R]) -> R | None:
     """Run change(entries) -> result under the registry's lock; entries ([cpu, pid, token]
     lists) of dead processes are dropped first. None where the registry is unusable."""
     path = registry_path()

@@ -17,7 +17,7 @@ _CODE_HINT = re.compile(
 
 def _blocks(text: str) -> list[tuple[str, str, bool]]:
     """(language tag, body, closed) of every fenced block, in order."""
-    out = []
+    out: list[tuple[str, str, bool]] = []
     pos = 0
     while True:
         m = _FENCE.search(text, pos)

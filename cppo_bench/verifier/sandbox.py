@@ -219,7 +219,8 @@ class Sandbox:
         if self._memcg is not None:
             self._memcg.close_fds()  # (the sandbox holds its own copies now)
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            os.set_blocking(pipe.fileno(), False)
+            if pipe is not None:  # (all three are pipes: PIPE above)
+                os.set_blocking(pipe.fileno(), False)
         if self.mode != "command":  # (a container numbers its CPUs its own way)
             cpus.give_back(self._cpu)
             self._cpu = cpus.take()
@@ -333,6 +334,8 @@ class Sandbox:
 
     def _write(self, proc: subprocess.Popen, data: bytes, deadline: float) -> None:
         view = memoryview(data)
+        if proc.stdin is None:  # (never: it is started with stdin=PIPE)
+            raise SandboxError("sandbox has no input pipe")
         fd = proc.stdin.fileno()
         while view:
             if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
@@ -371,7 +374,7 @@ class Sandbox:
                 if not isinstance(head, dict):
                     raise SandboxError("malformed reply from the sandbox")
                 return head, frame[wire.HEAD.size + sizes[0] :]
-            fd = self.proc.stdout.fileno() if self.proc else -1
+            fd = self.proc.stdout.fileno() if self.proc and self.proc.stdout else -1
             left = deadline - time.monotonic()
             # The server's stderr is drained too (keeping a tail): a full stderr pipe would
             # block the server and look like a hang.
@@ -390,7 +393,11 @@ class Sandbox:
 
     def _pump_stderr(self) -> None:
         try:
-            chunk = os.read(self.proc.stderr.fileno(), 1 << 16) if self.proc else b""
+            chunk = (
+                os.read(self.proc.stderr.fileno(), 1 << 16)
+                if self.proc and self.proc.stderr
+                else b""
+            )
         except (BlockingIOError, OSError, ValueError):
             return
         self._err += chunk

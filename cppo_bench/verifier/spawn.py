@@ -31,4 +31,4 @@ def spawn(argv: list[str], **kwargs) -> subprocess.Popen:
             _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawn",
                                           initializer=_unbind)  # fmt: skip
         spawner = _SPAWNER
-    return spawner.submit(subprocess.Popen, argv, **kwargs).result()
+    return spawner.submit(lambda: subprocess.Popen(argv, **kwargs)).result()

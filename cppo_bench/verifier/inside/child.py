@@ -17,6 +17,7 @@ import os
 import resource
 import signal
 import sys
+from typing import Any
 
 import nsutil
 import seccomp
@@ -130,10 +131,13 @@ def prelude_globals(preludes: dict) -> dict:
     A test child runs its program in its own copy-on-write copy of one of them, so no prelude
     runs per test (the LCB one binds hundreds of names, about 0.5 ms a test with page faults)."""
     builtins.input = _input  # (before the preludes: lcb's `from builtins import *` binds it)
-    out = {}
+    out: dict[tuple[str, bool], dict[str, Any]] = {}
     for name, code in preludes.items():
         for call in (False, True):
-            g = {"__name__": "solution" if call else "__main__", "__builtins__": builtins}
+            g: dict[str, Any] = {
+                "__name__": "solution" if call else "__main__",
+                "__builtins__": builtins,
+            }
             exec(code, g)
             if name == "apps":
                 g["np"] = LazyNumpy()
@@ -157,6 +161,13 @@ def std_streams() -> tuple:
              buffering=1),
     )  # fmt: skip
     return _STREAMS
+
+
+def _bind_streams(streams: tuple) -> None:
+    """The program's streams as sys.std* and as the "original" sys.__std*__ alike."""
+    sys.stdin, sys.stdout, sys.stderr = streams
+    # (typeshed marks sys.__std*__ Final; at run time they are plain, writable attributes)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
 def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
@@ -225,8 +236,7 @@ def run_child(spec: dict, globals_by: dict, fds: dict, iso: dict) -> None:
             raise OSError("cannot install the test's seccomp filter")
         global _IN_TEST
         _IN_TEST = True
-        sys.stdin, sys.stdout, sys.stderr = _STREAMS or std_streams()
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        _bind_streams(_STREAMS or std_streams())
         sys.argv = ["solution.py"]
         # (random was reseeded by its own at-fork hook, as in a fresh interpreter)
         prog = dict(spec, code=code, wrapped=bool(wrapped), source=source, warm="ctl" in fds)
@@ -277,15 +287,19 @@ def _run_program(prog: dict, raw: bytes, globals_by: dict) -> None:
             os.write(3, status)
         except BaseException:
             pass
-        if not again or fresh is None or not fresh.release(g, (warm.CTL_FD,), NOFILE):
+        if (
+            not again
+            or pristine is None
+            or fresh is None
+            or not fresh.release(g, (warm.CTL_FD,), NOFILE)
+        ):
             os._exit(0)
         raw = warm.next_test(call)
         g = dict(pristine)
         os.chdir(prog["scratch"])
         if "random" in sys.modules:  # a fresh seed per test, as the at-fork hook gives one
             sys.modules["random"].seed()
-        sys.stdin, sys.stdout, sys.stderr = std_streams()
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        _bind_streams(std_streams())
         sys.argv = ["solution.py"]
 
 

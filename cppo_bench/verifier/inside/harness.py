@@ -58,7 +58,7 @@ class Server(ServerSetup):
         self.prog: dict | None = None
         self.preludes = {k: compile(v, "<prelude>", "exec") for k, v in PRELUDES.items()}
         self.zygote = -1
-        self.zsock: socket.socket | None = None
+        # (self.zsock: set with the first zygote, ServerSetup._start_zygote)
         # (pid, socket) of each zygote: "base", and "numpy" (imported it) once a program
         # that names numpy arrives; self.zygote / self.zsock are the current program's
         self.zygotes: dict[str, tuple[int, socket.socket] | None] = {}
@@ -130,6 +130,8 @@ class Server(ServerSetup):
     # ---- one test -------------------------------------------------------------------------
     def run_test(self, data: bytearray) -> tuple[dict, list]:
         prog = self.prog
+        if prog is None:  # (the outside sends a program's tests only after its "load")
+            raise RuntimeError("a test with no program loaded")
         in_fd = os.memfd_create("stdin", SEALABLE)
         view = memoryview(data)
         while view:
@@ -220,7 +222,9 @@ class Server(ServerSetup):
         if ctl is not None:  # (a child to keep, never handed over: it is gone)
             ctl.close()
         files_kb = files_bytes((out_fd, st_fd)) >> 10
-        if done:  # the kept child says the test is over: it waits for the next one
+        if (
+            done and warm is not None
+        ):  # the kept child says the test is over: it waits for the next one
             final = warm.report(files_kb)
         else:
             self._kill_test(pidfd)
@@ -286,7 +290,8 @@ class Server(ServerSetup):
         self._drop_warm()
 
     def _drop_warm(self) -> None:
-        self.warm.close()
+        if self.warm is not None:
+            self.warm.close()
         self.warm = None
 
     def _kill_test(self, pidfd: int | None) -> None:

@@ -45,6 +45,7 @@ def compile_program(source: str, mode: str, known: frozenset = frozenset()):
         imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
         rest = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
         fn = ast.parse(f"def {WRAPPED}():\n    pass\n").body[0]
+        assert isinstance(fn, ast.FunctionDef)  # (the line above parses to one def)
         fn.body = rest or [ast.Pass()]
         wrapped = ast.Module(body=imports + [fn], type_ignores=[])
         return compile(ast.fix_missing_locations(wrapped), "<solution>", "exec"), True
@@ -122,8 +123,8 @@ def imports_numpy(source: str, prelude: str = "none") -> bool:
         elif isinstance(node, ast.Call) and node.args:
             func, arg = node.func, node.args[0]
             called = getattr(func, "id", None) or getattr(func, "attr", None)
-            literal = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-            names = [arg.value] if literal and called in _IMPORTERS else []
+            text = arg.value if isinstance(arg, ast.Constant) else None
+            names = [text] if isinstance(text, str) and called in _IMPORTERS else []
         elif isinstance(node, ast.Name) and prelude == "apps":
             names = ["numpy"] if node.id == "np" and isinstance(node.ctx, ast.Load) else []
         else:

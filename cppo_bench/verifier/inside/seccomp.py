@@ -109,7 +109,8 @@ class _SockFprog(ctypes.Structure):
 def _assemble(prog: list[tuple]) -> list[tuple[int, int, int, int]]:
     """(code, true target, false target, k) with targets as labels (str) or 0 -> jumps."""
     labels = {ins[1]: i for i, ins in enumerate(prog) if ins[0] == "label"}
-    out, index = [], {}
+    out: list[tuple[int, int, int, int]] = []
+    index: dict[int, int] = {}
     for ins in prog:
         if ins[0] != "label":
             index[id(ins)] = len(out)
@@ -161,13 +162,13 @@ def build_filter() -> object | None:
     return fprog
 
 
-def install(fprog: object) -> bool:
+def install(fprog: _SockFprog) -> bool:
     """Install a built filter on this process (needs no_new_privs, set by the server)."""
     # PR_SET_SECCOMP = 22, SECCOMP_MODE_FILTER = 2
     return nsutil.LIBC.prctl(22, ctypes.c_ulong(2), ctypes.byref(fprog), 0, 0) == 0
 
 
-def works(fprog: object | None) -> bool:
+def works(fprog: _SockFprog | None) -> bool:
     """Can a child of ours install it? (Once, in the zygote: a throwaway fork.)"""
     if fprog is None:
         return False

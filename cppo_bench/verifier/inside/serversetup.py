@@ -12,6 +12,7 @@ import select
 import signal
 import socket
 import sys
+from types import CodeType
 
 import nsutil
 from child import _LCB_MODULES
@@ -55,6 +56,14 @@ class ServerSetup:
     init: dict
     userns: bool
     iso: dict
+    ctrl_in: int
+    ctrl_out: int
+    preludes: dict[str, CodeType]
+    zygote: int
+    zsock: socket.socket  # the current program's zygote (set by _start_zygote, before use)
+    # each zygote by name; None where it was tried and failed (see _use_zygote)
+    zygotes: dict[str, tuple[int, socket.socket] | None]
+    preloaded: dict
 
     # ---- set-up -------------------------------------------------------------------------
     def setup(self) -> dict:
@@ -99,7 +108,8 @@ class ServerSetup:
         nsutil.prctl(nsutil.PR_SET_DUMPABLE, 0)  # same-uid processes may not ptrace us
         if self.init.get("site"):
             sys.path.append(self.init["site"])
-        builtins.exit = builtins.quit = _exit  # `site` normally adds these; -S skips it
+        for name in ("exit", "quit"):  # `site` normally adds these; -S skips it
+            setattr(builtins, name, _exit)
         sys.set_int_max_str_digits(0)
         scratch = self.init["scratch"]
         self.iso = {
@@ -195,7 +205,7 @@ class ServerSetup:
         (`programs.imports_numpy`; forked by the base zygote the first time, from its
         pristine memory), else the base. Returns what that zygote holds beyond the base
         one, which is not the program's: {"as_bytes", "rss_kb"} (see `_preloaded`)."""
-        self.zygote, self.zsock = self.zygotes["base"]
+        self.zygote, self.zsock = base = self._base_zygote()
         # (only with a pid namespace per test: without one, the base zygote reaps any child
         # of its own after a test, and would wait for the numpy zygote forever)
         if (not imports_numpy(source, prelude) or self.zygotes.get("numpy", ()) is None
@@ -214,16 +224,23 @@ class ServerSetup:
                 hello = {}
             if hello.get("numpy") and got:
                 self.zygotes["numpy"] = (pid_of(got[0]), ours)
-                self.preloaded = _preloaded(self.zygotes["base"][0], pid_of(got[0]))
+                self.preloaded = _preloaded(base[0], pid_of(got[0]))
             else:
                 ours.close()
             for fd in got:
                 os.close(fd)
-            self.zygote, self.zsock = self.zygotes["base"]
-        if self.zygotes.get("numpy"):
-            self.zygote, self.zsock = self.zygotes["numpy"]
+            self.zygote, self.zsock = base
+        numpy = self.zygotes.get("numpy")
+        if numpy is not None:
+            self.zygote, self.zsock = numpy
             return self.preloaded
         return {}
+
+    def _base_zygote(self) -> tuple[int, socket.socket]:
+        base = self.zygotes.get("base")
+        if base is None:  # (_start_zygote runs at set-up, before any program)
+            raise RuntimeError("no zygote was started")
+        return base
 
     def _zrecv(self, timeout: float, fds: list | None = None) -> dict:
         if not select.select([self.zsock], [], [], timeout)[0]:

@@ -121,7 +121,8 @@ class WarmChild:
 
     def __init__(self, pidfd: int, pid: int, ctl: socket.socket, scratch_fd: int | None,
                  cgroup, base: int, fresh: list | None) -> None:  # fmt: skip
-        self.pidfd, self.pid, self.ctl = pidfd, pid, ctl
+        self.pidfd, self.pid = pidfd, pid
+        self.ctl: socket.socket | None = ctl  # (None once the child is gone: done())
         # the kernel's clockid of the child's process CPU clock (CPUCLOCK_SCHED, all threads)
         self.clock = ((~pid) << 3) | 2
         # its scratch tmpfs (our own copy of the descriptor) and its state when fresh (the
@@ -173,6 +174,8 @@ class WarmChild:
     def done(self) -> bool:
         """Read the child's message: True when it says the test is over (anything else, or
         the socket closing, is not: the test then ends with the child, via the zygote)."""
+        if self.ctl is None:
+            return False
         try:
             done = self.ctl.recv(16) == DONE
         except OSError:

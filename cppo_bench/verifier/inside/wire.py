@@ -15,6 +15,7 @@ import json
 import os
 import struct
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 HEAD = struct.Struct(">II")  # header length, payload length
@@ -82,6 +83,15 @@ MAX_DECIMAL_DIGITS = 1 << 16
 PLAIN_INT_BITS = 4000  # larger ints travel as hex (int <-> decimal str is quadratic)
 
 
+# each sequence type: its tag on the wire (a list is a JSON list) and its own __iter__
+_SEQUENCES: dict[type, tuple[str | None, Callable[[Any], Iterator[Any]]]] = {
+    list: (None, list.__iter__),
+    tuple: ("t", tuple.__iter__),
+    set: ("s", set.__iter__),
+    frozenset: ("f", frozenset.__iter__),
+}
+
+
 def encode_value(v: Any, depth: int = 0) -> Any:
     """Python value -> JSON-able tagged form. Uses the base types' own methods so that a
     subclass cannot lie about its contents (e.g. a str subclass with a custom __eq__).
@@ -111,9 +121,9 @@ def encode_value(v: Any, depth: int = 0) -> Any:
     if isinstance(v, (bytes, bytearray)):
         return {"b": bytes(v).decode("latin-1")}
     if isinstance(v, (list, tuple, set, frozenset)):
-        base = next(t for t in (list, tuple, set, frozenset) if isinstance(v, t))
-        items = [encode_value(x, depth + 1) for x in base.__iter__(v)]
-        tag = {list: None, tuple: "t", set: "s", frozenset: "f"}[base]
+        # the base type's own __iter__ (C), whatever a subclass overrides
+        tag, walk = next((t, it) for base, (t, it) in _SEQUENCES.items() if isinstance(v, base))
+        items = [encode_value(x, depth + 1) for x in walk(v)]
         return items if tag is None else {tag: items}
     if isinstance(v, dict):
         return {
@@ -122,8 +132,9 @@ def encode_value(v: Any, depth: int = 0) -> Any:
             ]
         }
     if isinstance(v, complex):
-        c = complex.__complex__(v)
-        return {"c": [c.real, c.imag]}
+        # complex's own (C) parts, whatever a subclass overrides (complex.__complex__, used
+        # here before, is 3.11+: an AttributeError on 3.10)
+        return {"c": [complex.real.__get__(v), complex.imag.__get__(v)]}
     number = _number(v)
     if number is not None:
         return number

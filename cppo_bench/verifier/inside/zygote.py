@@ -147,7 +147,7 @@ def _serve(sock: socket.socket, iso: dict, globals_by: dict, own: int) -> None:
         fresh = scratch_fd_state(iso["scratch_fd"]) if kept else None
         cgroup = iso.get("cgroup")
         base = cgroup.enter(spec["mem_bytes"]) if cgroup is not None else 0
-        before = None if iso["pidns"] else resource.getrusage(resource.RUSAGE_CHILDREN)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)  # (read without a pid namespace)
         if iso["pidns"]:
             nsutil.check(nsutil.unshare(nsutil.CLONE_NEWPID), "unshare pid")
         pid = os.fork()
