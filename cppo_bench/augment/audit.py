@@ -72,7 +72,7 @@ def audit_run(
     for (pid, idx, what, _), r in zip(where, results, strict=True):
         if not r.passed:
             failed.setdefault((pid, idx), f"{what}: {r.verdict} {r.detail[:100]}".strip())
-    per_problem = {}
+    per_problem: dict[str, dict[str, Any]] = {}
     for rec in records:
         if rec.problem_id not in problems:
             continue

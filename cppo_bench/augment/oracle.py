@@ -12,7 +12,7 @@ takes `quorum` for the looser rule; disagreements are then recorded).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cppo_bench.augment.execute import Outcome, agree
@@ -57,7 +57,7 @@ def passes_original(problem: Problem, outcomes: Sequence[Outcome]) -> str:
 def judge_candidates(
     problem: Problem,
     candidates: Sequence[Candidate],
-    outcomes: dict[int, Sequence[Outcome]],  # reference index -> one outcome per candidate
+    outcomes: Mapping[int, Sequence[Outcome]],  # reference index -> one outcome per candidate
     quorum: str = "all",  # or "majority": a strict majority of at least two
 ) -> OracleVerdict:
     verdict = OracleVerdict()

@@ -108,9 +108,9 @@ def read_test_set(path: str | Path) -> TestSet:
                 rec = None
             if rec is None and line.torn:
                 continue  # torn last line
-            why = "" if isinstance(rec, dict) else "not a JSON object"
-            if not why and not isinstance(rec.get("problem_id"), str):
-                why = "no problem_id"
+            if not isinstance(rec, dict):
+                raise DataError(f"{where}: not a JSON object")
+            why = "" if isinstance(rec.get("problem_id"), str) else "no problem_id"
             if not why:
                 tests = rec.get("tests", [])
                 why = (

@@ -124,8 +124,13 @@ def load_model(
             config = AutoConfig.from_pretrained(path, **remote)
             text = text_model_class(config)
             kwargs = {**remote, **dtype_kwarg(dtype), "output_loading_info": True}
+            # (with output_loading_info, from_pretrained gives (model, info): its own type
+            # hints do not say so)
+            loaded: Any
+            whole: Any
             if text is None:
-                m = _checked(model or path, AutoModelForCausalLM.from_pretrained(path, **kwargs))
+                loaded = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+                m = _checked(model or path, loaded)
             else:
                 text_cls, text_config = text
                 loaded = text_cls.from_pretrained(

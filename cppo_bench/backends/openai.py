@@ -169,7 +169,10 @@ class OpenAIBackend:
             body["messages"] = [dict(m) for m in req.messages]
             path = "/chat/completions"
         else:
-            body["prompt"] = req.prompt if req.prompt is not None else plain_prompt(req.messages)
+            # (a GenRequest holds exactly one of the two)
+            body["prompt"] = (
+                req.prompt if req.prompt is not None else plain_prompt(req.messages or ())
+            )
             path = "/completions"
         body.update(self.extra_body)
         return path, body

@@ -347,7 +347,7 @@ def load_dated_scenario(
     hub_id: str,
     data: str | Path | None,
     parse: Callable[[dict[str, Any], str | None, str | None], Problem | None],
-    record_id: Callable[..., str],
+    record_id: Callable[[Any], str | None],
     *,
     strict: bool,
     start_date: Any,

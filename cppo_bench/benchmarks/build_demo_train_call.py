@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-CALL = [
+CALL: list[tuple[str, str, str, str, str, list[list[Any]]]] = [
     (
         "add-one",
         "Add One",

@@ -69,11 +69,12 @@ class LazyGroup(click.Group):
             # error messages quote ids, names and paths from data: one line, escaped
             from cppo_bench.cli.run_help import foreign_hint
 
-            exc.message = safe(exc.message)
+            message = safe(exc.message)
             hint = foreign_hint(getattr(exc, "option_name", None))
             if isinstance(exc, click.NoSuchOption) and hint:  # our text: a line of its own
-                exc.message += f"\nhint: {hint}"
-                exc.possibilities = None
+                message += f"\nhint: {hint}"
+                exc.possibilities = None  # type: ignore[misc]  # (Final in click's types only)
+            exc.message = message  # type: ignore[misc]  # (the exception click will print)
             raise
         except DataError as exc:
             # a writer or reader's own line (a full or read-only disk, a bad file) that the

@@ -47,7 +47,7 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
 
     options = parse_kv(option_pairs)
     docs = []
-    loaded: dict[tuple[str, str], dict] = {}
+    loaded: dict[tuple[str, str, str], dict] = {}
     for run_dir in runs:
         try:
             manifest = read_manifest(run_dir)

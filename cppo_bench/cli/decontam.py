@@ -100,6 +100,7 @@ def decontam(
 
     from cppo_bench.benchmarks.loadreport import load_line
     from cppo_bench.decontam import DecontamConfig, decontaminate
+    from cppo_bench.decontam.overlap import Role
     from cppo_bench.decontam.sources import load_source_result, unique_labels
     from cppo_bench.errors import DataError
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
@@ -109,15 +110,19 @@ def decontam(
     sources = []
     scoped = scoped_options(option_pairs)
     try:
-        for role, specs in (("train", train_specs), ("eval", eval_specs)):
+        roles: tuple[tuple[Role, tuple[str, ...]], ...] = (
+            ("train", tuple(train_specs)),
+            ("eval", tuple(eval_specs)),
+        )
+        for role, specs in roles:
             for spec in specs:
                 bench = spec.partition("=")[0]
                 options = {**scoped.get("", {}), **scoped.get(bench, {})}
-                source, result = load_source_result(spec, role, strict=strict, options=options)
-                errors = result.errors
+                source, loaded = load_source_result(spec, role, strict=strict, options=options)
+                errors = loaded.errors
                 # read / kept / dropped and why, for every source (to stderr: stdout is
                 # the overlap table)
-                echo(f"{role} {load_line(spec, result)}", err=True)
+                echo(f"{role} {load_line(spec, loaded)}", err=True)
                 for e in errors[:5]:
                     err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
                 if len(errors) > 5:

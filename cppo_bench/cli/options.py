@@ -94,7 +94,7 @@ def bench_options(func: F | None = None, *, required: bool = True) -> Any:
     ]
     for option in reversed(options):
         wrapper = option(wrapper)
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def backend_factory(name: str) -> Callable[..., Any]:

@@ -251,7 +251,7 @@ def seed_summary(results: list[Any]) -> str:
         m = r.manifest
         rows = [OutcomeRow(m.bench, m.method, m.seed, rec.problem_id, outcomes=tuple(rec.outcomes))
                 for rec in r.records]  # fmt: skip
-        values = row_scores(rows, k, estimator="first", select="first") if rows else []
+        values = row_scores(rows, k, estimator="first", select="first") if rows else ()
         scores.append(dict(zip((x.problem_id for x in rows), map(float, values), strict=True)))
     shared = sorted(set.intersection(*(set(s) for s in scores))) if scores else []
     if not shared:

@@ -121,7 +121,8 @@ def passk(
 
     with _clean_errors():
         frame = _frame(runs, csv_path, bench)
-        ks, left = _ks(k_text), []
+        ks = _ks(k_text)
+        left: list[str] = []
         if k_text is None:
             ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
                                       select=select, seed=seed)  # fmt: skip
@@ -148,10 +149,10 @@ def passk(
     body, notes = [], []
     for (b, m), per_k in sorted(cells.items()):
         first = next(iter(per_k.values()))
-        line = [b, m, str(len(first.seeds))]
-        line += [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
-        line += [first.tally.text() or "-", first.estimator or "-"]
-        body.append(line)
+        row = [b, m, str(len(first.seeds))]
+        row += [_pm(per_k[k].value) if k in per_k else "-" for k in ks]
+        row += [first.tally.text() or "-", first.estimator or "-"]
+        body.append(row)
         if first.missing_text() and first.missing_text() not in notes:
             notes.append(first.missing_text())
     _table(

@@ -46,6 +46,7 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
                  f"{skipped.get('records', 0)} bad record line(s), named above; the numbers "
                  "below leave them out", err=True)  # fmt: skip
     else:
+        assert csv_path is not None  # (exactly one of the two: checked above)
         frame = read_outcomes(csv_path)
     if bench is not None:
         from cppo_bench.benchmarks import BENCHMARKS

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) 
     from cppo_bench.verifier import Limits
 
     given = {"time_s": time_s, "memory_mb": memory_mb, "output_mb": output_mb}
-    limits = {k: v for k, v in given.items() if v is not None}
+    limits: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     try:
         Limits(**limits)
     except DataError as exc:
@@ -64,7 +65,7 @@ def problem_index(problems: list[Any]) -> tuple[dict[str, Any], set[str]]:
 
 
 def read_programs(
-    path: Path, problems: dict[str, Any], ambiguous: set[str] = frozenset()
+    path: Path, problems: dict[str, Any], ambiguous: AbstractSet[str] = frozenset()
 ) -> tuple[list[dict], list[str]]:
     """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
     from cppo_bench.util.jsonio import loads
@@ -315,11 +316,12 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         loaded = api.load_result(bench, data_path, unique=False, **options)
     except (DataError, UnknownNameError) as exc:
         raise click.ClickException(str(exc)) from None
-    for e in loaded.errors[:10]:
-        echo(f"skipped record: {safe(e)}", err=True)
+    for skipped in loaded.errors[:10]:
+        echo(f"skipped record: {safe(skipped)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
-    if reference:
-        records, errors = reference_records(problems), []
+    errors: list[str] = []
+    if programs is None:  # --reference (exactly one of the two: checked above)
+        records = reference_records(problems)
     else:
         records, errors = read_programs(programs, problems, ambiguous)
     for e in errors:

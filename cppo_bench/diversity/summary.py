@@ -93,7 +93,7 @@ def summarise_diversity(
                 kind=kinds.pop() if len(kinds) == 1 else "mixed",
                 d_surf=_mean([surf[i] for i in idx]) if surf is not None else None,
                 d_sem=_mean([sem[i] for i in idx]) if sem is not None else None,
-                d_alg=_mean([alg[i] for i in idx if alg[i] is not None])
+                d_alg=_mean([a for i in idx if (a := alg[i]) is not None])
                 if "alg" in measures
                 else None,
                 unparseable=sum(bad[i] for i in idx),

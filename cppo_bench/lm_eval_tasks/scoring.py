@@ -40,8 +40,9 @@ def _workers() -> int | None:
 
 def verify_responses(
     resps: Sequence[Sequence[str]], docs: Sequence[Mapping[str, Any]]
-) -> list[list[dict[str, Any]]]:
-    """lm-eval filter: for each document, its K completions -> K verdict records."""
+) -> list[list[str]]:
+    """lm-eval filter: for each document, its K completions -> K verdict records (as JSON
+    text: see below)."""
     from cppo_bench.methods.base import close_fence
     from cppo_bench.verifier import VerifyJob, verify_batch
 

@@ -140,7 +140,7 @@ class CPPO(Method):
         selected: list[list[int]] = []
         for t, (text, m) in enumerate(zip(texts, tuple_quota(ctx.k, opts.tuple_size), strict=True)):
             strict = opts.fill == "fail"
-            fill = "cycle" if strict else opts.fill
+            fill = "cycle" if opts.fill == "fail" else opts.fill
             plans, report = plan_tuple(text, opts.tuple_size, fill=fill, problem=p)
             rng = random.Random(ctx.seed_for(p, "select", t))
             idx = select_indices(opts.select, opts.tuple_size, m, rng)
@@ -163,7 +163,7 @@ class CPPO(Method):
         got = [ps[0] for ps in parsed if ps]
         report = validate_plans(got, k, parse_mode="iid", problem=p)
         strict = opts.fill == "fail"
-        plans, filled = fill_plans(got, k, "cycle" if strict else opts.fill)
+        plans, filled = fill_plans(got, k, "cycle" if opts.fill == "fail" else opts.fill)
         if filled and not strict:
             report.filled, report.fill_rule = filled, opts.fill
         failed = strict and not contract_valid(report)
@@ -194,15 +194,10 @@ def _solve(
     """The solver branches; a branch whose plan is None (its tuple failed under
     --strict-plans) gets no solver call and an empty, failed attempt. The requests of the
     other branches are exactly those `branch_attempts` builds (same seeds, same cache keys)."""
-    if all(plan is not None for row in plans for plan in row):
+    complete = [[plan for plan in row if plan is not None] for row in plans]
+    if all(len(row) == len(given) for row, given in zip(complete, plans, strict=True)):
         return branch_attempts(
-            backend,
-            problems,
-            ctx,
-            "solve",
-            "solve",
-            plans,
-            tuple_index=tuples,  # type: ignore[arg-type]
+            backend, problems, ctx, "solve", "solve", complete, tuple_index=tuples
         )
     jobs, slots = [], []
     for j, p in enumerate(problems):

@@ -31,6 +31,7 @@ from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.tables import build_table
 from cppo_bench.store.outdir import OutDir
+from cppo_bench.util.registry import Registry
 from cppo_bench.util.termsafe import quote
 
 FORMATS = ("md", "tex", "csv")
@@ -109,7 +110,10 @@ def _validate(specs: list[TableSpec]) -> None:
     from cppo_bench.report.tables import TABLE_KINDS
 
     for spec in specs:
-        checks = [("kind", spec.kind, TABLE_KINDS, "table kind")]
+        # (field, name, the registry that must hold it, what it is)
+        checks: list[tuple[str, str, Registry[Any], str]] = [
+            ("kind", spec.kind, TABLE_KINDS, "table kind")
+        ]
         metrics = [*spec.columns.metrics, spec.metric]
         checks += [("metric", m.metric, METRICS, "metric") for m in metrics]
         checks += [("figures", f["kind"], FIGURE_KINDS, "figure kind") for f in spec.figures]

@@ -64,7 +64,7 @@ def _common(cells: list[Cell]) -> dict[str, str]:
     out: dict[str, str] = {}
     labels = [label_parts(c) for c in _numeric(cells)]
     for part in PARTS:
-        values = {p[part] for p in labels if p[part] is not None}
+        values = {v for p in labels if (v := p[part]) is not None}
         if len(values) == 1:
             out[part] = values.pop()
     return out
@@ -78,13 +78,13 @@ class Labels:
 
     def __init__(self, table: Table) -> None:
         self.table_parts = _common([c for _, _, c in table.cells()])
-        self.col_parts = []
+        self.col_parts: list[dict[str, str]] = []
         for j in range(len(table.columns)):
             mine = _common([r.cells[j] for r in table.rows])
             self.col_parts.append(
                 {"n": mine["n"]} if "n" in mine and "n" not in self.table_parts else {}
             )
-        self.row_parts = []
+        self.row_parts: list[dict[str, str]] = []
         for row in table.rows:
             mine = _common(row.cells)
             self.row_parts.append(

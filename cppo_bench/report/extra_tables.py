@@ -89,10 +89,10 @@ def _average(
     if any(c.value is None for c in cells) or not cells:
         return Cell(notes=[AVG_NOTE])
     if not sel.is_trained:
-        spreads = [c.spread for c in cells]
+        spreads = [c.spread for c in cells if c.spread is not None]
         spread = None
-        if all(s is not None for s in spreads):
-            spread = math.sqrt(sum(s * s for s in spreads)) / len(cells)  # type: ignore[operator]
+        if len(spreads) == len(cells):  # (every cell has one)
+            spread = math.sqrt(sum(s * s for s in spreads)) / len(cells)
         return Cell(float(np.mean([c.value for c in cells])), spread, "problems")
     per_bench = [
         engine.computed(spec, sel, c.meta["model"], c.meta["bench"], c.meta["_spec"]).per_seed

@@ -225,8 +225,8 @@ def diversity_gain(
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     for label in _ordered(points, 2):
-        mine = [p for p in points if p[2] == label]
-        ax.scatter([p[0] for p in mine], [p[1] for p in mine], label=label, s=28)
+        group = [p for p in points if p[2] == label]
+        ax.scatter([p[0] for p in group], [p[1] for p in group], label=label, s=28)
     xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
     note = ""
     if len(points) >= 3 and np.ptp(xs) > 0:

@@ -113,8 +113,8 @@ def _mark_column(spec: TableSpec, engine: CellEngine, table: Table, j: int) -> N
         return
     shared = sorted(set.intersection(*(set(p) for p, _ in mats.values())))
     if len(shared) < 2:
-        for i in cands:
-            table.rows[int(i)].cells[j].notes.append(
+        for row in cands:
+            table.rows[int(row)].cells[j].notes.append(
                 "no significance test: the rows share fewer than 2 problems"
             )
         return

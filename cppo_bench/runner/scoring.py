@@ -141,6 +141,10 @@ def score_chunk(
             from cppo_bench.metrics import maj_at_k
 
             answers = [a.answer for a in o.attempts]
-            rec.extra["maj_at_k"] = bool(maj_at_k(answers, p.label, k, canonical_answer))
+            # (no label, nothing to match: a loader gives answer tasks one)
+            label = p.label
+            rec.extra["maj_at_k"] = label is not None and maj_at_k(
+                answers, label, k, canonical_answer
+            )
         records.append(rec)
     return records

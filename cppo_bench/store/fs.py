@@ -18,7 +18,7 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, overload
 
 from cppo_bench.errors import DataError, StoreLinkError
 from cppo_bench.util.oserrors import refusal
@@ -149,9 +149,25 @@ def rename_folder(old: Path, new: Path, *, root: Path) -> None:
         raise write_failed(old, exc, f"cannot move it to {new.name}", "left as it was") from None
 
 
+@overload
+def open_file(
+    path: Path, mode: Literal["a", "ab"], encoding: str | None = None, *, root: Path | None = None
+) -> AppendFile: ...
+
+
+@overload
+def open_file(
+    path: Path,
+    mode: Literal["r", "rb", "r+b"],
+    encoding: str | None = None,
+    *,
+    root: Path | None = None,
+) -> IO[Any]: ...
+
+
 def open_file(
     path: Path, mode: str, encoding: str | None = None, *, root: Path | None = None
-) -> IO[Any]:
+) -> IO[Any] | AppendFile:
     """Open a store file ("rb", "r+b", "ab"; "a"/"r" for text with `encoding`) without
     following a link, and only if it is a regular file (for writing: with one link).
     "a"/"ab" give an `AppendFile`: whole writes, and a refused one is one line (below).
@@ -185,7 +201,7 @@ def open_file(
         os.close(fd)
         raise
     if binary == "ab":
-        return AppendFile(fd, path, encoding or "utf-8")  # type: ignore[return-value]
+        return AppendFile(fd, path, encoding or "utf-8")
     if mode.endswith("b"):
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding=encoding or "utf-8")

@@ -44,7 +44,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import Any, TextIO
 
 from cppo_bench.errors import DataError
 from cppo_bench.store import fs as storefs
@@ -171,7 +171,7 @@ class OutDir:
         return path
 
     @contextmanager
-    def writing(self, rel: str | Path, fsync: bool = False) -> Iterator[IO[str]]:
+    def writing(self, rel: str | Path, fsync: bool = False) -> Iterator[TextIO]:
         """A text handle on a fresh temporary file, renamed over `rel` when the block ends
         without an error (an error leaves `rel` as it was)."""
         path = self.name(rel)

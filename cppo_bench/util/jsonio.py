@@ -36,7 +36,8 @@ def split_lines(fh: IO[bytes], max_line: int = MAX_LINE) -> Iterator[Line]:
     (never held whole: `readline(max_line)` would buffer all of it first)."""
     lineno = 0
     while True:
-        pieces, size, over = [], 0, False
+        pieces: list[bytes] = []
+        size, over = 0, False
         while True:
             piece = fh.readline(_SKIP_CHUNK)
             if not piece:
@@ -65,7 +66,8 @@ def split_lines(fh: IO[bytes], max_line: int = MAX_LINE) -> Iterator[Line]:
 def read_capped(fh: IO[bytes], cap: int) -> bytes | None:
     """The whole stream, or None if it holds more than `cap` bytes. Read a chunk at a time:
     `read(cap + 1)` would allocate cap + 1 bytes up front, whatever the file's size."""
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = fh.read(min(_SKIP_CHUNK * 16, cap + 1 - total))
         if not chunk:
