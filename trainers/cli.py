@@ -10,6 +10,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -140,7 +141,7 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
     default=None,
     help="cppo: reward-model kind (default generative; ngram: the fast hashed classifier).",
 )
-def train(algo: str, **opts: object) -> None:
+def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its options)
     """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
     from cppo_bench.cli.options import parse_kv
     from cppo_bench.util.keyvals import nest
@@ -154,7 +155,7 @@ def train(algo: str, **opts: object) -> None:
         raise click.UsageError(f"{CPPO_ONLY[given[0]]} is for cppo only")
     quiet = bool(opts["quiet"]) or not opts["progress"]
     try:
-        overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))  # type: ignore[arg-type]
+        overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))
         if opts["report_to"]:
             key = (
                 {"engine": {"report_to": opts["report_to"]}}
@@ -169,14 +170,14 @@ def train(algo: str, **opts: object) -> None:
         if opts["print_config"]:  # what a run (or a plain --resume of --out) would use
             from trainers.api import default_out, recorded_config
 
-            folder = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))  # type: ignore[arg-type]
+            folder = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))
             resolved = resolve(
                 algo,
-                config=opts["config_file"],  # type: ignore[arg-type]
+                config=opts["config_file"],
                 preset=str(opts["preset"]),
-                model=opts["model"],  # type: ignore[arg-type]
+                model=opts["model"],
                 overrides=overrides,
-                base=recorded_config(algo, Path(folder)) if opts["resume"] else None,  # type: ignore[arg-type]
+                base=recorded_config(algo, Path(folder)) if opts["resume"] else None,
                 bench=str(opts["bench"]),
             )
             echo(
@@ -192,17 +193,17 @@ def train(algo: str, **opts: object) -> None:
             sys.exit(0 if plan_ok else 2)
         outcome = api_train(
             algo,
-            config=opts["config_file"],  # type: ignore[arg-type]
+            config=opts["config_file"],
             preset=str(opts["preset"]),
-            model=opts["model"],  # type: ignore[arg-type]
+            model=opts["model"],
             bench=str(opts["bench"]),
-            data=opts["data"],  # type: ignore[arg-type]
-            split=opts["split"],  # type: ignore[arg-type]
-            eval_specs=tuple(opts["eval_specs"]),  # type: ignore[arg-type]
+            data=opts["data"],
+            split=opts["split"],
+            eval_specs=tuple(opts["eval_specs"]),
             allow_overlap=bool(opts["allow_overlap"]),
-            out=opts["out"],  # type: ignore[arg-type]
+            out=opts["out"],
             resume=bool(opts["resume"]),
-            seed=int(opts["seed"]),  # type: ignore[arg-type]
+            seed=int(opts["seed"]),
             stages=stages,
             quiet=quiet,
             options={k: opts[k] for k in ("base_url", "rm_model") if opts[k]}

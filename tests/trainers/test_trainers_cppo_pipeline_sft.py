@@ -10,7 +10,7 @@ from cppo_bench.backends import GenRequest, GenResult
 from tests.helpers.cppo_tiny import METHODS, problems
 from tests.helpers.train_helpers import tiny_model_dir
 from trainers.core.batch import Region, collate
-from trainers.cppo_pipeline.judge import RulesJudge
+from trainers.cppo_pipeline.judge import LLMJudge, RulesJudge
 from trainers.cppo_pipeline.sft import sft_loss, sft_rows
 from trainers.cppo_pipeline.sft_funnel import SFTExample, run_funnel
 
@@ -45,6 +45,17 @@ def test_funnel_counts_and_selection() -> None:
     assert counts.admissible == 5 and counts.kept == 4  # the exact repeat is dropped
     assert counts.rejected_reasons["near_duplicate"] == 1
     assert {r["origin"] for r in counts.records} == {"model"}
+
+
+def test_funnel_counts_an_llm_refusal_as_one_reason() -> None:
+    # The LLM judge's reasons are a tuple of lines, like every judge's: its refusal once
+    # went out as a bare string, which the funnel counted one character at a time.
+    ps = problems()[:1]
+    good = "\n".join(f"Method {i + 1}: {m}" for i, m in enumerate(METHODS["graph"]))
+    judge = LLMJudge(Scripted(["INVALID", "no verdict here"]))
+    _, counts = run_funnel(ps, Scripted([good]), judge, k=4)
+    assert [r["reasons"] for r in counts.records] == [["llm: INVALID"], ["llm: ?"]] * 2
+    assert counts.rejected_reasons == {"llm:": 4}
 
 
 def test_sft_loss_is_masked_to_the_plan_region(tmp_path) -> None:

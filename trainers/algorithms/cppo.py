@@ -96,8 +96,8 @@ class CPPO(Algorithm):
         planned = ctx.generate(self._planner_requests(problems, ctx))
         tuples, reports = [], []
         for r in planned:
-            plans, report = plan_tuple(r.text, c.k, fill=c.fill, problem=r.request.problem)
-            tuples.append(tuple(plans))
+            parsed, report = plan_tuple(r.text, c.k, fill=c.fill, problem=r.request.problem)
+            tuples.append(tuple(parsed))
             reports.append(report)
         probs = self.gate([r.request.problem for r in planned], tuples)
         # every process's tuples (problem id, plans), the same list on each: the RM refresh

@@ -184,7 +184,7 @@ def chunked_model_logprobs(
             head.forward = orig
         else:
             del head.forward
-    got = out.logits if hasattr(out, "logits") else out
+    got: Tensor = out.logits if hasattr(out, "logits") else out
     if len(made) != 1 or not _same(got, made[0]):
         raise ValueError(
             f"logits_chunk_tokens: {type(inner).__name__} called its head {len(made)} times or "

@@ -67,4 +67,5 @@ class GateClassifier(nn.Module):
         p_ids, p_off = _bags(problems, self.config.buckets)
         s_ids, s_off = _bags(plans, self.config.buckets)
         x = torch.cat([self.problem_bag(p_ids, p_off), self.plan_bag(s_ids, s_off)], dim=-1)
-        return self.head(x).squeeze(-1)
+        logits: Tensor = self.head(x)
+        return logits.squeeze(-1)

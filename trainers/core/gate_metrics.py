@@ -58,7 +58,9 @@ class GateMetrics:
         return {k: float(v) for k, v in asdict(self).items()}
 
 
-def _arrays(scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]):
+def _arrays(
+    scores: Tensor | Sequence[float], labels: Tensor | Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(torch.as_tensor(scores, dtype=torch.float64))
     return binary_arrays(s, np.asarray(torch.as_tensor(labels)))
 
@@ -81,7 +83,7 @@ def gate_metrics(
     recall = tp / (tp + fn)
     tnr = tn / (tn + fp)
     return GateMetrics(
-        auc=roc_auc(s, y),
+        auc=metrics_roc_auc(s, y),  # (s, y: checked arrays already)
         balanced_accuracy=(recall + tnr) / 2,
         precision=tp / (tp + fp) if tp + fp else 0.0,
         recall=recall,

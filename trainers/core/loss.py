@@ -94,7 +94,8 @@ class LossDiagnostics:
 
 def _logits(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
     out = model(input_ids=input_ids, attention_mask=attention_mask)
-    return out.logits if hasattr(out, "logits") else out
+    logits: Tensor = out.logits if hasattr(out, "logits") else out  # (a transformers output)
+    return logits
 
 
 def logprobs_from_logits(

@@ -133,7 +133,7 @@ class LLMJudge:
 
     def __call__(self, items: Sequence[PlanItem]) -> list[Verdict]:
         return [
-            Verdict(bool(v), self.name, () if v else ("llm: INVALID" if v is False else "llm: ?"))
+            Verdict(bool(v), self.name, () if v else ("llm: INVALID" if v is False else "llm: ?",))
             for v in self.raw(items)
         ]
 

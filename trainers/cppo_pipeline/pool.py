@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cppo_bench.errors import DataError
 from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import read_jsonl
 from trainers.cppo_pipeline.negatives import LabelledTuple
+
+if TYPE_CHECKING:
+    from cppo_bench.problem import Problem
 
 POOL = "pool.jsonl"
 
@@ -27,7 +31,7 @@ def write_pool(folder: Path, items: Sequence[LabelledTuple]) -> None:
             fh.write(json.dumps(rec) + "\n")
 
 
-def read_pool(folder: Path, problems: dict[str, object]) -> list[LabelledTuple]:
+def read_pool(folder: Path, problems: Mapping[str, Problem]) -> list[LabelledTuple]:
     """The labelled pool saved with a reward model; records of unknown problems are an error."""
     out = []
     for lineno, r in read_jsonl(folder / POOL):

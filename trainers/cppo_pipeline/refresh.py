@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -90,7 +91,7 @@ def result_dict(r: RefreshResult) -> dict[str, object]:
 # record is missing.
 
 
-def refresh_records(log: Path) -> list[dict[str, object]]:
+def refresh_records(log: Path) -> list[dict[str, Any]]:
     """The refresh log's records (one per finished boundary, accepted or refused)."""
     return [obj for _, obj in read_jsonl(log) if isinstance(obj, dict)]
 

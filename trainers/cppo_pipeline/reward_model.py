@@ -79,7 +79,9 @@ class RMConfig:
 
 class RewardModel(Protocol):
     kind: str
-    module: nn.Module
+
+    @property
+    def module(self) -> nn.Module: ...  # (read-only here: each kind holds its own subclass)
 
     def logits(self, items: Sequence[LabelledTuple]) -> Tensor: ...
 

@@ -84,7 +84,7 @@ def sft_loss(model: nn.Module, batch: PolicyBatch, chunk: int = 0, total: int = 
 
 
 @contextlib.contextmanager
-def checkpointed(model: nn.Module, on: bool) -> Iterator[None]:
+def checkpointed(model: Any, on: bool) -> Iterator[None]:  # (a transformers model)
     """Checkpointed decoder layers for the duration (SFT and the generative RM's fit)."""
     if not on:
         yield

@@ -110,10 +110,10 @@ def agreed_state(accelerator: Any, out_dir: Path) -> Path | None:
     existing = _on_every_process(accelerator, Path(out_dir) / STATE_DIR, seen)
     if accelerator.num_processes > 1:
         step = -1 if existing is None else int(existing.name.removeprefix("step-"))
-        seen = _gather_ints(accelerator, step)
-        if len(set(seen)) > 1:
+        steps = _gather_ints(accelerator, step)
+        if len(set(steps)) > 1:
             views = ", ".join(
-                f"process {i}: {'none' if s < 0 else _name(s)}" for i, s in enumerate(seen)
+                f"process {i}: {'none' if s < 0 else _name(s)}" for i, s in enumerate(steps)
             )
             raise DataError(
                 f"{Path(out_dir) / STATE_DIR}: the processes see different training states "

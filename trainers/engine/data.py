@@ -68,7 +68,7 @@ def load_training(
     # a benchmark with splits trains on its "train" split unless told otherwise
     if split is None and BENCHMARKS.get(bench).default_split is not None:
         split = "train"
-    options = {"split": split} if split else {}
+    options: dict[str, Any] = {"split": split} if split else {}
     result = load_benchmark(bench, data=data, **options)
     problems = [p for p in result.problems if p.task == "codegen" and p.tests]
     if echo is not None:
@@ -116,8 +116,8 @@ def decontaminated(
     problems: list[Problem], source: str, eval_specs: list[str] | None, allow_overlap: bool
 ) -> TrainingSet:
     """The training set minus every problem matching an evaluation problem (unless allowed)."""
-    explicit = eval_specs is not None and len(eval_specs) > 0
-    specs = list(eval_specs) if explicit else default_eval_specs()
+    explicit = bool(eval_specs)
+    specs = list(eval_specs) if eval_specs else default_eval_specs()
     sources, names, skipped = _eval_sources(specs)
     if explicit and skipped:
         raise DataError(f"--eval {skipped[0]}: cannot be loaded for decontamination")

@@ -125,12 +125,12 @@ def on_test_set(reward: RewardFn, tests_dir: str) -> RewardFn:
     from cppo_bench.augment.store import read_test_set, with_tests
 
     ts = read_test_set(tests_dir)
-    cache: dict[int, object] = {}
+    cache: dict[int, tuple[Any, Any]] = {}  # id -> (the problem, kept alive; with its tests)
 
     def stronger(problem):  # noqa: ANN001, ANN202 - a Problem in, a Problem out
         if id(problem) not in cache:
             cache[id(problem)] = (problem, with_tests([problem], ts)[0])
-        return cache[id(problem)][1]  # type: ignore[index]
+        return cache[id(problem)][1]
 
     def score(rollouts: Sequence[Rollout]) -> list[Scored]:
         judged = [replace(r, request=replace(r.request, problem=stronger(r.request.problem)))

@@ -31,7 +31,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -329,7 +329,8 @@ def full_state_dict(model: Any) -> dict[str, torch.Tensor]:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(model, options=opts)
+    # (full_state_dict: every value is a whole tensor, never the declared nested union)
+    return cast(dict[str, torch.Tensor], get_model_state_dict(model, options=opts))
 
 
 def save_sharded_state(model: Any, optimizer: Any, folder: Path, main: bool) -> None:
@@ -343,7 +344,9 @@ def save_sharded_state(model: Any, optimizer: Any, folder: Path, main: bool) -> 
 
     weights = full_state_dict(model)
     opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    optim = get_optimizer_state_dict(model, optimizer, options=opts)
+    # {"state": {fqn: {key: tensor or number}}, "param_groups": [...]}; torch declares a
+    # recursive union that does not narrow
+    optim: Any = get_optimizer_state_dict(model, optimizer, options=opts)
     if not main:
         return
     save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / SHARDED_WEIGHTS))
