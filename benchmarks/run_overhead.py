@@ -132,8 +132,8 @@ def main() -> None:
     print(f"{'per problem':<32}{'ms':>10}{'% of generate':>16}")
     print(f"{'raw generate (backend)':<32}{1000 * gen / n:>10.1f}{'':>16}")
     for name, secs in split.items():
-        pct = f"{100 * secs / gen:.3f}" if gen > 0 else "-"
-        print(f"{'  ' + name:<32}{1000 * secs / n:>10.2f}{pct:>16}")
+        share = f"{100 * secs / gen:.3f}" if gen > 0 else "-"
+        print(f"{'  ' + name:<32}{1000 * secs / n:>10.2f}{share:>16}")
     pct = 100 * on_clock / gen if gen > 0 else float("nan")
     print(f"{'harness incl. verifier':<32}{1000 * on_clock / n:>10.2f}{pct:>16.3f}")
     print(

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from benchmarks.smoke.base import check, device, need_cuda
 
@@ -109,7 +110,8 @@ def train_offload(tmp: Path) -> str:
     wide = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 8}
     wide |= {"num_attention_heads": 16, "num_key_value_heads": 4}
     model = toy_model_dir(tmp / "toy", **(wide if device() == "cuda" else {}))
-    opts = {"algo": "pkpo", "steps": 2, "parity_reward": True, "reference_dtype": "bfloat16"}
+    opts: dict[str, Any] = {"algo": "pkpo", "steps": 2, "parity_reward": True}
+    opts["reference_dtype"] = "bfloat16"
     peaks = []
     for name, layout in (("plain", "auto"), ("offload", "fsdp2_offload")):
         if torch.cuda.is_available():
@@ -185,28 +187,25 @@ def cppo_audit(tmp: Path) -> str:
     from trainers.cppo_pipeline.stages import PipelineStop, run_stages
 
     devices: list[str] = []
-    real = stage_rl.HFRollout
 
-    class Spy(real):  # type: ignore[misc, valid-type]
+    class Spy(stage_rl.HFRollout):
         def __init__(self, model: Any, *args: Any, **kwargs: Any) -> None:
             devices.append(next(model.parameters()).device.type)
             super().__init__(model, *args, **kwargs)
 
-    stage_rl.HFRollout = Spy
     out, inputs = prepared(tmp, "warmup")
+    stages = {
+        "sft": None,
+        "rm": None,
+        "warmup": None,
+        "audit": lambda ctx: stage_rl.stage_audit(ctx, inputs),
+    }
     try:
-        stages = {
-            "sft": None,
-            "rm": None,
-            "warmup": None,
-            "audit": lambda ctx: stage_rl.stage_audit(ctx, inputs),
-        }
-        run_stages(out, stages, ["audit"], {})  # type: ignore[arg-type]
+        with patch.object(stage_rl, "HFRollout", Spy):  # (the real one is back after)
+            run_stages(out, stages, ["audit"], {})  # type: ignore[arg-type]
         verdict = "passed"
     except PipelineStop as stop:  # a random policy may fail the audit: the stage still ran
         verdict = f"stopped ({str(stop)[:60]})"
-    finally:
-        stage_rl.HFRollout = real
     if devices != [device()]:
         raise AssertionError(f"audit policy on {devices}")
     return f"policy on {device()}, audit {verdict}"

@@ -80,7 +80,7 @@ def ckpt_recompute(tmp: Path) -> str:
 
     model = _qwen(tmp, gpu=False)
     mlp = type(model.model.layers[0].mlp)
-    counts = []
+    counts: list[Any] = []
     real = mlp.forward
 
     def counting(self: Any, *args: Any, **kwargs: Any) -> Any:

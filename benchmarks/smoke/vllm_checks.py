@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from benchmarks.smoke.base import check, need_cuda, need_module
 
@@ -26,7 +27,9 @@ def vllm_sync(tmp: Path) -> str:
 
     folder = tiny_model_dir(tmp / "tiny", head_dim=32)
     tok = AutoTokenizer.from_pretrained(folder)
-    policy = AutoModelForCausalLM.from_pretrained(folder).to("cuda")
+    # (Any: transformers types `.to` through a decorator that loses the bound model)
+    policy: Any = AutoModelForCausalLM.from_pretrained(folder)
+    policy = policy.to("cuda")
     # the engine runs the policy's own dtype (fp32): vLLM's "auto" casts an fp32 checkpoint
     # to bf16, whose rounding changes greedy tokens of a random model without any sync fault
     options = {"model_path": str(folder), "gpu_memory_utilization": 0.2, "enforce_eager": True}

@@ -32,7 +32,7 @@ class BootstrapResult:
     seed: int
 
     def distribution(self, method: str) -> np.ndarray:
-        return self.samples[self._row(method)]
+        return np.asarray(self.samples[self._row(method)])
 
     def p_value(self, a: str, b: str) -> float:
         """One-sided p-value for "A beats B": the share of resamples where A does not score

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class StatsCell:
             + f": the {self.value.n_problems} problems all seeds share are used"
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         v = self.value
         return {
             "benchmark": self.benchmark,

@@ -146,7 +146,8 @@ def pass_at_k_first(
     mat = _as_matrix(outcomes, need)[:, :need]
     mask = selection_mask(mat.shape[0], k, select, tuple_size=tuple_size, seed=seed)
     # study Eq. (pass@K of a rollout): solved iff any of the K selected branches passes
-    return np.any(mat & mask, axis=1).astype(np.float64)
+    solved: np.ndarray = np.any(mat & mask, axis=1)
+    return solved.astype(np.float64)
 
 
 def pass_at_k_unbiased(outcomes: Sequence[Sequence[bool]], k: int) -> np.ndarray:

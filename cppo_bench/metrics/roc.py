@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def binary_arrays(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray):
+def binary_arrays(
+    scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(scores, labels) as float64 / int arrays, checked: 1-D, same length, labels 0 or 1,
     both classes present."""
     s = np.asarray(scores, dtype=np.float64)
