@@ -1,6 +1,7 @@
 """`cppo-bench train ALGO`: the one training command (cppo, pkpo, passk_rl, upskill).
 
-Registered in cppo_bench.cli.COMMANDS as a lazy string: the harness never imports trainers.
+Plugged into `cppo-bench` by an entry point (pyproject.toml, group "cppo_bench.commands"):
+the harness never names the trainers.
 Every option maps onto ``trainers.api.train``; torch / transformers load only once a run starts.
 """
 

@@ -74,14 +74,14 @@ def engine_recipe(algo: str, eval_method: str) -> Recipe:
         return [f for f in files if f.is_file()]
 
     def build(values: dict[str, Any]) -> Any:
-        from trainers.engine.algorithm import ALGORITHMS
+        from trainers.algorithms import ALGORITHMS
         from trainers.engine.config import build_flat
 
         return build_flat(ALGORITHMS.get(algo).Config, values)
 
     def run(job: TrainJob, echo: Callable[[str], None]) -> TrainOutcome:
+        from trainers.algorithms import ALGORITHMS
         from trainers.cppo_pipeline.pipeline import select_problems
-        from trainers.engine.algorithm import ALGORITHMS
         from trainers.engine.loop import RunSpec, train
         from trainers.engine.manifest import recorded
 

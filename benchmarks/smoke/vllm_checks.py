@@ -23,7 +23,8 @@ def vllm_sync(tmp: Path) -> str:
     from benchmarks.fixtures.tiny_models import tiny_model_dir
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.problem import Problem, Test
-    from trainers.engine.rollout import ROLLOUT_ENGINES, HFRollout, RolloutRequest
+    from trainers.engine.rollout import HFRollout, RolloutRequest
+    from trainers.engine.rollout_engines import ROLLOUT_ENGINES
 
     folder = tiny_model_dir(tmp / "tiny", head_dim=32)
     tok = AutoTokenizer.from_pretrained(folder)

@@ -9,9 +9,9 @@ from cppo_bench.util.registry import Registry
 BACKENDS: Registry = Registry(
     "backend",
     lazy={
-        "hf": "cppo_bench.backends.hf",
-        "vllm": "cppo_bench.backends.vllm",
-        "openai": "cppo_bench.backends.openai",
+        "hf": "cppo_bench.backends.hf:make_hf_backend",
+        "vllm": "cppo_bench.backends.vllm:make_vllm_backend",
+        "openai": "cppo_bench.backends.openai:make_openai_backend",
     },
 )
 

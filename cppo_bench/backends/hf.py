@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import (
     GenRequest,
@@ -371,4 +370,3 @@ def make_hf_backend(
 
 quiet_openmp()  # importing this module is the earliest point we know torch will be used
 make_hf_backend.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]
-BACKENDS.register("hf")(make_hf_backend)

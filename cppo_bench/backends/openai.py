@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cppo_bench.backends import BACKENDS
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.backends.chat import plain_prompt
 from cppo_bench.util import env
@@ -344,6 +343,3 @@ def make_openai_backend(
         tokenizer=tokenizer,
         extra_body=extra_body,
     )
-
-
-BACKENDS.register("openai")(make_openai_backend)

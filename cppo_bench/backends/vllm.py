@@ -20,7 +20,6 @@ import gc
 from collections.abc import Sequence
 from typing import Any
 
-from cppo_bench.backends import BACKENDS
 from cppo_bench.backends import chat as chatmod
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.default_model import DEFAULT_MODEL, ensure_default_model
@@ -206,4 +205,3 @@ def make_vllm_backend(
 
 
 make_vllm_backend.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]
-BACKENDS.register("vllm")(make_vllm_backend)

@@ -7,36 +7,23 @@ one line saying what to pass as `--data`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult
 from cppo_bench.util.registry import Registry
 
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    name: str
-    description: str
-    # load(data, *, strict, **options) -> LoadResult; options are loader-specific
-    # (e.g. APPS difficulty/subset, LCB release/date window).
-    load: Callable[..., LoadResult]
-    hub_id: str | None = None
-    default_split: str | None = None
-
-
 BENCHMARKS: Registry[BenchmarkSpec] = Registry(
     "benchmark",
     lazy={
-        "apps": "cppo_bench.benchmarks.apps",
-        "codecontests": "cppo_bench.benchmarks.codecontests",
-        "lcb": "cppo_bench.benchmarks.livecodebench",
-        "lcb_execution": "cppo_bench.benchmarks.lcb_execution",
-        "lcb_output_prediction": "cppo_bench.benchmarks.lcb_output_prediction",
-        "demo": "cppo_bench.benchmarks.demo",
-        "demo_train": "cppo_bench.benchmarks.demo_train",
+        "apps": "cppo_bench.benchmarks.apps:SPEC",
+        "codecontests": "cppo_bench.benchmarks.codecontests:SPEC",
+        "lcb": "cppo_bench.benchmarks.livecodebench:SPEC",
+        "lcb_execution": "cppo_bench.benchmarks.lcb_execution:SPEC",
+        "lcb_output_prediction": "cppo_bench.benchmarks.lcb_output_prediction:SPEC",
+        "demo": "cppo_bench.benchmarks.demo:SPEC",
+        "demo_train": "cppo_bench.benchmarks.demo_train:SPEC",
     },
     # LiveCodeBench's and the hub's own spellings
     aliases={"livecodebench": "lcb", "code_contests": "codecontests"},

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     LOCAL_FORMATS,
     RawRow,
@@ -33,6 +32,7 @@ from cppo_bench.benchmarks._io import (
     local_rows,
     reject_unknown,
 )
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, Problem, RecordError, SourceIds, Test
 from cppo_bench.util import jsonio, userfiles
@@ -351,13 +351,11 @@ def load_apps(
     return result
 
 
-SPEC = BENCHMARKS.register("apps")(
-    BenchmarkSpec(
-        name="apps",
-        description="APPS test split, introductory, seeded 200-problem slice (options: split, "
-        "difficulty, subset, subset_seed, ids)",
-        load=load_apps,
-        hub_id=HUB_ID,
-        default_split="test",
-    )
+SPEC = BenchmarkSpec(
+    name="apps",
+    description="APPS test split, introductory, seeded 200-problem slice (options: split, "
+    "difficulty, subset, subset_seed, ids)",
+    load=load_apps,
+    hub_id=HUB_ID,
+    default_split="test",
 )

@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
 from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
@@ -256,13 +256,11 @@ def load_codecontests(
     return collect(rows, parse, hub_problem_id, strict=strict, source=source)
 
 
-SPEC = BENCHMARKS.register("codecontests")(
-    BenchmarkSpec(
-        name="codecontests",
-        description="CodeContests valid split: public+private+generated tests, Python 3 "
-        "references (options: split, include_generated)",
-        load=load_codecontests,
-        hub_id=HUB_ID,
-        default_split="valid",
-    )
+SPEC = BenchmarkSpec(
+    name="codecontests",
+    description="CodeContests valid split: public+private+generated tests, Python 3 "
+    "references (options: split, include_generated)",
+    load=load_codecontests,
+    hub_id=HUB_ID,
+    default_split="valid",
 )

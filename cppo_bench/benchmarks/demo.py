@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult, load_problem_jsonl
 from cppo_bench.util import userfiles
@@ -52,10 +52,8 @@ def load_demo(
     return result
 
 
-SPEC = BENCHMARKS.register("demo")(
-    BenchmarkSpec(
-        name="demo",
-        description="32 original problems shipped with cppo-bench (easy / medium / hard tiers)",
-        load=load_demo,
-    )
+SPEC = BenchmarkSpec(
+    name="demo",
+    description="32 original problems shipped with cppo-bench (easy / medium / hard tiers)",
+    load=load_demo,
 )

@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks.demo import load_problem_jsonl
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import LoadResult
 from cppo_bench.util import userfiles
@@ -39,10 +39,8 @@ def load_demo_train(
     return load_problem_jsonl(path, strict=strict)
 
 
-SPEC = BENCHMARKS.register("demo_train")(
-    BenchmarkSpec(
-        name="demo_train",
-        description="50 original easy training problems shipped with cppo-bench (disjoint from demo)",
-        load=load_demo_train,
-    )
+SPEC = BenchmarkSpec(
+    name="demo_train",
+    description="50 original easy training problems shipped with cppo-bench (disjoint from demo)",
+    load=load_demo_train,
 )

@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     in_window,
     iso_date,
     load_dated_scenario,
 )
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.problem import LoadResult, Problem, SourceIds
 
 HUB_ID = "livecodebench/execution-v2"
@@ -92,13 +92,11 @@ def load_lcb_execution(
     )
 
 
-SPEC = BENCHMARKS.register("lcb_execution")(
-    BenchmarkSpec(
-        name="lcb_execution",
-        description="LiveCodeBench code execution: predict a function's return value, maj@K "
-        "(options: start_date, end_date)",
-        load=load_lcb_execution,
-        hub_id=HUB_ID,
-        default_split="test",
-    )
+SPEC = BenchmarkSpec(
+    name="lcb_execution",
+    description="LiveCodeBench code execution: predict a function's return value, maj@K "
+    "(options: start_date, end_date)",
+    load=load_lcb_execution,
+    hub_id=HUB_ID,
+    default_split="test",
 )

@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     in_window,
     iso_date,
@@ -24,6 +23,7 @@ from cppo_bench.benchmarks._io import (
     load_dated_scenario,
 )
 from cppo_bench.benchmarks.livecodebench import make_test
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.problem import LoadResult, Problem, SourceIds
 
 HUB_ID = "livecodebench/test_generation"
@@ -100,13 +100,11 @@ def load_lcb_output_prediction(
     )
 
 
-SPEC = BENCHMARKS.register("lcb_output_prediction")(
-    BenchmarkSpec(
-        name="lcb_output_prediction",
-        description="LiveCodeBench test output prediction: predict a test's expected output, "
-        "maj@K (options: start_date, end_date)",
-        load=load_lcb_output_prediction,
-        hub_id=HUB_ID,
-        default_split="test",
-    )
+SPEC = BenchmarkSpec(
+    name="lcb_output_prediction",
+    description="LiveCodeBench test output prediction: predict a test's expected output, "
+    "maj@K (options: start_date, end_date)",
+    load=load_lcb_output_prediction,
+    hub_id=HUB_ID,
+    default_split="test",
 )

@@ -26,7 +26,6 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, BenchmarkSpec
 from cppo_bench.benchmarks._io import (
     RawRow,
     collect,
@@ -39,6 +38,7 @@ from cppo_bench.benchmarks._io import (
     reject_unknown,
 )
 from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.problem import MAX_TEST_CHARS, MAX_TESTS, LoadResult, Problem, SourceIds, Test
 from cppo_bench.util import jsonio
@@ -319,13 +319,11 @@ def load_lcb(
     )
 
 
-SPEC = BENCHMARKS.register("lcb")(
-    BenchmarkSpec(
-        name="lcb",
-        description="LiveCodeBench code generation, release_v6 (options: release_version "
-        "release_vN = increments 1..N, vN = increment N alone; start_date, end_date)",
-        load=load_lcb,
-        hub_id=HUB_ID,
-        default_split="test",
-    )
+SPEC = BenchmarkSpec(
+    name="lcb",
+    description="LiveCodeBench code generation, release_v6 (options: release_version "
+    "release_vN = increments 1..N, vN = increment N alone; start_date, end_date)",
+    load=load_lcb,
+    hub_id=HUB_ID,
+    default_split="test",
 )

@@ -3,6 +3,7 @@ only when called, so `cppo-bench verify` / `report` never import torch or vllm."
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 
@@ -31,16 +32,28 @@ COMMANDS: dict[str, str] = {
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",
-    "train": "trainers.cli:train",  # trainers import the harness, never the reverse
 }
+# Commands of other installed code, from its entry points in this group: the trainers add
+# `train` there (pyproject.toml), so the harness never names them (they import it).
+PLUGIN_GROUP = "cppo_bench.commands"
+
+
+@functools.cache
+def plugin_commands() -> dict[str, str]:
+    """Command name -> "module:attribute" of every installed plugin command (the harness's
+    own names win: a plugin cannot replace `run`)."""
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group=PLUGIN_GROUP)}
+    return {name: target for name, target in found.items() if name not in COMMANDS}
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted({*COMMANDS, *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
+        target = COMMANDS.get(cmd_name) or plugin_commands().get(cmd_name)
         if target is None:
             return None
         module_name, attr = target.split(":")

@@ -15,13 +15,13 @@ from cppo_bench.util.registry import Registry
 METHODS: Registry[type[Method]] = Registry(
     "method",
     lazy={
-        "direct": "cppo_bench.methods.direct",
-        "plan_and_solve": "cppo_bench.methods.plan_and_solve",
-        "plansearch": "cppo_bench.methods.plansearch",
-        "cppo": "cppo_bench.methods.cppo",
-        "fixed_strategy": "cppo_bench.methods.fixed_strategy",
-        "skills": "cppo_bench.methods.skills",
-        "output_prediction": "cppo_bench.methods.output_prediction",
+        "direct": "cppo_bench.methods.direct:Direct",
+        "plan_and_solve": "cppo_bench.methods.plan_and_solve:PlanAndSolve",
+        "plansearch": "cppo_bench.methods.plansearch:PlanSearch",
+        "cppo": "cppo_bench.methods.cppo:CPPO",
+        "fixed_strategy": "cppo_bench.methods.fixed_strategy:FixedStrategy",
+        "skills": "cppo_bench.methods.skills:Skills",
+        "output_prediction": "cppo_bench.methods.output_prediction:OutputPrediction",
     },
     aliases={"plan-and-solve": "plan_and_solve", "plan_search": "plansearch"},
 )

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cppo_bench.backends.base import Backend
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
     Attempt,
     Method,
@@ -78,7 +77,6 @@ def tuple_quota(k: int, size: int) -> list[int]:
     return [size] * (n - 1) + [k - size * (n - 1)]
 
 
-@METHODS.register("cppo")
 class CPPO(Method):
     name = "cppo"
     options_type = CPPOOptions

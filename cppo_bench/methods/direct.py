@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cppo_bench.backends.base import Backend
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import Method, MethodOutput, RunContext, branch_attempts
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
@@ -20,7 +19,6 @@ def stop_strings(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
     return load_prompt("direct", version).render_stop()
 
 
-@METHODS.register("direct")
 class Direct(Method):
     name = "direct"
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cppo_bench.backends.base import Backend
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import Method, MethodOptions, MethodOutput, RunContext, branch_attempts
 from cppo_bench.problem import Problem
 
@@ -33,7 +32,6 @@ class FixedStrategyOptions(MethodOptions):
             raise ValueError("strategies must be a non-empty list of non-empty hints")
 
 
-@METHODS.register("fixed_strategy")
 class FixedStrategy(Method):
     name = "fixed_strategy"
     options_type = FixedStrategyOptions

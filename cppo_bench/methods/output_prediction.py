@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from cppo_bench.backends.base import Backend
 from cppo_bench.errors import DataError
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
     Attempt,
     Method,
@@ -100,7 +99,6 @@ def render_prediction(problem: Problem, version: str) -> tuple[Messages, tuple[s
     return msgs, load_prompt("output_prediction", version).render_stop()
 
 
-@METHODS.register("output_prediction")
 class OutputPrediction(Method):
     name = "output_prediction"
     tasks = ("execution", "output_prediction")

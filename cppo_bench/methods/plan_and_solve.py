@@ -10,7 +10,6 @@ import re
 from collections.abc import Sequence
 
 from cppo_bench.backends.base import Backend
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import Method, MethodOutput, RunContext, branch_attempts
 from cppo_bench.problem import Problem
 
@@ -24,7 +23,6 @@ def extract_plan(completion: str) -> str | None:
     return text or None
 
 
-@METHODS.register("plan_and_solve")
 class PlanAndSolve(Method):
     name = "plan_and_solve"
 

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cppo_bench.backends.base import Backend, GenRequest
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import (
     Method,
     MethodOptions,
@@ -88,7 +87,6 @@ class PlanSearchOptions(MethodOptions):
         self.require_at_least(0, "max_subset", "planner_max_tokens")
 
 
-@METHODS.register("plansearch")
 class PlanSearch(Method):
     name = "plansearch"
     options_type = PlanSearchOptions

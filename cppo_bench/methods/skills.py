@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cppo_bench.backends.base import Backend
-from cppo_bench.methods import METHODS
 from cppo_bench.methods.base import Method, MethodOptions, MethodOutput, RunContext, branch_attempts
 from cppo_bench.methods.direct import render_messages
 from cppo_bench.problem import Problem
@@ -44,7 +43,6 @@ def skill_messages(problem: Problem, prefix: str, version: str = DEFAULT_VERSION
     return tuple(messages)
 
 
-@METHODS.register("skills")
 class Skills(Method):
     name = "skills"
     options_type = SkillsOptions

@@ -18,6 +18,7 @@ def slice_tables(
     """[] when the store holds no LiveCodeBench run whose records carry the fields."""
     from cppo_bench.errors import DataError
     from cppo_bench.report.model import Cell, Column, Row, Table
+    from cppo_bench.stats import pass_at_k
     from cppo_bench.stats.slices import UNKNOWN, pass_at_k_by
     from cppo_bench.store.frames import load_runs
 
@@ -32,7 +33,9 @@ def slice_tables(
         known = frame[frame[column].notna()]
         if known.empty:
             continue
-        result = pass_at_k_by(known, by, k, spread=spread, resamples=resamples, seed=seed)
+        result = pass_at_k_by(
+            known, by, k, measure=pass_at_k, spread=spread, resamples=resamples, seed=seed
+        )
         groups = [g for g in dict.fromkeys(result[by]) if g != UNKNOWN]
         methods = sorted(set(result["method"]))
         cells: dict[tuple[str, str], Cell] = {}

@@ -79,11 +79,11 @@ def new_manifest(
     `loaded` (the benchmark it is judged on), the data fields and the identity's content
     hash are what was LOADED, never the source's claim: a re-judge on edited data is
     another run, and one on the original data is not taken for it."""
-    import cppo_bench
     from cppo_bench.augment.store import identity
     from cppo_bench.runner.pipeline import run_identity, summarize_tests
     from cppo_bench.store.runs import ids_hash
     from cppo_bench.util.gitinfo import git_commit
+    from cppo_bench.util.version import __version__
 
     m = copy.deepcopy(source)
     if loaded is not None:
@@ -98,12 +98,12 @@ def new_manifest(
     m.extra["rejudged"] = {
         "from": str(source_dir),
         "from_config": source.config_hash(),
-        "verifier": f"cppo-bench {cppo_bench.__version__} ({git_commit() or 'no git'})",
+        "verifier": f"cppo-bench {__version__} ({git_commit() or 'no git'})",
         "at": stamp,
     }
     m.extra.update(identity(test_set))
     m.created_at, m.status = stamp, "running"
-    m.package_version, m.git_commit = cppo_bench.__version__, git_commit()
+    m.package_version, m.git_commit = __version__, git_commit()
     return m
 
 

@@ -72,7 +72,7 @@ def pass_at_k_by(frame: pd.DataFrame, by: str, k: Any = None, **options: Any) ->
     if k is None:
         picked = {n: options[n] for n in ("estimator", "select", "seed") if n in options}
         k, left = allowed_ks(frame, DEFAULT_KS, **picked)
-    out = grouped(frame, by, k, **options)
+    out = grouped(frame, by, k, measure=pass_at_k, **options)
     out.attrs["left_out"] = left
     return out
 

@@ -116,16 +116,18 @@ def pass_at_k_by(
     frame: pd.DataFrame,
     by: str,
     k: int | Sequence[int] = (1, 2, 4),
+    *,
+    measure: Callable[..., pd.DataFrame],
     **options: Any,
 ) -> pd.DataFrame:
-    """`cppo_bench.stats.pass_at_k` per group of problems (`by`: difficulty, platform,
+    """`measure` (`cppo_bench.stats.pass_at_k`, handed down by the API front, which this
+    module never imports: no loop) per group of problems (`by`: difficulty, platform,
     month, window): the same columns plus `by`'s. A group's n is its own problems (a group
     is never measured against the whole benchmark's size), and `run_partial` says when the
     runs cover only part of the benchmark ("partial: n=12/300 of the benchmark")."""
     import pandas as pd
 
     from cppo_bench.metrics.uncertainty import is_partial
-    from cppo_bench.stats import pass_at_k
 
     group = GROUPERS.get(by)
     need = "contest_date" if by in ("month", "window") else by
@@ -154,7 +156,7 @@ def pass_at_k_by(
     for value in sorted(set(labels), key=lambda v: (v == UNKNOWN, _order(by, v))):
         sub = frame[labels == value].copy()
         sub["dataset_size"] = 0  # coverage is the group's own
-        table = pass_at_k(sub, k, **options)
+        table = measure(sub, k, **options)
         table.insert(1, by, value)
         table["run_partial"] = [
             partial.get((b, m), "") for b, m in zip(table["benchmark"], table["method"], strict=True)

@@ -20,10 +20,10 @@ def stored_data(data_source: object, bench: str) -> tuple[Path | None, str]:
     """(the file to read, or None; why it is not followed, or "")."""
     if not isinstance(data_source, str) or not data_source or data_source == bench:
         return None, ""
-    import cppo_bench
+    from cppo_bench.util.version import PACKAGE_DIR  # (not the package front: a layer up)
 
     why = ""
-    for root in _roots(cppo_bench.__file__):
+    for root in _roots(str(PACKAGE_DIR / "__init__.py")):
         try:
             path = userfiles.inside(root, data_source, "the run's data_source")
         except userfiles.UserFileError as exc:

@@ -15,8 +15,10 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Maps names to objects. Entries register themselves on import (decorator form).
 
-    `lazy` maps a name to the module that registers it, so looking a name up imports
-    only that module: `cppo-bench verify` never pays for importing the vLLM backend.
+    `lazy` maps a name to "module:attribute", the object a lookup imports (only that
+    module: `cppo-bench verify` never pays for importing the vLLM backend), or to a bare
+    module that registers the name itself. The first form lets a plugin import nothing
+    of the package front that lists it (no loop: tests/structure/test_bench_layers.py).
     """
 
     def __init__(
@@ -51,7 +53,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         name = self.canonical(name)
         if name not in self._entries and name in self._lazy:
-            importlib.import_module(self._lazy[name])
+            module, _, attr = self._lazy[name].partition(":")
+            loaded = importlib.import_module(module)
+            if attr and name not in self._entries:
+                self.register(name)(getattr(loaded, attr))
         try:
             return self._entries[name]
         except KeyError:

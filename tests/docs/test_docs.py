@@ -99,7 +99,7 @@ def test_extending_examples_run(tmp_path, monkeypatch):
         for registry, name in ((BENCHMARKS, "tiny"), (METHODS, "direct_hint")):
             registry._entries.pop(name, None)
         try:
-            from trainers.engine.algorithm import ALGORITHMS
+            from trainers.algorithms import ALGORITHMS
             from trainers.recipes import RECIPES
 
             for registry in (ALGORITHMS, RECIPES):

@@ -4,9 +4,12 @@ and the top of the package holds only its public surface."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
+
+import pytest
+
+from tests.helpers.import_graph import graph, imports, module_name
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "cppo_bench"
@@ -34,40 +37,18 @@ PUBLIC_TOP = {"__init__.py", "__main__.py", "api.py", "errors.py", "problem.py"}
 
 
 def _module(path: Path) -> str:
-    rel = path.relative_to(REPO).with_suffix("")
-    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(parts)
+    return module_name(path, REPO)
 
 
 def _imports(path: Path) -> set[str]:
-    """Every module a file imports, top-level or lazily inside a function (not the
-    TYPE_CHECKING-only ones: they never run)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    out = set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-            out |= {f"{node.module}.{a.name}" for a in node.names}
-    return out
+    """Every module a file imports (tests/helpers/import_graph.py says what counts: lazy
+    imports, names taken from ancestor packages, modules named by a string)."""
+    return imports(path, path.stem, set())
 
 
 def _graph() -> dict[str, set[str]]:
-    """module -> the package modules it imports. A module's own ancestor packages are left
-    out: Python initialises them before the module whatever it imports (`from pkg import
-    submodule` inside pkg is no cycle)."""
-    mods = {_module(p): p for p in PACKAGE.rglob("*.py")}
-    return {
-        m: {i for i in _imports(p) if i in mods and i != m and not m.startswith(i + ".")}
-        for m, p in mods.items()
-    }
+    """module -> the package modules it imports."""
+    return graph(PACKAGE, REPO)
 
 
 def _unit(module: str) -> str:
@@ -112,9 +93,25 @@ def test_no_import_goes_up_a_layer() -> None:
     assert not up, up
 
 
+def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every loop once: the strongly connected sets of two or more modules, sorted."""
+    reach: dict[str, set[str]] = {}
+    for m in graph:
+        seen, todo = {m}, [m]
+        while todo:
+            for d in graph[todo.pop()]:
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        reach[m] = seen
+    found = {frozenset(x for x in reach[m] if m in reach[x]) for m in graph}
+    return sorted(sorted(c) for c in found if len(c) > 1)
+
+
 def test_no_import_cycle_in_the_harness() -> None:
-    cycle = _cycle(_graph())
-    assert not cycle, " -> ".join(cycle)
+    # (every loop, not the first found: a registry's front naming its plugins by string,
+    # each plugin importing the registry back from that front, was seven of them)
+    assert _loops(_graph()) == []
 
 
 def test_the_cycle_check_sees_a_lazy_import(tmp_path: Path) -> None:
@@ -123,6 +120,54 @@ def test_the_cycle_check_sees_a_lazy_import(tmp_path: Path) -> None:
     b.write_text("def f():\n    import a\n")
     graph = {"a": _imports(a) & {"b"}, "b": _imports(b) & {"a"}}
     assert _cycle(graph) == ["a", "b", "a"]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    return graph(tmp_path / "pkg", tmp_path)
+
+
+# An adversary's ways up to a package front from below it (issue 48: `runner/rejudge.py`
+# took the version from the top, closing a loop through its lazy export table), and of
+# naming a module with no import statement. Each must show as an edge, and close the loop.
+ANCESTOR_AND_STRING_CASES = {
+    "a name from the package top": "from pkg import VERSION\n",
+    "a name from the top, lazily": "def f():\n    from pkg import VERSION\n",
+    "the top by a relative import": "from .. import VERSION\n",
+    "the top, imported whole": "import pkg\n",
+    "the top by importlib": "import importlib\nimportlib.import_module('pkg')\n",
+    "a registration by string": "TABLE = {'x': 'pkg.api:thing'}\n",
+    "a lazy module string": "TABLE = ['pkg.api:']\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANCESTOR_AND_STRING_CASES))
+def test_the_graph_sees_ancestor_imports_and_strings(tmp_path: Path, case: str) -> None:
+    code = ANCESTOR_AND_STRING_CASES[case]
+    g = _tree(tmp_path, {
+        "pkg/__init__.py": "VERSION = 1\nEXPORTS = {'thing': 'pkg.api:thing'}\n",
+        "pkg/api.py": "from pkg.low import mod\n",
+        "pkg/low/__init__.py": "",
+        "pkg/low/mod.py": code,
+    })  # fmt: skip
+    target = "pkg.api" if "pkg.api" in code else "pkg"
+    assert target in g["pkg.low.mod"], (case, g["pkg.low.mod"])
+    assert _cycle(g), case  # mod -> (pkg ->) api -> mod
+
+
+def test_a_submodule_from_its_own_package_is_no_edge_to_the_front(tmp_path: Path) -> None:
+    # (Python has initialised the ancestors before the module runs: no loop, no arrow up)
+    g = _tree(tmp_path, {
+        "pkg/__init__.py": "from pkg.low import mod\n",
+        "pkg/low/__init__.py": "",
+        "pkg/low/mod.py": "from pkg.low import other\nfrom pkg import low\n",
+        "pkg/low/other.py": '"""pkg.low.mod"""\nx = "pkg.low is prose here"\n',
+    })  # fmt: skip
+    assert g["pkg.low.mod"] == {"pkg.low.other", "pkg.low"}
+    assert g["pkg.low.other"] == set()  # a docstring, and a sentence, are no registration
+    assert not _cycle(g)
 
 
 def test_the_top_of_the_package_is_its_public_surface() -> None:

@@ -167,7 +167,8 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
 def test_harness_does_not_import_trainers() -> None:
     code = (
         "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"
-        "from cppo_bench.cli import COMMANDS; assert COMMANDS['train'].startswith('trainers');"
+        "from cppo_bench.cli import plugin_commands;"
+        "assert plugin_commands()['train'] == 'trainers.cli:train';"
         "assert not [m for m in sys.modules if m.startswith('trainers')], 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

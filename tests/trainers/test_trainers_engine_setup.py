@@ -27,7 +27,7 @@ def test_the_engine_gets_the_longest_prompt_and_the_update_its_precision(
     from toy_task import run
 
     from trainers.engine import rollout, update
-    from trainers.engine.rollout import ROLLOUT_ENGINES
+    from trainers.engine.rollout_engines import ROLLOUT_ENGINES
 
     seen: dict[str, Any] = {"prompts": []}
 

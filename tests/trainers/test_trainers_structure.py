@@ -3,7 +3,6 @@ default is written once, one KEY=VALUE parser, one front door with --print-confi
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from cppo_bench.cli import main
+from tests.helpers.import_graph import graph, imports, module_name
 from tests.helpers.tests_paths import REPO
 
 TRAINERS = REPO / "trainers"
@@ -22,27 +22,14 @@ UPPER = ("trainers.cppo_pipeline", "trainers.algorithms.cppo", "trainers.algorit
          "trainers.algorithms.upskill", "trainers.cli", "trainers.api", "trainers.recipes")  # fmt: skip
 
 
-def _module(path: Path) -> str:
-    rel = path.relative_to(REPO).with_suffix("")
-    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(parts)
-
-
 def _imports(path: Path) -> set[str]:
-    """Every module a file imports, top-level or lazily inside a function."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-            out |= {f"{node.module}.{a.name}" for a in node.names}
-    return out
+    """Every module a file imports (tests/helpers/import_graph.py says what counts: lazy
+    imports, names taken from ancestor packages, modules named by a string)."""
+    return imports(path, module_name(path, REPO), set())
 
 
 def _graph(package: Path) -> dict[str, set[str]]:
-    mods = {_module(p): p for p in package.rglob("*.py")}
-    return {m: {i for i in _imports(p) if i in mods and i != m} for m, p in mods.items()}
+    return graph(package, REPO)
 
 
 def _is(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -89,12 +76,27 @@ def test_no_import_cycle_in_trainers() -> None:
 
 
 def test_the_harness_never_imports_trainers() -> None:
+    # (by statement or by string: the CLI once registered `train` as "trainers.cli:train",
+    # closing a loop; the trainers now plug in through an entry point, pyproject.toml)
     offenders = [
         str(p.relative_to(REPO))
         for p in (REPO / "cppo_bench").rglob("*.py")
-        if any(_is(i, ("trainers",)) for i in _imports(p))
+        if any(_is(i, ("trainers",)) for i in imports(p, module_name(p, REPO), {"trainers"}))
     ]
     assert not offenders
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import trainers.cli\n", "def f():\n    from trainers import api\n",
+     "COMMANDS = {'train': 'trainers.cli:train'}\n", "import importlib\nimportlib.import_module('trainers')\n"],
+)  # fmt: skip
+def test_the_harness_check_sees_every_way_to_the_trainers(tmp_path: Path, code: str) -> None:
+    (tmp_path / "cppo_bench").mkdir()
+    path = tmp_path / "cppo_bench" / "cli.py"
+    path.write_text(code, encoding="utf-8")
+    found = imports(path, "cppo_bench.cli", {"trainers"})
+    assert any(_is(i, ("trainers",)) for i in found), (code, found)
 
 
 def _preset_cases() -> list[tuple[str, Path]]:
@@ -112,8 +114,8 @@ def _preset_cases() -> list[tuple[str, Path]]:
 
 
 def test_every_preset_file_is_used_and_holds_only_real_differences() -> None:
+    from trainers.algorithms import ALGORITHMS
     from trainers.cppo_pipeline.config import CPPOPipelineConfig
-    from trainers.engine.algorithm import ALGORITHMS
     from trainers.engine.config import TrainConfig
     from trainers.engine.layers import CONFIG_DIR, build, read_preset, repeated_defaults
 

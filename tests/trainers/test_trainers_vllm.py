@@ -30,7 +30,8 @@ def test_weight_sync_changes_what_vllm_samples(tmp_path: Path) -> None:
 
     from cppo_bench.backends.base import SamplingParams
     from cppo_bench.problem import Problem, Test
-    from trainers.engine.rollout import ROLLOUT_ENGINES, HFRollout, RolloutRequest
+    from trainers.engine.rollout import HFRollout, RolloutRequest
+    from trainers.engine.rollout_engines import ROLLOUT_ENGINES
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     folder = tiny_model_dir(tmp_path / "tiny", head_dim=32)  # vLLM CPU attention: >= 32

@@ -26,7 +26,7 @@ from cppo_bench.util.termsafe import quote
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation
 from trainers.core.cppo_joint import joint_rows, warmup_rows
-from trainers.engine.algorithm import ALGORITHMS, Algorithm, StepContext, StepRows
+from trainers.engine.algorithm import Algorithm, StepContext, StepRows
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
@@ -58,7 +58,6 @@ class CPPOAlgoConfig:
             raise ValueError("k and m must be >= 1")
 
 
-@ALGORITHMS.register("cppo")
 class CPPO(Algorithm):
     name = "cppo"
     Config = CPPOAlgoConfig

@@ -28,7 +28,6 @@ class PassKConfig:
             raise ValueError(f"k: need 1 <= k <= n, got k={self.k}, n={self.n}")
 
 
-@alg.ALGORITHMS.register("passk_rl")
 class PassKRL(Algorithm):
     name = "passk_rl"
     Config = PassKConfig

@@ -14,7 +14,6 @@ from cppo_bench.problem import Problem
 from cppo_bench.util.termsafe import quote
 from trainers.core.pkpo import EDGE_CASES, ESTIMATORS, pkpo_transform
 from trainers.engine.algorithm import (
-    ALGORITHMS,
     Algorithm,
     StepContext,
     StepRows,
@@ -60,7 +59,6 @@ def sample_requests(problem: Problem, ctx: StepContext, n: int, kind: str) -> li
     ]
 
 
-@ALGORITHMS.register("pkpo")
 class PKPO(Algorithm):
     name = "pkpo"
     Config = PKPOConfig

@@ -20,7 +20,6 @@ from cppo_bench.util.termsafe import quote
 from trainers.core.grpo import group_normalised_advantages
 from trainers.core.upskill import MI_LEVELS, mi_reward, upskill_reward
 from trainers.engine.algorithm import (
-    ALGORITHMS,
     Algorithm,
     Messages,
     StepContext,
@@ -63,7 +62,6 @@ def skill_messages(messages: Messages, prefix: str) -> Messages:
     return (*messages[:-1], last)
 
 
-@ALGORITHMS.register("upskill")
 class UpSkill(Algorithm):
     name = "upskill"
     Config = UpSkillConfig

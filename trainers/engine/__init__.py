@@ -7,7 +7,7 @@ API, one module per concept:
 
 * ``algorithm``: ``Algorithm`` (subclass it: ``Config`` dataclass, ``requests(problem, ctx)``
   -> the group's ``RolloutRequest``s, ``rows(scored, ctx)`` -> ``StepRows``; override
-  ``collect`` for multi-round rollouts), ``ALGORITHMS`` registry, ``StepContext`` (seeds,
+  ``collect`` for multi-round rollouts; registered by name in ``trainers.algorithms.ALGORITHMS``), ``StepContext`` (seeds,
   prompt, ``generate``, ``score``, ``completion_logprobs``, ``encode``), ``response_rows``.
 * ``rollout``: ``RolloutRequest`` (problem, prompt, seed, ``kind``, ``group``, ``meta``) ->
   ``Rollout`` (prompt / completion token ids + text); engines ``hf`` (the policy generates)

@@ -22,7 +22,6 @@ import torch
 
 from cppo_bench.methods.base import derive_seed
 from cppo_bench.problem import Problem
-from cppo_bench.util.registry import Registry
 from trainers.core.batch import Region, Row
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import Rollout, RolloutRequest
@@ -91,17 +90,6 @@ class Algorithm:
         """Tokens this algorithm's prompts may hold beyond the direct prompt of a problem
         (an earlier completion, a skill prefix); sizes vLLM's default context."""
         return 0
-
-
-ALGORITHMS: Registry[type[Algorithm]] = Registry(
-    "algorithm",
-    lazy={
-        "pkpo": "trainers.algorithms.pkpo",
-        "passk_rl": "trainers.algorithms.passk_rl",
-        "upskill": "trainers.algorithms.upskill",
-        "cppo": "trainers.algorithms.cppo",
-    },
-)
 
 
 def group_tensors(scored: Sequence[Scored]) -> tuple[torch.Tensor, torch.Tensor]:

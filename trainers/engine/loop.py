@@ -28,7 +28,7 @@ from trainers.engine.config import TrainConfig
 from trainers.engine.context import StepEnv, step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_line, step_metrics
 from trainers.engine.rewards import RewardFn, reward_from_config
-from trainers.engine.rollout import ROLLOUT_ENGINES
+from trainers.engine.rollout_engines import ROLLOUT_ENGINES
 from trainers.engine.setup import Parts, model_label
 from trainers.engine.trackers import PROJECT, check_tracker, tracker_folder
 

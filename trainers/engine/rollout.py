@@ -7,7 +7,7 @@ and free ``meta`` (e.g. the UpSkill skill index). A ``Rollout`` adds the prompt 
 token ids the policy saw and wrote, so the update trains on exactly those tokens (re-tokenising
 the decoded text would not give them back).
 
-Engines (``ROLLOUT_ENGINES``, by name):
+Engines (by name in ``trainers.engine.rollout_engines.ROLLOUT_ENGINES``):
 
 * ``hf``: the policy itself generates through the harness's hf backend (per-request seeds,
   so a rollout does not depend on which process or batch drew it); nothing to sync.
@@ -17,7 +17,7 @@ Engines (``ROLLOUT_ENGINES``, by name):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,7 +26,6 @@ from cppo_bench.backends.base import GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend
 from cppo_bench.methods.base import close_fence
 from cppo_bench.problem import Problem
-from cppo_bench.util.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,6 @@ class RolloutEngine(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-# name -> factory(model, tokenizer, options) -> RolloutEngine
-ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry(
-    "rollout engine", lazy={"vllm": "trainers.engine.rollout_vllm"}
-)
 
 
 # The finish reason of a rollout that was never decoded because its prompt alone fills the
@@ -180,7 +173,6 @@ class HFRollout:
         self.backend.model = None
 
 
-@ROLLOUT_ENGINES.register("hf")
 def make_hf_rollout(model: Any, tokenizer: Any, options: Mapping[str, Any]) -> RolloutEngine:
     return HFRollout(
         model,

@@ -48,7 +48,6 @@ from cppo_bench.backends.vllm import import_vllm
 from trainers.engine import weight_sync
 from trainers.engine.rollout import (
     CONTEXT_FULL,
-    ROLLOUT_ENGINES,
     Rollout,
     RolloutEngine,
     RolloutRequest,
@@ -389,7 +388,6 @@ def sampled_logprobs(completion: Any) -> list[float] | None:
     return out
 
 
-@ROLLOUT_ENGINES.register("vllm")
 def make_vllm_rollout(model: Any, tokenizer: Any, options: Mapping[str, Any]) -> RolloutEngine:
     path = options.get("model_path")
     if not path:
