@@ -15,6 +15,7 @@ Then the per-test and per-program overhead over an empty program.
 
     python benchmarks/verifier_throughput.py [--data DIR] [--workers N] [--per-problem R]
         [--repeat-tests T] [--rounds 3] [--against REF|none] [--naive] [--exclude UID]
+        [--limit N]
 The shared APPS sample has one test per problem; --repeat-tests T runs each test T times, a
 stand-in for the full split's ~20 tests per problem (same programs, same inputs).
 """
