@@ -115,7 +115,7 @@ def test_a_backend_name_given_as_model_is_the_backend(tmp_path, demo, monkeypatc
         seen["model"] = model
         return ScriptedBackend(demo)
 
-    factory.default_model = "scripted-default"  # type: ignore[attr-defined]
+    factory.default_model = "scripted-default"
     monkeypatch.setitem(BACKENDS._entries, "openai", factory)  # no server, no hub
     args = ["run", "--method", "direct", "--bench", "demo", "--limit", "1", "-k", "1",
             "--model", "openai", "--out", str(tmp_path), "--quiet"]  # fmt: skip

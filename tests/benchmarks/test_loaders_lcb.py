@@ -75,7 +75,7 @@ def _blob_tests_by_opcodes(blob: str) -> list[dict[str, Any]]:
     """Read the pickled JSON string straight off the opcodes (nothing is unpickled)."""
     raw = zlib.decompress(base64.b64decode(blob))
     strings = [arg for op, arg, _ in pickletools.genops(raw) if op.name == "BINUNICODE"]
-    assert len(strings) == 1
+    assert len(strings) == 1 and isinstance(strings[0], str)
     return json.loads(strings[0])
 
 
@@ -256,7 +256,7 @@ def test_hub_schema_formats_agree(public_rows: list[dict[str, Any]], tmp_path: P
 
 # --- code execution and test output prediction (synthetic fixtures) ----------------------------
 
-EXECUTION_ROWS = [
+EXECUTION_ROWS: list[dict[str, Any]] = [
     {
         "question_id": 101, "id": "exec_0", "function_name": "doubleEvens",
         "code": "def doubleEvens(xs):\n    return [x * 2 for x in xs if x % 2 == 0]\n",
@@ -273,7 +273,7 @@ EXECUTION_ROWS = [
     },
 ]  # fmt: skip
 
-PREDICTION_ROWS = [
+PREDICTION_ROWS: list[dict[str, Any]] = [
     {
         "question_title": "count-vowels", "question_content": "Count the vowels of word.",
         "question_id": "9001", "contest_id": "weekly-contest-5",

@@ -100,13 +100,21 @@ def test_doctor_checks_for_chromium(monkeypatch):
     assert "chromium" in doc.CHECKS
 
 
+class _HangServer(ThreadingHTTPServer):
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _Hang)
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+
 class _Hang(BaseHTTPRequestHandler):
     """Takes a request and never answers it until the test lets it go."""
 
     def do_POST(self) -> None:  # noqa: N802
         self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.arrived.set()
-        self.server.release.wait()
+        server = self.server
+        assert isinstance(server, _HangServer)
+        server.arrived.set()
+        server.release.wait()
         body = json.dumps({"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]})
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -118,8 +126,7 @@ class _Hang(BaseHTTPRequestHandler):
 
 
 def test_ctrl_c_of_an_openai_run_is_heard_at_once_and_abandons_requests(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hang)
-    server.arrived, server.release = threading.Event(), threading.Event()
+    server = _HangServer(("127.0.0.1", 0))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}

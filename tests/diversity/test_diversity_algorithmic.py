@@ -34,6 +34,7 @@ class ScriptedJudge:
         self.batches.append(len(requests))
         out = []
         for req in requests:
+            assert req.messages is not None  # (every request here is a chat)
             user = req.messages[-1]["content"]
             item = user.split("Strategy:\n", 1)[-1].split("Program:\n", 1)[-1]
             reply = next((r for key, r in self.script.items() if key in item), "no idea")
@@ -83,7 +84,7 @@ def test_prompt_lists_the_taxonomy_and_has_a_code_variant():
     assert "Strategy:\nSort by end time" in plan.messages[-1]["content"]
     assert "Program:\n```\nprint(sum(" in code.messages[-1]["content"]
     with pytest.raises(ValueError):
-        judge_request("x", "essay")  # type: ignore[arg-type]
+        judge_request("x", "essay")
 
 
 def test_one_batched_call_labels_and_counts_unparseable():

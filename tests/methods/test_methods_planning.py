@@ -28,7 +28,9 @@ def run(name, problems, k=4, seed=0, backend=None, **options):
 
 
 def strategy_of(req) -> str:
-    return re.search(r"\nMethod: (.*)\n", req.messages[-1]["content"]).group(1)
+    m = re.search(r"\nMethod: (.*)\n", req.messages[-1]["content"])
+    assert m is not None, req.messages[-1]["content"]
+    return m.group(1)
 
 
 def test_cppo_one_planner_call_then_one_solver_call(problems):

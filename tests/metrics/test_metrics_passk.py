@@ -87,7 +87,7 @@ def direct_first_k(rollout: list[bool], k: int, select: str, picks: list[int] | 
     elif select == "last":
         counted += last[4 - r :]
     else:
-        counted += [last[j] for j in picks]
+        counted += [last[j] for j in picks or []]
     return any(counted)
 
 
@@ -145,4 +145,4 @@ def test_pooling_needs_enough_tuples():
 
 def test_unknown_select():
     with pytest.raises(ValueError, match="select"):
-        pass_at_k_first([[True] * 4], 2, "middle")  # type: ignore[arg-type]
+        pass_at_k_first([[True] * 4], 2, "middle")

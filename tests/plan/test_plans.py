@@ -167,7 +167,7 @@ def test_fill_cycle_and_generic():
     # a labelled but empty method is a missing slot too (seen from the 135M model)
     assert fill_plans(["a", "", "b"], 4) == (["a", "a", "b", "b"], [1, 3])
     with pytest.raises(ValueError, match="unknown fill rule"):
-        fill_plans(["a"], 2, "copy")  # type: ignore[arg-type]
+        fill_plans(["a"], 2, "copy")
 
 
 def test_plan_tuple_records_the_fill():

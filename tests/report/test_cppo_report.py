@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks.fixtures.cppo_stage_fixture import prepared, settings
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.report.cppo_runs import exposure_table, find_pipelines, pipeline_gate_log
 from cppo_bench.report.run_index import RunIndex
 from cppo_bench.store.runs import RunManifest, write_manifest
-from tests.helpers.cppo_stage_fixture import prepared, settings
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.exposure import write_exposure
 from trainers.cppo_pipeline.pipeline import run_pipeline
@@ -58,6 +58,7 @@ def test_report_from_a_pipeline_run(tmp_path: Path) -> None:
     pipelines = find_pipelines(tmp_path)
     assert [p.path for p in pipelines] == [out]
     log = pipeline_gate_log(pipelines[0])
+    assert log is not None
     assert any(r.label is not None for r in log.records)  # judge labels -> ROC
     assert any(r.passed is not None for r in log.records)  # solver outcomes -> heat map
     result = build_report(tmp_path, tmp_path / "report", resamples=10)

@@ -73,7 +73,7 @@ def _assert_renders(runs: Path, out: Path, limit: int = LIMIT) -> dict[str, list
         ("CPPO inference (untrained planner)", "cppo"),
     ):
         cell = main_rows[(label, "demo")]
-        solved = {}
+        solved: dict[str, list[bool]] = {}
         for manifest in runs.glob(f"demo/{method}/*/*/manifest.json"):
             for line in (manifest.parent / "records.jsonl").read_text().splitlines():
                 rec = json.loads(line)

@@ -28,7 +28,9 @@ def _reads(tree: ast.AST) -> list[tuple[int, str]]:
     found = []
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
-        name = dotted(node) if isinstance(node, ast.Attribute | ast.Name) else ""
+        if not isinstance(node, ast.Attribute | ast.Name):
+            continue
+        name = dotted(node)
         if name in ("os.getenv", "os.environb", "getenv"):
             found.append((node.lineno, name))
         if name != "os.environ" and name != "environ":

@@ -65,9 +65,9 @@ def printing_calls(tree: ast.AST) -> list[tuple[int, str]]:
         if name in ("print", "click.echo", "click.secho", "sys.stderr.write",
                     "sys.stdout.write", "warnings.warn", "pprint.pprint", "rich.print"):  # fmt: skip
             found.append((node.lineno, name))
-        elif parts[-1] in ("add_task", "update") and _bar_text(node) is not None:
+        elif parts[-1] in ("add_task", "update") and (text := _bar_text(node)) is not None:
             # a progress bar's text is parsed as markup by its columns, not by the console
-            if not _escaped(_bar_text(node)):
+            if not _escaped(text):
                 found.append((node.lineno, f"{name} (bar text not through markup/safe)"))
         elif len(parts) == 2 and parts[1] in LOG_METHODS and parts[0] in LOGGER_NAMES:
             # a logging call: a handler prints it; only a literal message with no argument

@@ -171,7 +171,9 @@ def file_output_options(tree: ast.AST) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and _dotted(node.func).endswith("click.option")):
             continue
-        names = {a.value for a in node.args if isinstance(a, ast.Constant)}
+        names = {
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        }
         kind = next((k.value for k in node.keywords if k.arg == "type"), None)
         is_file = (
             isinstance(kind, ast.Call)
