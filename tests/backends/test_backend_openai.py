@@ -73,8 +73,10 @@ class Scripted(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.seen.append((self.path, body, self.headers.get("Authorization")))
-        status, reply = self.server.script.pop(0) if self.server.script else (200, None)
+        server = self.server
+        assert isinstance(server, ScriptedServer)
+        server.seen.append((self.path, body, self.headers.get("Authorization")))
+        status, reply = server.script.pop(0) if server.script else (200, None)
         payload = json.dumps(reply or ok_reply(body)).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -86,17 +88,23 @@ class Scripted(BaseHTTPRequestHandler):
         pass
 
 
+class ScriptedServer(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Scripted)
+        self.script: list[tuple[int, dict | None]] = []  # (status, body) per request, in order
+        self.seen: list[tuple[str, dict, str | None]] = []  # (path, body, Authorization)
+
+
 def ok_reply(body: dict) -> dict:
     text = "echo:" + str(body.get("seed"))
-    choice = {"finish_reason": "stop"}
+    choice: dict[str, object] = {"finish_reason": "stop"}
     choice.update({"message": {"content": text}} if "messages" in body else {"text": text})
     return {"choices": [choice], "usage": {"completion_tokens": 3, "prompt_tokens": 5}}
 
 
 @pytest.fixture
-def scripted() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    server.script, server.seen = [], []  # type: ignore[attr-defined]
+def scripted() -> Iterator[ScriptedServer]:
+    server = ScriptedServer()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server

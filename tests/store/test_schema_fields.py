@@ -42,6 +42,8 @@ def _keys_read(tree: ast.AST, reports: bool = True) -> list[tuple[int, str, str]
     found = []
     for node in ast.walk(tree):
         receiver, key = None, None
+        if not isinstance(node, ast.Call | ast.Subscript):
+            continue
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -253,7 +253,7 @@ def test_generation_cache_and_records_share_the_token_range(tmp_path: Path) -> N
     line = {"key": "k", "text": "t", "finish_reason": "stop", "num_tokens": 2**70}
     assert _entry(json.dumps(line)) is None  # the cache reader refuses what records refuse
     cache = GenCache(tmp_path / "run" / "gen_cache.jsonl", root=tmp_path)
-    req = GenRequest("prompt", SamplingParams(), tag="p1")
+    req = GenRequest(SamplingParams(), prompt="prompt", tag="p1")
     with pytest.raises(DataError, match="token count"):
         cache.put_many([("k", req, GenResult(text="t", num_tokens=2**70, finish_reason="stop"))])
     branch = {"index": 0, "code": "", "completion": "", "verdict": "AC", "passed": True,

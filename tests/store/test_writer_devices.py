@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from cppo_bench.cli import main
 from cppo_bench.store import fs as storefs
@@ -246,7 +246,7 @@ def _programs(tmp_path: Path) -> Path:
     return programs
 
 
-def _verify(programs: Path, out: Path) -> object:
+def _verify(programs: Path, out: Path) -> Result:
     return CliRunner().invoke(
         main, ["verify", "--bench", "demo", "--programs", str(programs), "--out", str(out)]
     )
