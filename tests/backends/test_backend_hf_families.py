@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -59,7 +60,9 @@ def whole_model(path: str):  # noqa: ANN201
     config = AutoConfig.from_pretrained(path)
     composite = config.get_text_config() is not config
     auto = AutoModelForImageTextToText if composite else AutoModelForCausalLM
-    model, info = auto.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    # (with output_loading_info, (model, info): transformers' hints do not say so)
+    loaded: Any = auto.from_pretrained(path, dtype=torch.float32, output_loading_info=True)
+    model, info = loaded
     assert not info["missing_keys"]
     return model.eval()
 
@@ -154,7 +157,8 @@ def test_a_composite_in_another_layout_falls_back_to_the_whole_model(
 
     legacy = legacy_layout(tiny["gemma3"], tmp_path / "gemma3")
     # transformers' own answer: does the whole model's class map the legacy names back?
-    _, info = AutoModelForCausalLM.from_pretrained(legacy, output_loading_info=True)
+    loaded: Any = AutoModelForCausalLM.from_pretrained(legacy, output_loading_info=True)
+    _, info = loaded
     if info["missing_keys"]:  # (transformers 5.5: no) then it is one clear error
         with pytest.raises(ModelLoadError, match="found no weights for"):
             BACKENDS.get("hf")(legacy, device="cpu")
@@ -214,7 +218,7 @@ def test_enable_thinking_is_false_by_default_and_a_named_option(tiny: dict[str, 
     # what the model saw is what generate reports
     req = requests()[0]
     expected = off.tokenizer.apply_chat_template(
-        list(req.messages), add_generation_prompt=True, enable_thinking=False, tokenize=False
+        list(req.messages or ()), add_generation_prompt=True, enable_thinking=False, tokenize=False
     )
     assert off.generate([req])[0].prompt_tokens == len(off.tokenizer(expected)["input_ids"])
 

@@ -5,11 +5,15 @@ name reaches both."""
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.fixtures import cppo_tiny as _real  # noqa: E402
+
+if TYPE_CHECKING:  # (what the importers see: the same names, for the type checker)
+    from benchmarks.fixtures.cppo_tiny import *  # noqa: F403
 
 sys.modules[__name__] = _real

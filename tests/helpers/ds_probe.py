@@ -93,7 +93,12 @@ def _update(acc: Any, engine: Any, opt: Any, reference: Any, plain: Any, rank: i
     cfg = LossConfig(beta=0.5, aggregation="sequence-mean", temperature=1.0)
 
     before = {k: v.clone() for k, v in plain.state_dict().items()}
-    common = {"loss_config": cfg, "micro_rows": 2, "pad_id": 0, "max_grad_norm": 0.0}
+    common: dict[str, Any] = {
+        "loss_config": cfg,
+        "micro_rows": 2,
+        "pad_id": 0,
+        "max_grad_norm": 0.0,
+    }
     mine = rows[:5] if rank == 0 else rows[5:]
     policy_update(acc, engine, reference, opt, mine, all_reduce_sum=all_reduce_copy, **common)
     one = one_process_accelerator()

@@ -185,14 +185,14 @@ def install(monkeypatch: Any) -> types.ModuleType:
     fake = types.ModuleType("vllm")
     fake.LLM = FakeLLM  # type: ignore[attr-defined]
     fake.SamplingParams = SamplingParams  # type: ignore[attr-defined]
-    fake.__path__ = []  # type: ignore[attr-defined]  # a package: submodules resolve
+    fake.__path__ = []  # a package: submodules resolve
     fake.__spec__ = importlib.machinery.ModuleSpec("vllm", None, is_package=True)
     monkeypatch.setitem(sys.modules, "vllm", fake)
     parts = INPLACE.split(".")
     for i in range(2, len(parts) + 1):
         name = ".".join(parts[:i])
         mod = types.ModuleType(name)
-        mod.__path__ = []  # type: ignore[attr-defined]
+        mod.__path__ = []
         mod.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
         monkeypatch.setitem(sys.modules, name, mod)
     return fake

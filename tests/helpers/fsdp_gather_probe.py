@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -36,7 +37,7 @@ def main() -> None:
     setattr(dist, name, counting)  # FSDP2 looks it up on the module at call time
     ids = torch.tensor([[1, 2, 3, 4, 5]])
 
-    def sharded() -> torch.nn.Module:
+    def sharded() -> Any:  # (a transformers model, sharded: its own attributes)
         model, _, _ = load_model(str(model_dir), dtype=torch.float32)
         model.config.use_cache = False
         return sharding.shard(model, "cpu", world)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -82,8 +83,8 @@ def main() -> None:
 
 
 def _sgd_update(
-    acc: object, model: object, rows: list, cfg: object, max_grad_norm: float, reduce: object
-) -> object:
+    acc: Any, model: Any, rows: list, cfg: Any, max_grad_norm: float, reduce: Any
+) -> Any:
     """One policy update with plain SGD (lr 1: the step is the gradient itself, so layouts
     agree to round-off; Adam would blow round-off in near-zero gradients up to whole steps)."""
     import torch
@@ -105,7 +106,7 @@ def _sgd_update(
     )
 
 
-def uneven_update_matches(acc: object, model: object, plain: object, rank: int, world: int) -> bool:
+def uneven_update_matches(acc: Any, model: Any, plain: Any, rank: int, world: int) -> bool:
     """One policy update with 5 rows on rank 0 and 1 on rank 1 (micro-batches of 2: three
     forwards against one) equals one process updating on all 6 rows."""
 
@@ -135,7 +136,7 @@ def uneven_update_matches(acc: object, model: object, plain: object, rank: int, 
     return close and moved > 1e-4  # the step really changed the weights
 
 
-def chunked_update_matches(acc: object, model_dir: Path, rank: int, world: int) -> dict:
+def chunked_update_matches(acc: Any, model_dir: Path, rank: int, world: int) -> dict:
     """Two freshly sharded copies take one SGD update on the same uneven rows (rank 0: 3 rows,
     2 micro-batches; rank 1: 1 row, then a padding micro-batch), one with the head chunked
     2 positions at a time, one unchunked: same loss, grad norm and weights."""

@@ -21,6 +21,7 @@ def official_testing_util() -> ModuleType:
         pytest.skip(f"no LiveCodeBench clone at {CLONE} (set CPPO_LCB_CLONE)")
     if not _LOADED:
         spec = importlib.util.spec_from_file_location("lcb_testing_util", UTIL)
+        assert spec is not None and spec.loader is not None, UTIL
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _LOADED.append(module)

@@ -100,7 +100,9 @@ def _write(root: Path, p: Plant) -> None:
                 planner_tokens=p.planner[i],
                 solver_tokens=p.solver[i],
                 plans=[texts[t : t + 4] for t in range(0, p.k, 4)] if p.plans else [],
-                plan_validity=[{"k": 4, "count": 4, "n_duplicates": p.dups[i], "duplicates": []}]
+                plan_validity=[
+                    {"k": 4, "count": 4, "n_duplicates": (p.dups or [])[i], "duplicates": []}
+                ]
                 if p.plans
                 else [],
                 label=LABEL if p.answers else None,

@@ -25,12 +25,18 @@ def registry(tmp_path, monkeypatch):
     return path
 
 
+def _take() -> tuple[int, int]:
+    got = cpus.take()
+    assert got is not None, "pinning is off or impossible here"
+    return got
+
+
 @two_cpus
 def test_sandboxes_spread_over_cpus_and_give_them_back(registry) -> None:
-    first, second = cpus.take(), cpus.take()
+    first, second = _take(), _take()
     assert first[0] != second[0]
     cpus.give_back(first)
-    third = cpus.take()
+    third = _take()
     assert third[0] == first[0]  # the freed CPU is the least used again
     cpus.give_back(second)
     cpus.give_back(third)
@@ -51,14 +57,15 @@ def test_another_process_sandboxes_count(registry) -> None:
     proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
+        assert proc.stdout is not None
         theirs = int(proc.stdout.readline())
-        ours = cpus.take()
+        ours = _take()
         assert ours[0] != theirs
         cpus.give_back(ours)
     finally:
         proc.communicate("")
     # the holder died without giving its CPU back: its entry is dropped at the next look
-    again = cpus.take()
+    again = _take()
     assert again[0] == ALLOWED[0]
     cpus.give_back(again)
 

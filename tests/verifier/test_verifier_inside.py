@@ -45,7 +45,7 @@ def test_numpy_is_imported_only_lazily_inside() -> None:
         assert not any(_imports_of(n) & FOR_PROGRAMS for n in top), name
 
 
-def _imports_of(node: ast.AST) -> set[str]:
+def _imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
     if isinstance(node, ast.Import):
         return {alias.name.split(".")[0] for alias in node.names}
     return {(node.module or "").split(".")[0]}

@@ -275,6 +275,7 @@ def test_a_killed_verifier_leaves_no_process(mode: str) -> None:
 
     proc = subprocess.Popen([sys.executable, "-c", KILLED_VERIFIER], stdout=subprocess.PIPE,
                             env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2])))  # fmt: skip
+    assert proc.stdout is not None
     assert proc.stdout.readline() == b"started\n"
     below: list[int] = []
     for _ in range(400):  # until the program runs (its sleep is the deepest process)

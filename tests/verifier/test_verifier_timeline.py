@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from cppo_bench.problem import Problem
+from cppo_bench.problem import Checker, Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier import compare as compare_module
@@ -57,7 +57,7 @@ def mode(request, monkeypatch) -> str:
     return request.param
 
 
-def _jobs(checker: str, right: bool) -> list[VerifyJob]:
+def _jobs(checker: Checker, right: bool) -> list[VerifyJob]:
     out, good, bad = CASES[checker]
     expected = good if right else bad
     jobs = []
@@ -68,7 +68,7 @@ def _jobs(checker: str, right: bool) -> list[VerifyJob]:
     return jobs
 
 
-def _round(checker: str, right: bool, monkeypatch) -> dict[str, list[float]]:
+def _round(checker: Checker, right: bool, monkeypatch) -> dict[str, list[float]]:
     """One verify_batch (all_tests, one worker); the gaps its programs saw."""
     seen: list[list[float]] = []
     original = sandbox_module.Sandbox.run_test
@@ -125,7 +125,7 @@ ATTEMPTS = 3  # a load burst can hide the judging cost from one measurement: mea
 FLOOR_S = 1e-3
 
 
-def _measure(checker: str, monkeypatch) -> list[tuple[float, float, float, str]]:
+def _measure(checker: Checker, monkeypatch) -> list[tuple[float, float, float, str]]:
     """(wrong - right, margin, judging cost, detail) for each gap a program sees."""
     right: list[dict[str, list[float]]] = []
     wrong: list[dict[str, list[float]]] = []

@@ -9,12 +9,13 @@ import json
 import types
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cppo_bench.problem import Problem
+from cppo_bench.problem import Checker, Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.verifier import VerifyJob, verify_batch
 from cppo_bench.verifier.compare import apps_call, exact_call, lcb_call
@@ -54,9 +55,10 @@ numbers = (
 def near_json(value: object) -> list:
     """JSON values the number may (or may just not) equal: its int, its float, neighbours."""
     out: list = [0, 1, 0.5, True]
+    number: Any = value.real if isinstance(value, complex) else value  # (int() may refuse it)
     for conv in (int, float):
         try:
-            out.append(conv(value.real if isinstance(value, complex) else value))
+            out.append(conv(number))
         except (ValueError, OverflowError, ArithmeticError):
             pass
     out += [x + 1 for x in out if type(x) is int]
@@ -94,7 +96,7 @@ def test_the_issue_cases_compare_as_python_does() -> None:
 
 def test_an_unnormalised_fraction_compares_pairwise_like_fraction_eq() -> None:
     odd = object.__new__(Fraction)  # what only a hostile program builds: 2/4, not reduced
-    odd._numerator, odd._denominator = 2, 4
+    odd._numerator, odd._denominator = 2, 4  # type: ignore[attr-defined]  # (its private slots)
     assert (odd == 0.5) is False
     assert lcb_call(roundtrip(odd), 0.5) is False
 
@@ -109,13 +111,13 @@ def test_the_encoding_is_bounded() -> None:
         assert isinstance(decode_value(bad), Unrepresentable)
 
 
-def call_problem(fn: str, expected: object, checker: str) -> Problem:
+def call_problem(fn: str, expected: object, checker: Checker) -> Problem:
     case = Case("[]", json.dumps(expected), mode="call", fn_name=fn)
     return Problem("t", f"{fn}-{checker}", "", tests=(case,), checker=checker, time_limit_s=5.0)
 
 
 @pytest.mark.parametrize("checker", ["lcb", "apps"])
-def test_correct_programs_with_big_ints_and_fractions_are_accepted(checker: str) -> None:
+def test_correct_programs_with_big_ints_and_fractions_are_accepted(checker: Checker) -> None:
     cases = [
         ("power", 3**8300, "def power():\n    return 3 ** 8300\n"),
         ("half", 0.5, "from fractions import Fraction\ndef half():\n    return Fraction(1, 2)\n"),
