@@ -52,7 +52,7 @@ class _Accelerator:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, ...]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from tests.helpers.train_helpers import tiny_model_dir
@@ -73,7 +73,7 @@ def _version_of(model: Any) -> int:
     return int(value)
 
 
-def _save(kind: str, root: Path, tiny: tuple[Any, Any], version: int) -> None:
+def _save(kind: str, root: Path, tiny: tuple[Any, ...], version: int) -> None:
     model, tok = tiny[0], tiny[1]
     _fill(model, version)
     if kind == "policy":
@@ -105,10 +105,10 @@ def _load_version(kind: str, root: Path) -> int:
         artifacts.read_manifest(root / "planner", "planner")
         return _version_of(AutoModelForCausalLM.from_pretrained(root / "planner"))
     if kind == "training_state":
-        folder = checkpoint.latest_state(root)
-        assert folder is not None, "no complete state left"
-        step = json.loads((folder / checkpoint.TRAINER_STATE).read_text())["step"]
-        weights = artifacts.load_tensors(folder / "model.safetensors")
+        state = checkpoint.latest_state(root)
+        assert state is not None, "no complete state left"
+        step = json.loads((state / checkpoint.TRAINER_STATE).read_text())["step"]
+        weights = artifacts.load_tensors(state / "model.safetensors")
         assert all(torch.all(t == step) for t in weights.values()), "state of another step"
         return step
     from trainers.cppo_pipeline import reward_model as rmod
@@ -117,7 +117,7 @@ def _load_version(kind: str, root: Path) -> int:
     return _version_of(rm.module)
 
 
-def kill_at_every_phase(kind: str, tmp_path: Path, tiny: tuple[Any, Any]) -> dict[str, int]:
+def kill_at_every_phase(kind: str, tmp_path: Path, tiny: tuple[Any, ...]) -> dict[str, int]:
     """phase -> the version found after a kill there (each check asserted on the way)."""
     seen = {}
     # a state is a new folder per step (named by LATEST, rewritten after the swap): nothing
@@ -150,7 +150,7 @@ def kill_at_every_phase(kind: str, tmp_path: Path, tiny: tuple[Any, Any]) -> dic
 
 @pytest.mark.parametrize("kind", artifacts.KINDS)
 def test_a_kill_at_any_phase_leaves_the_old_or_the_new_artifact(
-    kind: str, tiny: tuple[Any, Any], tmp_path: Path
+    kind: str, tiny: tuple[Any, ...], tmp_path: Path
 ) -> None:
     from tests.helpers.tests_paths import REPO, toy_env
 

@@ -56,7 +56,7 @@ def test_joint_step_routes_each_advantage_to_its_own_region(monkeypatch) -> None
     n = int(batch.loss_mask.sum())
     # on-policy, ratio 1, token-mean: d loss / d logp_t = -A_t / n for trained tokens, 0 elsewhere
     assert torch.allclose(grad * -n, batch.advantages, atol=1e-5)
-    expected = {}
+    expected: dict[Region, set[float]] = {}
     for row in step.rows:
         seg = row.segments[1]
         expected.setdefault(seg.region, set()).add(round(seg.advantage, 5))

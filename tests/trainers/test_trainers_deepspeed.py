@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests_paths import REPO, accelerate_launch, toy_env, venv_python
@@ -171,7 +172,6 @@ def _metrics(out: Path) -> list[dict]:
 def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
     tmp_path: Path, toy_model: Path
 ) -> None:
-    from transformers import AutoModelForCausalLM
 
     _needs_deepspeed()
     one = tmp_path / "one"
@@ -196,9 +196,7 @@ def test_zero2_and_zero3_training_match_one_process_resume_and_save_plain_hf(
             for key in ("param_step_norm", "grad_norm", "kl", "loss"):
                 assert y[key] == pytest.approx(x[key], rel=1e-4, abs=1e-9), (stage, key)
         assert _metrics(two)[-1]["kl"] > 0
-        loaded, info = AutoModelForCausalLM.from_pretrained(
-            two / "checkpoints" / "final", output_loading_info=True
-        )
+        loaded, info = _with_info(two / "checkpoints" / "final", output_loading_info=True)
         assert not info["missing_keys"] and not info["unexpected_keys"]
         assert not any(hasattr(p, "ds_id") for p in loaded.parameters())
     # DeepSpeed's own state (per-rank partitions) resumes: one step, then two, equals two
@@ -247,3 +245,12 @@ def test_a_deepspeed_launch_without_cuda_does_not_ask_accelerate_for_the_cpu(
     assert [h.backend for h in kwargs["kwargs_handlers"]] == ["gloo"]
     # the CPPO pipeline's PartialState (built before the engine's) is told the same
     assert state_kwargs(cuda=False) == {"cpu": False, "backend": "gloo"}
+
+
+def _with_info(path: Path, **kwargs: Any) -> tuple[Any, dict]:
+    """(model, loading info): from_pretrained's output_loading_info form, which its own type
+    hints do not describe."""
+    from transformers import AutoModelForCausalLM
+
+    out: Any = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    return out

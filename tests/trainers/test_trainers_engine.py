@@ -141,13 +141,14 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
             {"role": "user", "content": q.statement},
         ),
         stop=(),
-        generate=None,
-        score=None,
+        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
+        score=None,  # type: ignore[arg-type]
         completion_logprobs=completion_logprobs,
         encode=lambda req: [7, int(req.meta["skill"])],
     )
     reqs = algo.requests(p, ctx)
     assert [r.meta["skill"] for r in reqs] == [0, 1, 2, 3]
+    assert reqs[2].messages is not None
     assert reqs[2].messages[-1]["content"].startswith("<skill_2>\n")
     assert reqs[2].messages[0]["content"] == "s"
     assert len({r.seed for r in reqs}) == 4

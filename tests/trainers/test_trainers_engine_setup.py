@@ -42,7 +42,7 @@ def test_the_engine_gets_the_longest_prompt_and_the_update_its_precision(
             seen["prompts"] += [len(r.prompt_ids) for r in out]
             return out
 
-        engine.generate = generate  # type: ignore[method-assign]
+        engine.generate = generate  # type: ignore[method-assign, assignment]  # (a spy)
         return engine
 
     real_update = update.policy_update

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 
-def _train(model: Path, out: Path, **overrides: object):  # noqa: ANN202
+def _train(model: Path, out: Path, **overrides: Any):  # noqa: ANN202
     from trainers import train
 
     return train("pkpo", model=str(model), preset="demo", out=out, max_steps=1, **overrides)
@@ -44,7 +45,8 @@ def test_a_trained_composite_policy_saves_a_text_checkpoint_that_loads(
         torch.testing.assert_close(tensor, trained[name])
     config = json.loads((outcome.checkpoint / "config.json").read_text())
     assert "text_config" not in config  # a text checkpoint
-    plain, info = AutoModelForCausalLM.from_pretrained(outcome.checkpoint, output_loading_info=True)
+    loaded: Any = AutoModelForCausalLM.from_pretrained(outcome.checkpoint, output_loading_info=True)
+    plain, info = loaded
     assert not info["missing_keys"] and not info["unexpected_keys"]
     harness, _, _ = load_model(str(outcome.checkpoint), dtype=torch.float32)
     for name, tensor in harness.state_dict().items():

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests_paths import REPO, torchrun, toy_env
@@ -117,7 +118,6 @@ def _same_run(a: Path, b: Path) -> None:
 def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
     tmp_path: Path, toy_model: Path, plain_run: Path
 ) -> None:
-    from transformers import AutoModelForCausalLM
 
     one, two, resumed = plain_run, tmp_path / "two", tmp_path / "resumed"
     _toy(two, toy_model, "--steps", "2", "--set", "sharding=fsdp2", launcher=["torchrun"])
@@ -127,9 +127,7 @@ def test_fsdp_training_matches_one_process_resumes_and_saves_a_plain_hf_folder(
     assert a.keys() == base.keys() and all(a[k].shape == base[k].shape for k in a)
     assert max(float((a[k] - base[k]).abs().max()) for k in a) > 1e-4
     # an FSDP checkpoint is a plain HF folder
-    loaded, info = AutoModelForCausalLM.from_pretrained(
-        two / "checkpoints" / "final", output_loading_info=True
-    )
+    loaded, info = _with_info(two / "checkpoints" / "final", output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
     assert not any(hasattr(p, "full_tensor") for p in loaded.parameters())
     # the sharded state resumes: one step, then resume to two, equals two at once
@@ -224,7 +222,6 @@ def _sharding(run: Path) -> dict:
 def test_offload_on_one_and_two_processes_matches_the_plain_run_and_resumes(
     tmp_path: Path, toy_model: Path, plain_run: Path
 ) -> None:
-    from transformers import AutoModelForCausalLM
 
     offload = ["--set", "sharding=fsdp2_offload"]
     # one process: a 1-process mesh (the engine makes the gloo group and tears it down)
@@ -246,9 +243,7 @@ def test_offload_on_one_and_two_processes_matches_the_plain_run_and_resumes(
     _toy(two, toy_model, "--steps", "2", "--resume", *offload, launcher=["torchrun"])
     assert _sharding(two)["mesh_size"] == 2 and _sharding(two)["offload"] == "cpu"
     _same_run(plain_run, two)
-    loaded, info = AutoModelForCausalLM.from_pretrained(
-        two / "checkpoints" / "final", output_loading_info=True
-    )
+    loaded, info = _with_info(two / "checkpoints" / "final", output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
 
 
@@ -281,3 +276,12 @@ def test_offload_layout_and_process_group_in_process(toy_model: Path) -> None:
             torch.testing.assert_close(sharding.full_tensor(p.grad), q.grad, rtol=1e-5, atol=1e-8)
         assert sharding.full_state_dict(model).keys() == plain.state_dict().keys()
     assert not dist.is_initialized()  # torn down
+
+
+def _with_info(path: Path, **kwargs: Any) -> tuple[Any, dict]:
+    """(model, loading info): from_pretrained's output_loading_info form, which its own type
+    hints do not describe."""
+    from transformers import AutoModelForCausalLM
+
+    out: Any = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    return out

@@ -105,7 +105,7 @@ def test_balance_weights_equalise_prompts_and_labels() -> None:
     labels = [1, 1, 1, 0, 1, 0, 0]
     w = balance_weights(prompts, labels)
     assert float(w.mean()) == pytest.approx(1.0)
-    by = {}
+    by: dict[tuple[str, int], float] = {}
     for p, y, wi in zip(prompts, labels, w.tolist(), strict=True):
         by[(p, y)] = by.get((p, y), 0.0) + wi
     assert by[("a", 1)] == pytest.approx(by[("b", 1)])  # 3 vs 1 examples, same total weight

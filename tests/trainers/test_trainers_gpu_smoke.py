@@ -67,7 +67,9 @@ NEEDS = {"fsdp2-step": "no CUDA device", "zero3-step": "deepspeed is not install
 def test_gpu_checks_skip_with_their_reason_and_cpu_checks_pass_on_the_cpu(user: tuple) -> None:
     rc, lines = _run(user)
     checks, closing = lines[:-1], lines[-1]
-    got = {LINE.match(x).group(2): LINE.match(x) for x in checks}  # type: ignore[union-attr]
+    matched = [LINE.match(x) for x in checks]
+    assert all(matched), checks
+    got = {m.group(2): m for m in matched if m is not None}
     assert set(got) == GPU_CHECKS | CPU_CHECKS
     for name, m in got.items():
         status, _, _, peak, why = m.groups()
@@ -93,7 +95,9 @@ def test_every_check_runs_as_a_cpu_dry_run(user: tuple) -> None:
     """``--device cpu`` runs the GPU checks on the CPU: every import and step each needs works
     from the plain checkout; what the user lacks (vLLM, DeepSpeed, 2 GPUs) is SKIP with it."""
     rc, lines = _run(user, "--device", "cpu")
-    got = {LINE.match(x).group(2): LINE.match(x) for x in lines[:-1]}  # type: ignore[union-attr]
+    matched = [LINE.match(x) for x in lines[:-1]]
+    assert all(matched), lines
+    got = {m.group(2): m for m in matched if m is not None}
     assert set(got) == GPU_CHECKS | CPU_CHECKS
     for name, m in got.items():
         if name in NEEDS:

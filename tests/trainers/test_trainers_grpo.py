@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -83,6 +84,7 @@ def test_clipped_surrogate_values_and_gradients() -> None:
     assert clipped.tolist() == [False, True, True, False]
     loss.sum().backward()
     # d(-rho A)/dlogp = -rho A where unclipped, 0 where the clip is active
+    assert logp.grad is not None
     assert logp.grad.tolist() == pytest.approx([-2.0, 0.0, 0.0, 1.1], abs=1e-6)
 
 
@@ -124,14 +126,16 @@ def test_adamw_step_at_lr_5e7_underflows_bf16_but_not_fp32() -> None:
 
 
 def test_reference_copy_and_fp32_check() -> None:
-    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
-    ref = make_reference(model)
+    first = nn.Linear(4, 4)
+    model = nn.Sequential(first, nn.Linear(4, 2))
+    ref: Any = make_reference(model)  # (a copy of the Sequential: indexable)
     assert all(p.dtype == torch.bfloat16 and not p.requires_grad for p in ref.parameters())
     assert not ref.training
     check_trainable_fp32(model)  # fp32 trainable: fine
     with torch.no_grad():
-        model[0].weight.add_(1.0)
-    assert not torch.equal(model[0].weight.bfloat16(), ref[0].weight), "reference is a copy"
-    assert make_reference(model, torch.float16)[0].weight.dtype == torch.float16
+        first.weight.add_(1.0)
+    assert not torch.equal(first.weight.bfloat16(), ref[0].weight), "reference is a copy"
+    half: Any = make_reference(model, torch.float16)
+    assert half[0].weight.dtype == torch.float16
     with pytest.raises(ValueError, match="float32"):
         check_trainable_fp32(model.to(torch.bfloat16))

@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-torch = pytest.importorskip("torch")
-
+import torch  # noqa: E402  (a dependency: never skipped)
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 FAMILIES = ["llama", "llama_tied", "qwen3_5", "gemma4"]
@@ -27,7 +25,8 @@ class HeadCalls(TorchDispatchMode):
 
     def __init__(self, vocab: int) -> None:
         super().__init__()
-        self.vocab, self.sizes = vocab, []
+        self.vocab = vocab
+        self.sizes: list[int] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         out = func(*args, **(kwargs or {}))

@@ -90,7 +90,7 @@ def logit_grads(model: LlamaForCausalLM, batch: PolicyBatch, cfg: LossConfig) ->
     handle = model.lm_head.register_forward_hook(hook)
     # every position's logits, so gradients line up with (B, T) positions; that the kept-
     # positions path gives the same answer is tests/trainers/test_trainers_logits_keep.py's job
-    real, lossmod.takes_logits_to_keep = lossmod.takes_logits_to_keep, lambda m: False
+    real, lossmod.takes_logits_to_keep = lossmod.takes_logits_to_keep, lambda model: False
     try:
         model.zero_grad()
         loss, _ = policy_loss(model, batch, cfg)
@@ -98,7 +98,9 @@ def logit_grads(model: LlamaForCausalLM, batch: PolicyBatch, cfg: LossConfig) ->
     finally:
         handle.remove()
         lossmod.takes_logits_to_keep = real
-    return seen["logits"].grad.detach().clone()
+    grad = seen["logits"].grad
+    assert grad is not None
+    return grad.detach().clone()
 
 
 def test_each_region_advantage_moves_only_its_own_tokens(tokenizer, model) -> None:

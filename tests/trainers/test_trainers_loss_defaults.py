@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests_paths import REPO
@@ -19,7 +20,7 @@ from trainers.engine.config import ConfigError  # noqa: E402
 
 @pytest.mark.parametrize("algo", ["pkpo", "passk_rl", "upskill", "cppo"])
 def test_the_shipped_configs_resolve_to_the_studys_loss(algo: str) -> None:
-    def engine_of(preset: str, **over: object) -> object:
+    def engine_of(preset: str, **over: object) -> Any:
         cfg = resolve(algo, preset=preset, overrides=over).config
         return cfg.engine if algo == "cppo" else cfg[0]
 

@@ -13,11 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
-from tests_paths import free_port, rendezvous_env
-
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (a dependency: never skipped)
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+from tests_paths import free_port, rendezvous_env
 
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout  # noqa: E402
 from trainers.core.cppo_ablation import ablation  # noqa: E402

@@ -18,15 +18,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch  # noqa: E402  (a dependency: never skipped)
 from code_walk import dotted
 from tests_paths import REPO, torchrun, toy_env, venv_python
 
-torch = pytest.importorskip("torch")
 
-
-def _policy(toy_model: Path) -> torch.nn.Module:
+def _policy(toy_model: Path) -> Any:  # (a transformers model: .model.layers)
     from cppo_bench.backends.hf import load_model
 
     return load_model(str(toy_model), dtype=torch.float32)[0]  # eval mode, as loaded

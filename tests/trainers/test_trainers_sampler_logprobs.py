@@ -32,6 +32,7 @@ def test_sampled_logprobs_reads_vllms_per_token_entries() -> None:
     lp = types.SimpleNamespace
     out = lp(token_ids=[5, 6, 7], logprobs=[{5: lp(logprob=-0.5)}, {9: lp(logprob=-2.0)}, {}])
     got = sampled_logprobs(out)
+    assert got is not None
     assert got[0] == -0.5 and all(x != x for x in got[1:])  # 6 and 7 unreported: NaN
     assert sampled_logprobs(lp(token_ids=[1], logprobs=None)) is None
 

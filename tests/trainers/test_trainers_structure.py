@@ -3,6 +3,7 @@ default is written once, one KEY=VALUE parser, one front door with --print-confi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -130,7 +131,9 @@ def test_every_preset_file_is_used_and_holds_only_real_differences() -> None:
         else:
             algo_cls = ALGORITHMS.get(algo).Config
             own = {
-                k: v for k, v in layer.items() if k in {f for f in algo_cls.__dataclass_fields__}
+                k: v
+                for k, v in layer.items()
+                if k in {f.name for f in dataclasses.fields(algo_cls)}
             }
             rest = {k: v for k, v in layer.items() if k not in own}
             build(algo_cls, own)

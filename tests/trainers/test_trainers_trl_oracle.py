@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import types
 from collections import defaultdict
+from typing import Any
 
 import pytest
+import torch  # noqa: E402  (a dependency: never skipped)
 
-torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
 from accelerate import Accelerator  # noqa: E402
@@ -30,14 +31,16 @@ from trl import GRPOTrainer  # noqa: E402
 from trl.trainer.utils import add_fused_lm_head  # noqa: E402
 
 from trainers.core.batch import Region, Row, collate  # noqa: E402
-from trainers.core.grpo import group_normalised_advantages  # noqa: E402
+from trainers.core.grpo import Aggregation, group_normalised_advantages  # noqa: E402
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss  # noqa: E402
 
 VOCAB, PAD = 50, 0
 PROMPT, COMPLETION, ROWS = 5, 9, 6
 T = 0.7  # the study's sampling temperature
 MAX_TOKENS = 12  # Dr.GRPO's constant (TRL: max_completion_length)
-PAIRS = [("sequence-mean", "grpo"), ("token-mean", "bnpo"), ("token-mean", "dapo")]
+PAIRS: list[tuple[Aggregation, str]] = [
+    ("sequence-mean", "grpo"), ("token-mean", "bnpo"), ("token-mean", "dapo")
+]  # fmt: skip
 PAIRS += [("constant", "dr_grpo"), ("grpo", "grpo"), ("dapo", "dapo"), ("dr_grpo", "dr_grpo")]
 
 
@@ -59,7 +62,11 @@ def tiny_llama(seed: int) -> LlamaForCausalLM:
     return model
 
 
-def stand_in(model: torch.nn.Module, loss_type: str, beta: float) -> types.SimpleNamespace:
+def _named(name: str, message: str) -> str:
+    return f"{name}: {message}"
+
+
+def stand_in(model: torch.nn.Module, loss_type: str, beta: float) -> Any:  # (as GRPOTrainer)
     """The attributes of a GRPOTrainer that ``_compute_loss`` reads, at TRL's defaults."""
     ns = types.SimpleNamespace(
         model=model,
@@ -158,7 +165,7 @@ def assert_same_grads(ours: dict[str, torch.Tensor], trl_g: dict[str, torch.Tens
     for name, g in trl_g.items():
         scale = float(g.abs().max())
         torch.testing.assert_close(
-            ours[name], g, rtol=1e-4, atol=1e-5 * scale, msg=lambda m, n=name: f"{n}: {m}"
+            ours[name], g, rtol=1e-4, atol=1e-5 * scale, msg=functools.partial(_named, name)
         )
 
 
@@ -170,7 +177,7 @@ def _grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("beta", [0.0, 0.04])
 @pytest.mark.parametrize(("ours_name", "trl_name"), PAIRS)
 def test_loss_and_gradient_equal_trl(
-    setup: dict, ours_name: str, trl_name: str, beta: float, clip: bool
+    setup: dict, ours_name: Aggregation, trl_name: str, beta: float, clip: bool
 ) -> None:
     policy, data, batch = setup["policy"], dict(setup["data"]), setup["batch"]
     mask = data["completion_mask"].bool()
@@ -201,7 +208,7 @@ def test_loss_and_gradient_equal_trl(
 
     assert float(ours) == pytest.approx(float(theirs), rel=1e-5, abs=1e-7)
     assert_same_grads(g_ours, g_trl)
-    norm = torch.sqrt(sum((g**2).sum() for g in g_trl.values()))
+    norm = torch.sqrt(torch.stack([(g**2).sum() for g in g_trl.values()]).sum())
     assert float(norm) > 1e-3  # a real gradient, not two zeros
     if clip:
         assert 0.05 < diag.clip_fraction < 0.95  # the clip is active on some tokens, not all
