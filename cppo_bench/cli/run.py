@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.options import backend_factory, bench_options, parse_kv, runs_option
 from cppo_bench.cli.run_like import METHOD_FLAGS
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.errors import DataError
@@ -153,7 +153,7 @@ def _method_help() -> str:
     default=None,
     metavar="RUN_DIR",
     help="Make the run in RUN_DIR again from its manifest (method, data, loader options, "
-    "model, sampling and the rest); options given here override; default --out: RUN_DIR's "
+    "model, sampling and the rest); options given here override; default --runs: RUN_DIR's "
     "store.",
 )
 @tests_option
@@ -193,15 +193,9 @@ def _method_help() -> str:
     show_default=True,
     type=click.IntRange(1),
 )
-@click.option(
-    "--out",
-    "--output_path",  # lm-eval's spelling
-    "out",
-    default="runs",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Root of the run store.",
-)
+@runs_option(
+    "--out", "--output_path", help="The run store the run is written to."
+)  # old; lm-eval's
 @click.option("--inference", type=click.Choice(["joint", "iid"]), help="cppo: planner draws.")
 @click.option(
     "--select",
@@ -333,7 +327,7 @@ def run(**opts: Any) -> None:
                 backend=opts["backend"],
                 k=opts["k"],
                 seeds=seeds,
-                out=opts["out"],
+                out=opts["runs"],
                 data=opts["data_path"],
                 limit=opts["limit"],
                 shard=shard,

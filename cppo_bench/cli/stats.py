@@ -264,7 +264,10 @@ def _shared(problems: int, dropped: int) -> str:
 @click.option("--a", "a", help="Method A (trained, several seeds).")
 @click.option("--b", "b", help="Method B: matched seed by seed, or its single run for every seed.")
 @click.option("--deltas", help="Per-seed differences given directly, e.g. 0.010,0.021,0.038.")
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @click.option(
     "--confidence",
     default=0.95,
@@ -288,6 +291,9 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
                 raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
             table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
                               estimator=estimator, select=select, seed=seed)  # fmt: skip
+            k = table.attrs["k"]
+            for line in table.attrs["left_out"]:  # a larger k the runs cannot give: named
+                echo(line, err=True)
             for r in table.to_dict("records"):
                 deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
                 body.append(
@@ -296,7 +302,7 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
     if not body:
         raise click.ClickException(f"no benchmark has results for both {quote(a)} and {quote(b)}")
     _table(
-        f"per-seed differences of pass@{k}, {confidence:.0%} t interval",
+        f"per-seed differences of pass@{k or 'K'}, {confidence:.0%} t interval",
         ["benchmark", "method", "deltas", "mean [CI]", "estimator"],
         body,
     )
@@ -304,7 +310,10 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
 
 @stats.command("tokens")
 @_source
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @_scoring
 def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     """Decoded planner / solver tokens per problem and pass@K per 10k decoded tokens."""
@@ -314,6 +323,9 @@ def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
         table = api.tokens(
             _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
         )
+    k = table.attrs["k"]
+    for line in table.attrs["left_out"]:
+        echo(line, err=True)
     body = []
     for r in table.to_dict("records"):
         if r["tokens"] is None or r["tokens"] != r["tokens"]:  # None, or NaN in a float column

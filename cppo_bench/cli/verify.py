@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.cli.options import bench_options, parse_kv, runs_option
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.util.termsafe import echo, markup, quote, safe
 
@@ -231,13 +231,13 @@ def rejudge_run(run_dir: Path, into: Path | None, bench: str | None, data_path: 
     "run_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Judge a stored run's completions again (today's verifier, --tests) into a NEW run "
-    "beside it (or under --into); the stored run is never changed.",
+    "beside it (or under --runs); the stored run is never changed.",
 )
-@click.option(
+@runs_option(
     "--into",
-    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="--run: the run store the re-judged run goes to (default: the source's store).",
-)
+)  # --into: the old spelling
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -283,7 +283,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            reference: bool, cache_dir: Path | None, time_limit: float | None,
            memory_mb: int | None, output_mb: int | None,
            unsafe_no_sandbox: bool = False, tests_dir: Path | None = None,
-           run_dir: Path | None = None, into: Path | None = None) -> None:  # fmt: skip
+           run_dir: Path | None = None, runs: Path | None = None) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox, or (--run) judge a
     stored run again into a new run."""
     from cppo_bench import api
@@ -298,10 +298,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if run_dir is not None:
         if programs is not None or reference:
             raise click.UsageError("--run judges a stored run: no --programs or --reference")
-        rejudge_run(run_dir, into, bench, data_path, option_pairs, tests_dir, workers)
+        rejudge_run(run_dir, runs, bench, data_path, option_pairs, tests_dir, workers)
         return
-    if into is not None:
-        raise click.UsageError("--into goes with --run")
+    if runs is not None:
+        raise click.UsageError("--runs goes with --run")
     if bench is None:
         raise click.UsageError("Missing option '--bench' (or give --run DIR)")
     if reference == (programs is not None):
