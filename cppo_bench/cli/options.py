@@ -101,12 +101,8 @@ def bench_options(func: F | None = None, *, required: bool = True) -> Any:
 def backend_factory(name: str) -> Callable[..., Any]:
     """A registered backend name, or `package.module:factory` (cppo_bench.backends.opening)."""
     from cppo_bench.backends import opening
-    from cppo_bench.errors import DataError
 
-    try:
-        return opening.backend_factory(name)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    return opening.backend_factory(name)
 
 
 def default_model_label(name: str, factory: Callable[..., Any]) -> str:

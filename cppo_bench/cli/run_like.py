@@ -44,7 +44,7 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
         m = read_manifest(run_dir)
         src = source_of(m)
     except DataError as exc:
-        raise click.ClickException(f"--like {run_dir}: {exc}") from None
+        raise DataError(f"--like {run_dir}: {exc}") from None
     if src.note and not _given(ctx, "data_path"):
         raise click.ClickException(f"--like {run_dir}: {src.note}; give it with --data")
     if m.extra.get("test_set") and not _given(ctx, "tests_dir"):
@@ -57,7 +57,7 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
     try:
         default = default_model_label(m.backend, backend_factory(m.backend))
     except UnknownNameError as exc:
-        raise click.ClickException(f"--like {run_dir}: {exc}") from None
+        raise DataError(f"--like {run_dir}: {exc}") from None
     fill: dict[str, Any] = {
         "method": m.method,
         "bench": m.bench,

@@ -64,10 +64,7 @@ def runs(
         return
     from cppo_bench.cli.run_view import print_runs, run_rows
 
-    try:
-        rows = run_rows(runs, bench=bench, method=method)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    rows = run_rows(runs, bench=bench, method=method)
     if (bench or method) and not any("bench" in r for r in rows):
         unmatched_filter(runs, bench, method)
     if as_json:

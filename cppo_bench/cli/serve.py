@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.errors import BackendError, DataError
 from cppo_bench.util import env
 from cppo_bench.util.termsafe import echo, safe
 from cppo_bench.util.userfiles import UserFileError, read_text
@@ -20,7 +21,7 @@ def _token(token_file: Path | None) -> str | None:
         try:
             text = read_text(token_file, max_bytes=4096).strip()
         except (UserFileError, UnicodeDecodeError) as exc:
-            raise click.ClickException(f"{token_file}: cannot read the token ({exc})") from None
+            raise DataError(f"{token_file}: cannot read the token ({exc})") from None
         if not text or len(text.splitlines()) != 1:
             raise click.ClickException(f"{token_file}: expected one line holding the token")
         return text
@@ -61,29 +62,22 @@ def serve(bench: str | None, data_path: str | None, option_pairs: tuple[str, ...
         from cppo_bench.serve.pipeline import ServeState
         from cppo_bench.serve.server import serve as run_server
     except ModuleNotFoundError as exc:
-        raise click.ClickException(
-            f"serve needs {exc.name}: pip install 'cppo-bench[serve]'"
-        ) from None
+        raise BackendError(f"serve needs {exc.name}: pip install 'cppo-bench[serve]'") from None
     from cppo_bench import api
     from cppo_bench.cli.verify import problem_index
-    from cppo_bench.errors import DataError
     from cppo_bench.serve.config import ServeConfig
-    from cppo_bench.util.registry import UnknownNameError
 
-    try:
-        config = ServeConfig(host=host, port=port, token=_token(token_file), workers=workers,
-                             lanes=lanes, queue_size=max(queue_size, lanes),
-                             max_programs=max_programs, max_tests=max_tests,
-                             max_body_bytes=max_body_mb << 20, max_output_mb=max_output_mb,
-                             max_time_s=max_time_limit, reuse_sandboxes=reuse_sandboxes)  # fmt: skip
-        problems: dict = {}
-        if bench is not None:
-            loaded = api.load_result(bench, data_path, unique=False, **parse_kv(option_pairs))
-            for e in loaded.errors[:10]:
-                echo(f"skipped record: {safe(e)}", err=True)
-            problems, _ = problem_index(loaded.problems)
-        elif data_path is not None or option_pairs:
-            raise click.UsageError("--data and -o go with --bench")
-        run_server(ServeState(config, problems=problems, bench=bench))
-    except (DataError, UnknownNameError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
+    config = ServeConfig(host=host, port=port, token=_token(token_file), workers=workers,
+                         lanes=lanes, queue_size=max(queue_size, lanes),
+                         max_programs=max_programs, max_tests=max_tests,
+                         max_body_bytes=max_body_mb << 20, max_output_mb=max_output_mb,
+                         max_time_s=max_time_limit, reuse_sandboxes=reuse_sandboxes)  # fmt: skip
+    problems: dict = {}
+    if bench is not None:
+        loaded = api.load_result(bench, data_path, unique=False, **parse_kv(option_pairs))
+        for e in loaded.errors[:10]:
+            echo(f"skipped record: {safe(e)}", err=True)
+        problems, _ = problem_index(loaded.problems)
+    elif data_path is not None or option_pairs:
+        raise click.UsageError("--data and -o go with --bench")
+    run_server(ServeState(config, problems=problems, bench=bench))

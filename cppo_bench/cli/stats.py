@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
+from cppo_bench.cli.stats_common import PATH, _frame, _load, _table  # noqa: F401
 from cppo_bench.util.termsafe import echo, quote, safe
 
 WINDOW_FLAGS = ("start_date", "end_date", "platform")
@@ -119,20 +119,19 @@ def passk(
     training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        frame = _frame(runs, csv_path, bench)
-        ks, left = _ks(k_text), []
-        if k_text is None:
-            ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
-                                      select=select, seed=seed)  # fmt: skip
-        for line in left:  # a default k the runs cannot give: named, not a stop
-            echo(line, err=True)
-        options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
-                       seed=seed)  # fmt: skip
-        if by is not None:
-            _print_grouped(api.pass_at_k_by(frame, by, ks, **options), by, ks, estimator, as_json)
-            return
-        table = api.pass_at_k(frame, ks, **options)
+    frame = _frame(runs, csv_path, bench)
+    ks, left = _ks(k_text), []
+    if k_text is None:
+        ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
+                                  select=select, seed=seed)  # fmt: skip
+    for line in left:  # a default k the runs cannot give: named, not a stop
+        echo(line, err=True)
+    options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
+                   seed=seed)  # fmt: skip
+    if by is not None:
+        _print_grouped(api.pass_at_k_by(frame, by, ks, **options), by, ks, estimator, as_json)
+        return
+    table = api.pass_at_k(frame, ks, **options)
     warnings = table.attrs["warnings"]
     cells: dict[tuple[str, str], dict[int, Any]] = {}
     for c in table["cell"] if len(table) else []:
@@ -220,10 +219,9 @@ def bootstrap(
     strongest baseline, per benchmark (the study's dagger test)."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
-                              resamples=resamples, alpha=alpha, estimator=estimator,
-                              select=select, seed=seed)  # fmt: skip
+    table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
+                          resamples=resamples, alpha=alpha, estimator=estimator,
+                          select=select, seed=seed)  # fmt: skip
     for line in [*table.attrs["left_out"], *table.attrs["skipped"]]:
         echo(line, err=True)
     k = table.attrs["k"]
@@ -281,24 +279,21 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
     from cppo_bench.metrics import seed_difference_ci
 
     body = []
-    with _clean_errors():
-        if deltas:
-            d = [float(x) for x in deltas.split(",")]
-            ci = seed_difference_ci(d, confidence)
-            body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci), "given"])
-        else:
-            if not (a and b):
-                raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
-            table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
-                              estimator=estimator, select=select, seed=seed)  # fmt: skip
-            k = table.attrs["k"]
-            for line in table.attrs["left_out"]:  # a larger k the runs cannot give: named
-                echo(line, err=True)
-            for r in table.to_dict("records"):
-                deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
-                body.append(
-                    [r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]]
-                )
+    if deltas:
+        d = [float(x) for x in deltas.split(",")]
+        ci = seed_difference_ci(d, confidence)
+        body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci), "given"])
+    else:
+        if not (a and b):
+            raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
+        table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
+                          estimator=estimator, select=select, seed=seed)  # fmt: skip
+        k = table.attrs["k"]
+        for line in table.attrs["left_out"]:  # a larger k the runs cannot give: named
+            echo(line, err=True)
+        for r in table.to_dict("records"):
+            deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
+            body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]])
     if not body:
         raise click.ClickException(f"no benchmark has results for both {quote(a)} and {quote(b)}")
     _table(
@@ -319,10 +314,9 @@ def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     """Decoded planner / solver tokens per problem and pass@K per 10k decoded tokens."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        table = api.tokens(
-            _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
-        )
+    table = api.tokens(
+        _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
+    )
     k = table.attrs["k"]
     for line in table.attrs["left_out"]:
         echo(line, err=True)

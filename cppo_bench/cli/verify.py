@@ -27,10 +27,7 @@ def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     its own, so one bad line is named and the others are still read."""
     from cppo_bench.util import userfiles
 
-    try:
-        return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
-    except userfiles.UserFileError as exc:
-        raise click.ClickException(str(exc)) from None
+    return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
 
 
 def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) -> dict:
@@ -43,7 +40,7 @@ def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) 
     try:
         Limits(**limits)
     except DataError as exc:
-        raise click.ClickException(str(exc).replace("limit time_s", "--time-limit")
+        raise DataError(str(exc).replace("limit time_s", "--time-limit")
                                    .replace("limit memory_mb", "--memory-mb")
                                    .replace("limit output_mb", "--output-mb")) from None  # fmt: skip
     return limits
@@ -197,21 +194,15 @@ def rejudge_run(run_dir: Path, into: Path | None, bench: str | None, data_path: 
     """`verify --run`: cppo_bench.runner.rejudge, then what changed."""
     from cppo_bench.api import rejudge
     from cppo_bench.benchmarks.loadreport import load_line
-    from cppo_bench.errors import DataError
     from cppo_bench.store.runs import read_manifest
-    from cppo_bench.util.registry import UnknownNameError
-    from cppo_bench.verifier import SandboxError
 
-    try:
-        source = read_manifest(run_dir)
-        if bench is not None and bench != source.bench:
-            raise click.UsageError(f"--bench {bench}, but {run_dir} is a {source.bench} run")
-        test_set = load_tests(tests_dir, source.bench)
-        done = rejudge(run_dir, out=into, data=data_path, loader_options=parse_kv(option_pairs),
-                       tests=test_set, workers=workers, progress=True,
-                       on_loaded=lambda r: echo(load_line(source.bench, r), err=True))  # fmt: skip
-    except (DataError, UnknownNameError, SandboxError) as exc:
-        raise click.ClickException(str(exc)) from None
+    source = read_manifest(run_dir)
+    if bench is not None and bench != source.bench:
+        raise click.UsageError(f"--bench {bench}, but {run_dir} is a {source.bench} run")
+    test_set = load_tests(tests_dir, source.bench)
+    done = rejudge(run_dir, out=into, data=data_path, loader_options=parse_kv(option_pairs),
+                   tests=test_set, workers=workers, progress=True,
+                   on_loaded=lambda r: echo(load_line(source.bench, r), err=True))  # fmt: skip
 
     def fmt(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -287,10 +278,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     """Verify programs against a benchmark's hidden tests in the sandbox, or (--run) judge a
     stored run again into a new run."""
     from cppo_bench import api
-    from cppo_bench.errors import DataError
-    from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
-    from cppo_bench.verifier import SandboxError
 
     limits = _limits(time_limit, memory_mb, output_mb)  # before any data loads
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
@@ -309,12 +297,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     err = Console(stderr=True)
     test_set = load_tests(tests_dir, bench)  # before the data: a wrong set fails fast
     options = parse_kv(option_pairs)
-    try:
-        if programs is not None:
-            options = selection_for(bench, options, named_problems(programs))
-        loaded = api.load_result(bench, data_path, unique=False, **options)
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
+    if programs is not None:
+        options = selection_for(bench, options, named_problems(programs))
+    loaded = api.load_result(bench, data_path, unique=False, **options)
     for e in loaded.errors[:10]:
         echo(f"skipped record: {safe(e)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
@@ -328,12 +313,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    try:
-        results = api.verify([problems[r["problem_id"]] for r in records],
-                             [r["code"] for r in records], workers=workers, all_tests=all_tests,
-                             cache_dir=cache_dir, progress=True, **limits)  # fmt: skip
-    except (DataError, SandboxError) as exc:
-        raise click.ClickException(str(exc)) from None
+    results = api.verify([problems[r["problem_id"]] for r in records],
+                         [r["code"] for r in records], workers=workers, all_tests=all_tests,
+                         cache_dir=cache_dir, progress=True, **limits)  # fmt: skip
     rows = []
     for record, result in zip(records, results, strict=True):
         d = result.to_dict()
@@ -344,10 +326,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # planted at --out replaced, not followed); a device never renamed over
         from cppo_bench.store.outdir import write_user_file
 
-        try:
-            write_user_file(out, lines)
-        except DataError as exc:
-            raise click.ClickException(str(exc)) from None
+        write_user_file(out, lines)
         console = Console()
     else:
         echo(lines, nl=False, lines=True, whole=True)  # JSON lines, read back whole

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
+from cppo_bench.errors import UserError
 from cppo_bench.problem import Problem
 from cppo_bench.serve.config import TOKEN_ENV
 from cppo_bench.util import env
@@ -31,7 +32,7 @@ MAX_WAIT_S = 60.0  # a Retry-After past this is capped (a hostile or broken head
 MAX_REPLY_BYTES = 512 << 20  # a reply past this is refused, never read whole into memory
 
 
-class VerifierServiceError(RuntimeError):
+class VerifierServiceError(UserError, RuntimeError):
     def __init__(self, status: int | None, message: str) -> None:
         super().__init__(f"verifier service: {message}" + (f" (HTTP {status})" if status else ""))
         self.status = status

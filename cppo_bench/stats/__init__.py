@@ -17,7 +17,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, UserError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
@@ -28,14 +28,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _takes_frame(fn: F) -> F:
     """The public statistics check their frame first: a wrong argument is one DataError,
-    never an AttributeError from inside pandas."""
+    never an AttributeError from inside pandas. The pure metrics below refuse what they cannot
+    score with ValueError / KeyError, as numpy and scipy do; here, at the edge where a user's
+    runs come in, that refusal becomes the user's DataError (one line, cppo_bench.errors)."""
 
     @functools.wraps(fn)
     def checked(frame: Any, *args: Any, **kwargs: Any) -> Any:
         from cppo_bench.store.frames import check_frame
 
         check_frame(frame)
-        return fn(frame, *args, **kwargs)
+        try:
+            return fn(frame, *args, **kwargs)
+        except (ValueError, KeyError) as exc:
+            if isinstance(exc, UserError):
+                raise
+            raise DataError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)) from None
 
     return checked  # type: ignore[return-value]
 
