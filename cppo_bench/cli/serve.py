@@ -7,14 +7,13 @@ from pathlib import Path
 import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
-from cppo_bench.util import env
 from cppo_bench.util.termsafe import echo, safe
 from cppo_bench.util.userfiles import UserFileError, read_text
 
 
 def _token(token_file: Path | None) -> str | None:
     """From a file (never the command line: it would show in `ps`) or the environment."""
-    from cppo_bench.serve.config import TOKEN_ENV
+    from cppo_bench.serve.config import env_token
 
     if token_file is not None:
         try:
@@ -24,7 +23,7 @@ def _token(token_file: Path | None) -> str | None:
         if not text or len(text.splitlines()) != 1:
             raise click.ClickException(f"{token_file}: expected one line holding the token")
         return text
-    return env.text(TOKEN_ENV)
+    return env_token()
 
 
 @click.command("serve")

@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cppo_bench.problem import Problem
-from cppo_bench.serve.config import TOKEN_ENV
-from cppo_bench.util import env
+from cppo_bench.serve.config import env_token
 from cppo_bench.verifier.records import VerifyResult
 
 RETRIED = (429, 503)
@@ -54,7 +53,7 @@ class VerifierClient:
         self.urls = [u.strip().rstrip("/") for u in listed for u in u.split(",") if u.strip()]
         if not self.urls:
             raise ValueError("VerifierClient: no URL given")
-        self.token = token if token is not None else env.text(TOKEN_ENV)
+        self.token = token if token is not None else env_token()
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s

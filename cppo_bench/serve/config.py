@@ -8,8 +8,15 @@ import os
 from dataclasses import dataclass
 
 from cppo_bench.errors import DataError
+from cppo_bench.util import env
 
 TOKEN_ENV = "CPPO_SERVE_TOKEN"  # the token a client and the server read when none is given
+
+
+def env_token() -> str | None:
+    """THE reader of $CPPO_SERVE_TOKEN: the server (`cppo-bench serve` without
+    --token-file), `cb.VerifierClient` and through it every adapter and trainer reward."""
+    return env.text(TOKEN_ENV)
 
 
 def is_loopback(host: str) -> bool:

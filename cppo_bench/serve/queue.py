@@ -65,10 +65,12 @@ class BatchQueue:
         with self._lock:
             self.running += 1
         started = time.monotonic()
+        self.metrics.sandboxes.begin()
         try:
             results = verify_batch(jobs, workers=self.config.lane_workers(), all_tests=True,
                                    limits=limits)  # fmt: skip
         finally:
+            self.metrics.sandboxes.end()
             with self._lock:
                 self.running -= 1
         self.metrics.batch(results, time.monotonic() - started)
