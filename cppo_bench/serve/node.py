@@ -99,7 +99,12 @@ def start(workers: int, lanes: int) -> tuple[str, subprocess.Popen[str]]:
 
 def metrics(url: str) -> dict[str, float]:
     """The server's unlabelled /metrics figures (cppo_serve_ dropped from each name)."""
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+    from cppo_bench.serve.config import env_token
+
+    token = env_token()  # the server's too: it inherited this environment
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(url + "/metrics", headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as resp:
         text = resp.read(1 << 20).decode("ascii", "replace")
     found: dict[str, float] = {}
     for row in text.splitlines():
