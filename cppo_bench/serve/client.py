@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import ssl
 import threading
 import time
 import urllib.error
@@ -97,6 +98,10 @@ class VerifierClient:
                 status, data, wait = self._call(url, method, path, body)
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 last = f"{url}: {getattr(exc, 'reason', exc)}"
+                if isinstance(getattr(exc, "reason", exc), ssl.SSLCertVerificationError):
+                    # not transient: an https server this client does not trust (a private
+                    # CA: SSL_CERT_FILE names its certificate)
+                    raise VerifierServiceError(None, last) from None
                 wait = self.backoff_s * (attempt + 1)
             else:
                 if status < 400:

@@ -46,9 +46,16 @@ class ServeConfig:
     max_output_mb: int = 16  # the output cap per test: a request may ask less, never more
     drain_timeout_s: float = 600.0  # SIGTERM: how long in-flight batches may still run
     # keep idle sandboxes between requests (verifier.keep_sandboxes, as the trainers do
-    # between steps): scratch wiped and every test forked from the pristine zygote, so the
-    # same isolation as two programs of one request; off: each request starts its own
-    reuse_sandboxes: bool = False
+    # between steps): each program's first test forks from the pristine zygote in a wiped
+    # scratch, a kept child is reset after each test (verifier/inside/reset.py), so the same
+    # isolation as two programs of one request. The default: starting each request's
+    # sandboxes cost 0.28-0.30x of in-process throughput at 8 programs a request, reuse
+    # 0.79-1.03x (benchmarks/serve_throughput.py, docs/serve.md). Off (--fresh-sandboxes):
+    # each request starts and closes its own, so no process outlives a request.
+    reuse_sandboxes: bool = True
+    # TLS by uvicorn (both or neither): the token then travels encrypted off the host
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 16:
@@ -58,6 +65,8 @@ class ServeConfig:
                 f"serve: refusing to bind {self.host}: anything but localhost needs a token "
                 f"(--token-file FILE or ${TOKEN_ENV})"
             )
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise DataError("serve: --ssl-certfile and --ssl-keyfile go together")
         for name in ("lanes", "queue_size", "max_body_bytes", "max_programs", "max_tests"):
             if int(getattr(self, name)) < 1:
                 raise DataError(f"serve: {name} must be at least 1")
@@ -65,6 +74,10 @@ class ServeConfig:
             raise DataError("serve: queue_size must be at least lanes")
         if not 0 <= self.port < 65536:
             raise DataError(f"serve: port {self.port} is out of range")
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_certfile else "http"
 
     def lane_workers(self) -> int:
         """Sandboxes per batch: the node's cores split among the lanes, so the service never
