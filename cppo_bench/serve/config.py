@@ -4,7 +4,6 @@ queue may hold. One dataclass checked once, at start-up, before anything binds."
 from __future__ import annotations
 
 import ipaddress
-import os
 from dataclasses import dataclass
 
 from cppo_bench.errors import DataError
@@ -70,6 +69,10 @@ class ServeConfig:
         for name in ("lanes", "queue_size", "max_body_bytes", "max_programs", "max_tests"):
             if int(getattr(self, name)) < 1:
                 raise DataError(f"serve: {name} must be at least 1")
+        if self.lanes > self.total_workers():  # each lane runs at least one sandbox
+            raise DataError(f"serve: {self.lanes} lanes need at least as many workers (have "
+                            f"{self.total_workers()}): the node would run more sandboxes "
+                            "than it has")  # fmt: skip
         if self.queue_size < self.lanes:
             raise DataError("serve: queue_size must be at least lanes")
         if not 0 <= self.port < 65536:
@@ -79,8 +82,16 @@ class ServeConfig:
     def scheme(self) -> str:
         return "https" if self.ssl_certfile else "http"
 
+    def total_workers(self) -> int:
+        """Sandboxes in all: `workers`, else one per CPU this process may run on (its
+        affinity, which a container or `taskset` narrows; os.cpu_count() counts the host's)."""
+        if self.workers:
+            return self.workers
+        from cppo_bench.verifier.cpus import process_cpus  # (lazy: the client needs none)
+
+        return max(1, len(process_cpus()))
+
     def lane_workers(self) -> int:
         """Sandboxes per batch: the node's cores split among the lanes, so the service never
-        runs more sandboxes at once than `workers` (a node's cores, by default)."""
-        total = self.workers or os.cpu_count() or 1
-        return max(1, total // self.lanes)
+        runs more sandboxes at once than `workers` (lanes <= workers, checked above)."""
+        return self.total_workers() // self.lanes

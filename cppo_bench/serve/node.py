@@ -167,7 +167,7 @@ def _find_or_start(path: Path, local_rank: int | None, local_world: int | None) 
     if rank == 0:
         path.unlink(missing_ok=True)  # a finished job's file
         cores = len(process_cpus())
-        url, proc = start(cores, max(1, world))
+        url, proc = start(cores, min(max(1, world), cores))  # a lane: >= 1 sandbox
         echo(f"node verifier: started at {url} ({cores} sandboxes for {world} local "
              "processes)", err=True)  # fmt: skip
         tmp = path.with_suffix(".tmp")

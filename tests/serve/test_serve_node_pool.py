@@ -153,3 +153,33 @@ def test_a_two_process_gloo_run_uses_one_node_pool_by_default(tmp_path: Path, to
     programs, peak = (int(w) for w in last[0].split() if w.isdigit())
     assert programs >= 2 and 1 <= peak <= cores, last[0]  # both ranks' rollouts, <= cores
     assert (out / "checkpoints" / "final" / "model.safetensors").is_file()
+
+
+def test_more_local_processes_than_cores_get_no_more_sandboxes(monkeypatch) -> None:
+    """A node with more training processes than cores: the pool's lanes are capped at its
+    cores (a lane runs at least one sandbox), and under load from every process at once
+    its measured sandboxes stay within the cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cppo_bench as cb
+    from cppo_bench.serve import node
+    from cppo_bench.verifier.cpus import process_cpus
+
+    cores = len(process_cpus())
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", f"test-{os.getpid()}-{random.random()}")
+    url = node.node_service(local_rank=0, local_world=cores + 2)
+    pid = int(node.job_file().read_text().split()[1])
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=60) as resp:
+            assert 1 <= json.loads(resp.read())["sandboxes"] <= cores
+        problems = cb.load_benchmark("demo")[:4]
+        codes = [p.reference_solutions[0] for p in problems]
+        with ThreadPoolExecutor(cores + 2) as pool:  # every "process" sends at once
+            done = list(pool.map(lambda _: cb.VerifierClient(url).verify(problems, codes),
+                                 range(cores + 2)))  # fmt: skip
+        assert all(r.passed for batch in done for r in batch)
+        figures = node.metrics(url)
+        assert 1 <= figures["sandboxes_peak"] <= cores
+        assert figures["programs_total"] == 4 * (cores + 2)
+    finally:
+        os.kill(pid, signal.SIGKILL)
