@@ -130,3 +130,24 @@ def test_named_settings_are_not_urls_and_others_are_checked() -> None:
         assert TrainConfig(reward_verifier=name).reward_verifier == name
     with pytest.raises(ConfigError, match="reward_verifier"):
         TrainConfig(reward_verifier="in-process")
+
+
+def test_without_the_serve_extra_the_default_verifies_in_process_and_says_so(
+    monkeypatch, capsys
+) -> None:
+    import sys
+
+    from trainers.engine import rewards
+    from trainers.engine.config import TrainConfig
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the extra were not installed
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    here: list[int] = []
+    real = rewards.verify_batch
+    monkeypatch.setattr(
+        rewards, "verify_batch", lambda jobs, **kw: here.append(1) or real(jobs, **kw)
+    )
+    scored = rewards.reward_from_config(TrainConfig())(rollouts())
+    assert [s.passed for s in scored] == [True, False] * 4 and here
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "serve extra is not installed" in err[0]
