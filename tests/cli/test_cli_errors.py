@@ -75,8 +75,13 @@ def _exception_classes() -> dict[str, type]:
 
 def test_every_exception_class_is_a_user_error_or_named_internal() -> None:
     classes = _exception_classes()
-    assert "cppo_bench.errors.DataError" in classes and "cppo_bench.verifier.sandbox.SandboxError" in classes
-    loose = sorted(n for n, c in classes.items() if not issubclass(c, UserError) and n not in INTERNAL)
+    assert (
+        "cppo_bench.errors.DataError" in classes
+        and "cppo_bench.verifier.sandbox.SandboxError" in classes
+    )
+    loose = sorted(
+        n for n, c in classes.items() if not issubclass(c, UserError) and n not in INTERNAL
+    )
     assert not loose, f"an exception class that is neither a UserError nor named internal: {loose}"
     assert not INTERNAL - set(classes), f"named internal but gone: {INTERNAL - set(classes)}"
 
