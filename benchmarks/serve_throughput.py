@@ -12,7 +12,7 @@ test run. Reported: programs per second, the ratio service / in-process, the ove
 program (seconds), and the machine's load average before and after.
 
     python benchmarks/serve_throughput.py [--workers 2] [--clients 4] [--batch 8] [--rounds 3]
-        [--lanes 1] [--copies 1] [--second-server]
+        [--lanes 1] [--copies 1] [--second-server] [--no-reuse-sandboxes]
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class Server:
     def __init__(self, workers: int, lanes: int, reuse: bool) -> None:
         cmd = [sys.executable, "-m", "cppo_bench", "serve", "--port", "0", "--workers",
                str(workers), "--lanes", str(lanes), "--queue-size", "64",
-               "--max-programs", "1024", *(["--reuse-sandboxes"] if reuse else [])]  # fmt: skip
+               "--max-programs", "1024",
+               "--reuse-sandboxes" if reuse else "--fresh-sandboxes"]  # fmt: skip
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
                                      cwd=Path(__file__).resolve().parents[1])  # fmt: skip
         assert self.proc.stdout is not None
@@ -129,8 +130,10 @@ def main() -> None:
     ap.add_argument("--second-server", action="store_true")
     ap.add_argument(
         "--reuse-sandboxes",
-        action="store_true",
-        help="serve --reuse-sandboxes (in-process: keep_sandboxes across rounds)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve --reuse-sandboxes, the server's default (in-process: keep_sandboxes "
+        "across rounds); --no-reuse-sandboxes: serve --fresh-sandboxes",
     )
     args = ap.parse_args()
     jobs = mix(args.copies)
@@ -165,7 +168,8 @@ def main() -> None:
     tests = sum(len(j.problem.tests) for j in jobs)
     print(
         f"{n} programs ({tests} tests), {args.workers} workers, {len(servers)} server(s), "
-        f"{args.clients} clients x {args.batch} programs/request, {args.rounds} rounds"
+        f"{args.clients} clients x {args.batch} programs/request, {args.rounds} rounds, "
+        f"{'reused' if args.reuse_sandboxes else 'fresh'} sandboxes"
     )
     print(f"in-process verify_batch: {local:.2f} s  ({n / local:.1f} programs/s)")
     print(f"through the service:     {remote:.2f} s  ({n / remote:.1f} programs/s)")

@@ -1,9 +1,11 @@
 """The one error hierarchy of cppo_bench.
 
-`DataError` is the base of every error the user can fix (bad input data, a bad option, a
-missing model, a locked run): the CLI prints its one-line message, never a traceback. The
-other classes keep the standard base a caller may already catch (`ValueError`, `KeyError`)
-and are re-exported where they were defined before, so existing imports keep working.
+`UserError` is the base of every error the user can fix (bad input data, a bad option, an
+unknown name, a missing model or sandbox, a locked run): the CLI turns it into its one-line
+message at one place (`cppo_bench.cli.LazyGroup.invoke`), never a traceback; a command adds
+context by raising another of these, never by printing. `DataError` is the common case (bad
+input data). Each class also keeps the standard base a caller may already catch
+(`ValueError`, `KeyError`, `RuntimeError`).
 """
 
 from __future__ import annotations
@@ -19,21 +21,26 @@ __all__ = [
     "UnknownNameError",
     "UnsafeName",
     "UnsafePickleError",
+    "UserError",
 ]
 
 
-class DataError(ValueError):
+class UserError(Exception):
+    """An error the user can fix; its message is one line naming what and where."""
+
+
+class DataError(UserError, ValueError):
     """Bad input data: the message names the file/record and what is wrong."""
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(UserError, KeyError):
     """Raised for a name no entry was registered under; the message lists the known names."""
 
     def __str__(self) -> str:  # KeyError quotes its message; we want plain text
         return str(self.args[0])
 
 
-class KeyValueError(ValueError):
+class KeyValueError(UserError, ValueError):
     """A malformed KEY=VALUE pair; the message is one line naming it."""
 
 
@@ -54,18 +61,19 @@ class StoreLinkError(DataError):
     """A store path is a link, not a regular file/directory, or hard-linked elsewhere."""
 
 
-class UnsafePickleError(ValueError):
+class UnsafePickleError(UserError, ValueError):
     """The pickle names a global or holds something other than plain data."""
 
 
-class UnsafeName(ValueError):
+class UnsafeName(UserError, ValueError):
     """A name holds a character no generated command may carry."""
 
 
-class EncoderUnavailable(RuntimeError):
+class EncoderUnavailable(UserError, RuntimeError):
     """The requested encoder cannot be loaded (not installed offline, no hub access)."""
 
 
-# Not here on purpose: `methods.base.OptionError` (the option builder of issue 34 item 3 owns
-# it), `verifier.sandbox.SandboxError` (the sandbox side imports the standard library only),
-# and the trainers' `ConfigError` / `ArtifactError`, which subclass DataError from here.
+# Defined beside their owners, as UserErrors from here: `methods.base.OptionError` (the
+# option builder owns it), `verifier.sandbox.SandboxError`, `serve.client.VerifierServiceError`
+# and the trainers' `ConfigError` / `ArtifactError` (DataErrors). tests/cli/test_cli_errors.py
+# checks that every exception class a user can meet is one of these.

@@ -15,8 +15,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.errors import DataError
-from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.errors import DataError, UserError
 from cppo_bench.util.termsafe import echo
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
@@ -218,10 +217,10 @@ def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its opti
         if stop.revisit:
             echo(f"revisit stage: {stop.revisit}", err=True)
         sys.exit(3)
-    except (DataError, UnknownNameError, ValueError) as exc:
-        raise click.ClickException(
-            str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        ) from None
+    except ValueError as exc:  # a UserError goes on to the CLI's one catch site as it is
+        if isinstance(exc, UserError):
+            raise
+        raise DataError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if outcome.checkpoint is not None:
         echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
         echo(

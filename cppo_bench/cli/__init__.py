@@ -9,7 +9,7 @@ import os
 
 import click
 
-from cppo_bench.errors import DataError
+from cppo_bench.errors import UserError
 from cppo_bench.util.termsafe import echo, quote, safe
 
 # OpenMP threads spin-wait by default, which slows torch ~10x on a busy small CPU; must be
@@ -89,9 +89,9 @@ class LazyGroup(click.Group):
                 exc.possibilities = None  # type: ignore[misc]  # (Final in click's types only)
             exc.message = message  # type: ignore[misc]  # (the exception click will print)
             raise
-        except DataError as exc:
-            # a writer or reader's own line (a full or read-only disk, a bad file) that the
-            # command did not turn into its own: still one line, never a traceback
+        except UserError as exc:
+            # THE place a user-fixable error becomes its one line (errors.py): commands add
+            # context by raising another UserError, never by catching and printing
             raise click.ClickException(safe(str(exc))) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):  # `| head` closed the pipe: not an error here

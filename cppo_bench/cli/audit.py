@@ -61,7 +61,7 @@ def audit(runs: tuple[Path, ...], tests_dir: Path, data_path: str | None,
             doc = audit_run(manifest, records, loaded[key], ts, strict=strict, workers=workers,
                             progress=not quiet)  # fmt: skip
         except (DataError, UnknownNameError, SandboxError) as exc:
-            raise click.ClickException(f"{run_dir}: {exc}") from None
+            raise DataError(f"{run_dir}: {exc}") from None
         path = store_audit(run_dir, doc)
         echo(f"{safe(run_dir)}: {doc['programs_rejudged']} accepted programs re-judged, "
                    f"{doc['programs_failed']} fail the stronger tests -> {safe(path)}")  # fmt: skip

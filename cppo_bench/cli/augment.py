@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from cppo_bench.cli.options import bench_options, open_backend, parse_kv
+from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import echo, safe
 
 
@@ -65,19 +66,15 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
     from cppo_bench.augment.generate import Settings, augment_problem
     from cppo_bench.augment.mutate_call import mutator_name
     from cppo_bench.augment.store import append, open_test_set
-    from cppo_bench.errors import DataError
     from cppo_bench.runner.pipeline import load_problems
     from cppo_bench.store.runs import ids_hash
     from cppo_bench.util.progress import progress_bar
     from cppo_bench.util.registry import UnknownNameError
-    from cppo_bench.verifier import Limits, SandboxError
+    from cppo_bench.verifier import Limits
 
     if oracle == "model" and not generator_model:
         raise click.UsageError("--oracle model needs --generator-model")
-    try:
-        loaded = load_problems(bench, data_path, limit, parse_kv(option_pairs))
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
+    loaded = load_problems(bench, data_path, limit, parse_kv(option_pairs))
     problems = [p for p in loaded.problems if p.task == "codegen"]
     config: dict[str, Any] = {
         "bench": bench,
@@ -92,10 +89,7 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
         "time_limit_s": time_limit,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    try:
-        ts = open_test_set(out, config)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    ts = open_test_set(out, config)
     todo = [p for p in problems if p.problem_id not in ts.records]
     if oracle == "model" and todo:
         from cppo_bench.backends.base import ModelLoadError
@@ -103,17 +97,14 @@ def augment(bench: str, data_path: str | None, option_pairs: tuple[str, ...], ou
         try:
             todo = model_references(todo, generator_backend, generator_model, references, seed)
         except (ModelLoadError, UnknownNameError) as exc:
-            raise click.ClickException(f"--generator-model: {exc}") from None
+            raise DataError(f"--generator-model: {exc}") from None
     settings = Settings(per_problem, seed, references, workers or os.cpu_count() or 1,
                         Limits(time_s=time_limit), oracle)  # fmt: skip
     t0 = time.perf_counter()
-    try:
-        with progress_bar("augmenting", len(problems), quiet, len(problems) - len(todo)) as bar:
-            for p in todo:
-                append(ts, augment_problem(p, settings))
-                bar(1)
-    except SandboxError as exc:
-        raise click.ClickException(str(exc)) from None
+    with progress_bar("augmenting", len(problems), quiet, len(problems) - len(todo)) as bar:
+        for p in todo:
+            append(ts, augment_problem(p, settings))
+            bar(1)
     print_summary(ts, time.perf_counter() - t0, len(todo))
 
 

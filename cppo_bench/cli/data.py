@@ -56,19 +56,12 @@ def show(
     lines of Problem records with --json."""
     from cppo_bench.benchmarks.load import load_result
     from cppo_bench.benchmarks.loadreport import load_line
-    from cppo_bench.errors import DataError
-    from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     options = parse_kv(option_pairs)
     err = Console(stderr=True)
-    try:
-        with err.status(f"loading {bench} from {data_path or 'the hub'}"):
-            result = load_result(
-                bench, data_path, limit=limit, strict=strict, unique=False, **options
-            )
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
+    with err.status(f"loading {bench} from {data_path or 'the hub'}"):
+        result = load_result(bench, data_path, limit=limit, strict=strict, unique=False, **options)
     if as_json:
         for problem in result.problems:
             echo(json_line(problem.to_dict()), whole=True)

@@ -109,29 +109,26 @@ def decontam(
     err = Console(stderr=True)
     sources = []
     scoped = scoped_options(option_pairs)
-    try:
-        roles: tuple[tuple[Role, tuple[str, ...]], ...] = (
-            ("train", tuple(train_specs)),
-            ("eval", tuple(eval_specs)),
-        )
-        for role, specs in roles:
-            for spec in specs:
-                bench = spec.partition("=")[0]
-                options = {**scoped.get("", {}), **scoped.get(bench, {})}
-                source, loaded = load_source_result(spec, role, strict=strict, options=options)
-                errors = loaded.errors
-                # read / kept / dropped and why, for every source (to stderr: stdout is
-                # the overlap table)
-                echo(f"{role} {load_line(spec, loaded)}", err=True)
-                for e in errors[:5]:
-                    err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
-                if len(errors) > 5:
-                    err.print(f"[yellow]skipped[/] {len(errors) - 5} more malformed records")
-                if not source.problems:
-                    raise DataError(f"{spec}: no problems loaded")
-                sources.append(source)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    roles: tuple[tuple[Role, tuple[str, ...]], ...] = (
+        ("train", tuple(train_specs)),
+        ("eval", tuple(eval_specs)),
+    )
+    for role, specs in roles:
+        for spec in specs:
+            bench = spec.partition("=")[0]
+            options = {**scoped.get("", {}), **scoped.get(bench, {})}
+            source, loaded = load_source_result(spec, role, strict=strict, options=options)
+            errors = loaded.errors
+            # read / kept / dropped and why, for every source (to stderr: stdout is
+            # the overlap table)
+            echo(f"{role} {load_line(spec, loaded)}", err=True)
+            for e in errors[:5]:
+                err.print(f"[yellow]skipped[/] {markup(e)}", markup=True, highlight=False)
+            if len(errors) > 5:
+                err.print(f"[yellow]skipped[/] {len(errors) - 5} more malformed records")
+            if not source.problems:
+                raise DataError(f"{spec}: no problems loaded")
+            sources.append(source)
     sources = unique_labels(sources)
 
     config = DecontamConfig(ngram, threshold, metric, max_df or None)  # type: ignore[arg-type]

@@ -106,12 +106,8 @@ def lm_eval(show_path: bool, args: tuple[str, ...]) -> None:
         raise click.ClickException("lm-eval is not installed: pip install 'cppo-bench[lmeval]'")
     if needs_default_model(args):
         from cppo_bench.backends.default_model import ensure_default_model
-        from cppo_bench.errors import DataError
 
-        try:
-            model_dir = str(ensure_default_model())
-        except DataError as exc:
-            raise click.ClickException(str(exc)) from None
+        model_dir = str(ensure_default_model())
         echo(f"lm-eval: no model named; evaluating the embedded model {model_dir}", err=True)
         args = tuple(with_default_model(args, model_dir))
     try:

@@ -17,11 +17,7 @@ def path() -> None:
     """Print the embedded model's Hugging Face folder, building it on first use; give it to
     any tool that takes a model path (lm-eval's pretrained=, vLLM, transformers)."""
     from cppo_bench.backends.default_model import ensure_default_model, quiet_loading
-    from cppo_bench.errors import DataError
 
-    try:
-        with quiet_loading():
-            folder = ensure_default_model()
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    with quiet_loading():
+        folder = ensure_default_model()
     echo(str(folder))

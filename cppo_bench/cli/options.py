@@ -4,6 +4,7 @@ one way to open a backend that is always closed again."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -100,12 +101,8 @@ def bench_options(func: F | None = None, *, required: bool = True) -> Any:
 def backend_factory(name: str) -> Callable[..., Any]:
     """A registered backend name, or `package.module:factory` (cppo_bench.backends.opening)."""
     from cppo_bench.backends import opening
-    from cppo_bench.errors import DataError
 
-    try:
-        return opening.backend_factory(name)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    return opening.backend_factory(name)
 
 
 def default_model_label(name: str, factory: Callable[..., Any]) -> str:
@@ -120,3 +117,39 @@ def open_backend(name: str, model: str | None, options: dict[str, Any]) -> Any:
 
     backend_factory(name)  # an unimportable factory: one click line before anything starts
     return opened(name, model, options)
+
+
+def runs_option(
+    *old: str, default: str | None = "runs", must_exist: bool = False, help: str
+) -> Callable[[F], F]:
+    """--runs PATH, the one name of a run store on every command (issue 48: it was --out,
+    --into or --runs by command). ``old`` spellings still work, hidden from --help; giving
+    both an old and the new spelling is an error rather than a silent choice."""
+    path = click.Path(exists=must_exist, file_okay=False, path_type=Path)
+
+    def from_old(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            if ctx.get_parameter_source("runs") is click.core.ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"give --runs or {param.opts[0]}, not both")
+            ctx.meta[f"cppo_bench.runs_alias.{id(ctx)}"] = (param.opts[0], value)
+        return value
+
+    def new(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        given = ctx.meta.get(f"cppo_bench.runs_alias.{id(ctx)}")  # meta is shared by subcommands
+        if given is None:
+            return value
+        if ctx.get_parameter_source("runs") is click.core.ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"give --runs or {given[0]}, not both")
+        # given under its old name is given: --like and the other defaults must not override it
+        ctx.set_parameter_source("runs", click.core.ParameterSource.COMMANDLINE)
+        return given[1]
+
+    def wrap(func: F) -> F:
+        func = click.option("--runs", "runs", default=default, show_default=default is not None,
+                            type=path, callback=new, help=help)(func)  # fmt: skip
+        if old:
+            func = click.option(*old, "_runs_old_spelling", type=path, default=None,
+                                hidden=True, expose_value=False, callback=from_old)(func)  # fmt: skip
+        return func
+
+    return wrap

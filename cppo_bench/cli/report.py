@@ -145,62 +145,55 @@ def report(
     study_numbers: bool = False,
 ) -> None:
     """Write the study's tables (Markdown, LaTeX, CSV), figures and one index.html."""
-    from cppo_bench.errors import DataError
     from cppo_bench.report import build_report, check_text, compute
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     fmts = _formats(formats)
     console = Console(stderr=True)
-    try:
-        enc = None
-        if encoder is not None:
-            from cppo_bench.diversity import EncoderUnavailable, load_encoder
+    enc = None
+    if encoder is not None:
+        from cppo_bench.diversity import load_encoder
 
-            try:
-                enc = load_encoder(encoder)
-            except EncoderUnavailable as exc:
-                raise click.ClickException(str(exc)) from None
-        from cppo_bench.util.progress import progress_bar
+        enc = load_encoder(encoder)
+    from cppo_bench.util.progress import progress_bar
 
-        # the one progress module: a live line on a terminal, plain lines in a log
-        with (
-            _judge(judge_backend, judge_model) as judge,
-            progress_bar("report") as bar,
-        ):
+    # the one progress module: a live line on a terminal, plain lines in a log
+    with (
+        _judge(judge_backend, judge_model) as judge,
+        progress_bar("report") as bar,
+    ):
 
-            def progress(msg: str) -> None:
-                bar.note(msg)
+        def progress(msg: str) -> None:
+            bar.note(msg)
 
-            if check:
-                computed = compute(
-                    runs,
-                    specs_dir=specs_dir,
-                    resamples=resamples,
-                    seed=seed,
-                    encoder=enc,
-                    judge=judge,
-                    progress=progress,
-                    spread=spread,
-                    study_numbers=study_numbers,
-                )
-            else:
-                result = build_report(
-                    runs,
-                    out,
-                    specs_dir=specs_dir,
-                    resamples=resamples,
-                    seed=seed,
-                    formats=fmts,
-                    encoder=enc,
-                    judge=judge,
-                    progress=progress,
-                    spread=spread,
-                    show_empty=show_empty,
-                    study_numbers=study_numbers,
-                )
-                computed = result.computed
-    except (DataError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        if check:
+            computed = compute(
+                runs,
+                specs_dir=specs_dir,
+                resamples=resamples,
+                seed=seed,
+                encoder=enc,
+                judge=judge,
+                progress=progress,
+                spread=spread,
+                study_numbers=study_numbers,
+            )
+        else:
+            result = build_report(
+                runs,
+                out,
+                specs_dir=specs_dir,
+                resamples=resamples,
+                seed=seed,
+                formats=fmts,
+                encoder=enc,
+                judge=judge,
+                progress=progress,
+                spread=spread,
+                show_empty=show_empty,
+                study_numbers=study_numbers,
+            )
+            computed = result.computed
     for warning in computed.index.warnings:
         console.print(f"[yellow]warning:[/] {markup(warning)}")
     if check:

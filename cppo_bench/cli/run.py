@@ -9,11 +9,10 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import backend_factory, bench_options, parse_kv
+from cppo_bench.cli.options import backend_factory, bench_options, parse_kv, runs_option
 from cppo_bench.cli.run_like import METHOD_FLAGS
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.errors import DataError
-from cppo_bench.util.registry import UnknownNameError
+from cppo_bench.errors import BackendError
 from cppo_bench.util.termsafe import echo, quote
 
 # flag -> method option it sets (only the methods that have the option accept it)
@@ -153,7 +152,7 @@ def _method_help() -> str:
     default=None,
     metavar="RUN_DIR",
     help="Make the run in RUN_DIR again from its manifest (method, data, loader options, "
-    "model, sampling and the rest); options given here override; default --out: RUN_DIR's "
+    "model, sampling and the rest); options given here override; default --runs: RUN_DIR's "
     "store.",
 )
 @tests_option
@@ -193,15 +192,9 @@ def _method_help() -> str:
     show_default=True,
     type=click.IntRange(1),
 )
-@click.option(
-    "--out",
-    "--output_path",  # lm-eval's spelling
-    "out",
-    default="runs",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="Root of the run store.",
-)
+@runs_option(
+    "--out", "--output_path", help="The run store the run is written to."
+)  # old; lm-eval's
 @click.option("--inference", type=click.Choice(["joint", "iid"]), help="cppo: planner draws.")
 @click.option(
     "--select",
@@ -263,16 +256,13 @@ def run(**opts: Any) -> None:
     generations are served from the run's generation cache.
     """
     from cppo_bench.api import run as run_api
-    from cppo_bench.backends.base import ModelLoadError, SamplingError
     from cppo_bench.cli.run_view import (
         RichReporter,
         print_interrupted,
         print_seed_table,
         print_summary,
     )
-    from cppo_bench.methods import OptionError
     from cppo_bench.store.runs import parse_shard
-    from cppo_bench.verifier import SandboxError
 
     if opts["like"] is not None:
         from cppo_bench.cli.run_like import apply_like
@@ -286,12 +276,11 @@ def run(**opts: Any) -> None:
         shard = None if opts["shard"] is None else parse_shard(opts["shard"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
-    try:  # before any progress output: an unknown method is a one-line error, nothing else
-        from cppo_bench.methods import METHODS
+    from cppo_bench.methods import (
+        METHODS,  # before any progress output: an unknown method is a one-line error, nothing else
+    )
 
-        METHODS.get(opts["method"])
-    except UnknownNameError as exc:
-        raise click.ClickException(str(exc)) from None
+    METHODS.get(opts["method"])
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "-m/--method-option"))
     if opts["strict_plans"]:
@@ -302,10 +291,7 @@ def run(**opts: Any) -> None:
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
-    try:  # an unknown or unimportable factory: one line, before loading
-        backend_factory(opts["backend"])
-    except UnknownNameError as exc:
-        raise click.ClickException(str(exc)) from None
+    backend_factory(opts["backend"])  # an unknown or unimportable factory: one line, before loading
     skipped: list[int] = [0]
 
     def loaded(result: Any) -> None:
@@ -333,7 +319,7 @@ def run(**opts: Any) -> None:
                 backend=opts["backend"],
                 k=opts["k"],
                 seeds=seeds,
-                out=opts["out"],
+                out=opts["runs"],
                 data=opts["data_path"],
                 limit=opts["limit"],
                 shard=shard,
@@ -353,19 +339,10 @@ def run(**opts: Any) -> None:
                 on_loaded=loaded,
                 on_result=lambda result: print_summary(result, skipped=skipped[0]),
             )
-    except (
-        DataError,
-        OptionError,
-        UnknownNameError,
-        ModelLoadError,
-        SandboxError,
-        SamplingError,
-    ) as exc:
-        raise click.ClickException(str(exc)) from None
     except TypeError as exc:  # a backend factory refusing an option
         if "argument" not in str(exc):
             raise
-        raise click.ClickException(f"backend {quote(opts['backend'])}: {exc}") from None
+        raise BackendError(f"backend {quote(opts['backend'])}: {exc}") from None
     if len(done.results) > 1:
         print_seed_table(list(done.results))
 

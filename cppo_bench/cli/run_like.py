@@ -4,7 +4,7 @@ the same run directory name) from any folder.
 
 What a manifest holds is enough: method, benchmark, model, backend, K, seed, sampling, every
 method option, the data's resolved path and every loader option (cppo_bench.runner.rundata),
-the problems asked for (``selected``) and a trained checkpoint's tags. Without ``--out`` the
+the problems asked for (``selected``) and a trained checkpoint's tags. Without ``--runs`` the
 run is made in the store RUN_DIR lies in, so a stored run resumes or extends itself.
 """
 
@@ -44,7 +44,7 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
         m = read_manifest(run_dir)
         src = source_of(m)
     except DataError as exc:
-        raise click.ClickException(f"--like {run_dir}: {exc}") from None
+        raise DataError(f"--like {run_dir}: {exc}") from None
     if src.note and not _given(ctx, "data_path"):
         raise click.ClickException(f"--like {run_dir}: {src.note}; give it with --data")
     if m.extra.get("test_set") and not _given(ctx, "tests_dir"):
@@ -57,7 +57,7 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
     try:
         default = default_model_label(m.backend, backend_factory(m.backend))
     except UnknownNameError as exc:
-        raise click.ClickException(f"--like {run_dir}: {exc}") from None
+        raise DataError(f"--like {run_dir}: {exc}") from None
     fill: dict[str, Any] = {
         "method": m.method,
         "bench": m.bench,
@@ -67,7 +67,7 @@ def apply_like(opts: dict[str, Any], ctx: click.Context) -> None:
         "seeds": str(m.seed),
         "limit": m.selected or len(m.problem_ids),
         "data_path": data,
-        "out": store_root(run_dir, m),
+        "runs": store_root(run_dir, m),
         "option_pairs": tuple(_pair(k, v) for k, v in sorted(src.options.items())),
         **{key: m.sampling[key] for key in ("temperature", "top_p", "max_tokens") if key in m.sampling},
         **{tag: m.extra.get(tag) for tag in ("trained", "base_model", "train_seed")},

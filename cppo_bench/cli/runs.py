@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cppo_bench.cli.options import runs_option
 from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import echo, quote, safe
 
@@ -45,7 +46,7 @@ def unmatched_filter(out: Path, bench: str | None, method: str | None) -> None:
     raise click.ClickException(f"under {out}: " + "; ".join(parts))
 
 
-_OUT = click.option("--out", default="runs", show_default=True, type=click.Path(path_type=Path))
+_OUT = runs_option("--out", help="The run store to read.")  # --out: the old spelling
 
 
 @click.group(invoke_without_command=True)
@@ -55,25 +56,22 @@ _OUT = click.option("--out", default="runs", show_default=True, type=click.Path(
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
 @click.pass_context
 def runs(
-    ctx: click.Context, out: Path, bench: str | None, method: str | None, as_json: bool
+    ctx: click.Context, runs: Path, bench: str | None, method: str | None, as_json: bool
 ) -> None:
-    """List the stored runs under OUT: configuration, progress and pass@K (shards of a run
+    """List the stored runs under RUNS: configuration, progress and pass@K (shards of a run
     are listed as that one run); `runs merge` writes sharded runs' merged directories."""
     if ctx.invoked_subcommand is not None:
         return
     from cppo_bench.cli.run_view import print_runs, run_rows
 
-    try:
-        rows = run_rows(out, bench=bench, method=method)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    rows = run_rows(runs, bench=bench, method=method)
     if (bench or method) and not any("bench" in r for r in rows):
-        unmatched_filter(out, bench, method)
+        unmatched_filter(runs, bench, method)
     if as_json:
         for row in rows:
             echo(json.dumps(row, sort_keys=True), whole=True)
     else:
-        print_runs(rows, out)
+        print_runs(rows, runs)
 
 
 @runs.command("merge")
@@ -88,8 +86,8 @@ def runs(
     show_default=True,
     help="Seconds to wait for a run another process holds (else stop at once, naming it).",
 )
-def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float) -> None:
-    """Merge the shards of every sharded run under OUT into the run's own directory.
+def merge(runs: Path, bench: str | None, method: str | None, quiet: bool, lock_wait: float) -> None:
+    """Merge the shards of every sharded run under RUNS into the run's own directory.
 
     Each run is checked first (every shard present, same manifest apart from the shard, no
     problem missing or in two shards); a run that fails is named with the reason, the others
@@ -99,7 +97,7 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
     from cppo_bench.store.merge import merge_run
     from cppo_bench.util.progress import progress_bar
 
-    store = scan(out)
+    store = scan(runs)
     todo = [
         r
         for r in store.runs
@@ -108,15 +106,15 @@ def merge(out: Path, bench: str | None, method: str | None, quiet: bool, lock_wa
         and (method is None or r.manifest.method == method)
     ]
     if not todo and (bench or method):
-        unmatched_filter(out, bench, method)
+        unmatched_filter(runs, bench, method)
     if not todo:
-        echo(f"no sharded runs under {out}")
+        echo(f"no sharded runs under {runs}")
         return
     failed = []
     with progress_bar("merging runs", len(todo), quiet) as advance:
         for run in todo:
             try:
-                added = merge_run(run, out, lock_wait)
+                added = merge_run(run, runs, lock_wait)
             except DataError as exc:
                 failed.append(str(exc))
             else:

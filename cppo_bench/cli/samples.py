@@ -120,15 +120,10 @@ def samples(run_dir: Path, problem: str | None, data_path: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Show a run's samples per problem: statement, plans, programs, verdicts and the first
     failing test (lm-eval's --log_samples, read back from the run store)."""
-    from cppo_bench.errors import DataError
     from cppo_bench.runner.samples import sample_rows
-    from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.util.termsafe import echo, json_line
 
-    try:
-        rows = sample_rows(run_dir, problem, data=data_path, loader_options=parse_kv(option_pairs))
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
+    rows = sample_rows(run_dir, problem, data=data_path, loader_options=parse_kv(option_pairs))
     if failed:
         rows = [r for r in rows if not r["passed"]]
     rows = rows[:limit] if limit else rows

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.stats_common import PATH, _clean_errors, _frame, _load, _table  # noqa: F401
+from cppo_bench.cli.stats_common import PATH, _frame, _load, _table  # noqa: F401
 from cppo_bench.util.termsafe import echo, quote, safe
 
 WINDOW_FLAGS = ("start_date", "end_date", "platform")
@@ -119,21 +119,20 @@ def passk(
     training seeds; inference-only: bootstrap SE over problems), with n and coverage."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        frame = _frame(runs, csv_path, bench)
-        ks = _ks(k_text)
-        left: list[str] = []
-        if k_text is None:
-            ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
-                                      select=select, seed=seed)  # fmt: skip
-        for line in left:  # a default k the runs cannot give: named, not a stop
-            echo(line, err=True)
-        options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
-                       seed=seed)  # fmt: skip
-        if by is not None:
-            _print_grouped(api.pass_at_k_by(frame, by, ks, **options), by, ks, estimator, as_json)
-            return
-        table = api.pass_at_k(frame, ks, **options)
+    frame = _frame(runs, csv_path, bench)
+    ks = _ks(k_text)
+    left: list[str] = []
+    if k_text is None:
+        ks, left = api.allowed_ks(frame, api.DEFAULT_KS, estimator=estimator,
+                                  select=select, seed=seed)  # fmt: skip
+    for line in left:  # a default k the runs cannot give: named, not a stop
+        echo(line, err=True)
+    options = dict(estimator=estimator, select=select, spread=spread, resamples=resamples,
+                   seed=seed)  # fmt: skip
+    if by is not None:
+        _print_grouped(api.pass_at_k_by(frame, by, ks, **options), by, ks, estimator, as_json)
+        return
+    table = api.pass_at_k(frame, ks, **options)
     warnings = table.attrs["warnings"]
     cells: dict[tuple[str, str], dict[int, Any]] = {}
     for c in table["cell"] if len(table) else []:
@@ -221,10 +220,9 @@ def bootstrap(
     strongest baseline, per benchmark (the study's dagger test)."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
-                              resamples=resamples, alpha=alpha, estimator=estimator,
-                              select=select, seed=seed)  # fmt: skip
+    table = api.bootstrap(_frame(runs, csv_path, bench), cands, bases, k=k,
+                          resamples=resamples, alpha=alpha, estimator=estimator,
+                          select=select, seed=seed)  # fmt: skip
     for line in [*table.attrs["left_out"], *table.attrs["skipped"]]:
         echo(line, err=True)
     k = table.attrs["k"]
@@ -265,7 +263,10 @@ def _shared(problems: int, dropped: int) -> str:
 @click.option("--a", "a", help="Method A (trained, several seeds).")
 @click.option("--b", "b", help="Method B: matched seed by seed, or its single run for every seed.")
 @click.option("--deltas", help="Per-seed differences given directly, e.g. 0.010,0.021,0.038.")
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @click.option(
     "--confidence",
     default=0.95,
@@ -279,25 +280,25 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
     from cppo_bench.metrics import seed_difference_ci
 
     body = []
-    with _clean_errors():
-        if deltas:
-            d = [float(x) for x in deltas.split(",")]
-            ci = seed_difference_ci(d, confidence)
-            body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci), "given"])
-        else:
-            if not (a and b):
-                raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
-            table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
-                              estimator=estimator, select=select, seed=seed)  # fmt: skip
-            for r in table.to_dict("records"):
-                deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
-                body.append(
-                    [r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]]
-                )
+    if deltas:
+        d = [float(x) for x in deltas.split(",")]
+        ci = seed_difference_ci(d, confidence)
+        body.append(["-", "given", ", ".join(f"{x:+.3f}" for x in d), str(ci), "given"])
+    else:
+        if not (a and b):
+            raise click.UsageError("give --deltas, or --a and --b with --runs/--csv")
+        table = api.seeds(_frame(runs, csv_path, bench), a, b, k=k, confidence=confidence,
+                          estimator=estimator, select=select, seed=seed)  # fmt: skip
+        k = table.attrs["k"]
+        for line in table.attrs["left_out"]:  # a larger k the runs cannot give: named
+            echo(line, err=True)
+        for r in table.to_dict("records"):
+            deltas_text = ", ".join(f"{x:+.3f}" for x in r["deltas"])
+            body.append([r["benchmark"], r["method"], deltas_text, str(r["ci"]), r["estimator"]])
     if not body:
         raise click.ClickException(f"no benchmark has results for both {quote(a)} and {quote(b)}")
     _table(
-        f"per-seed differences of pass@{k}, {confidence:.0%} t interval",
+        f"per-seed differences of pass@{k or 'K'}, {confidence:.0%} t interval",
         ["benchmark", "method", "deltas", "mean [CI]", "estimator"],
         body,
     )
@@ -305,16 +306,21 @@ def seeds(runs, csv_path, bench, a, b, deltas, k, confidence, estimator, select,
 
 @stats.command("tokens")
 @_source
-@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--k", default=None, type=click.IntRange(min=1),
+    help="pass@K (default: the largest K up to 4 the runs allow, named).",
+)  # fmt: skip
 @_scoring
 def tokens(runs, csv_path, bench, k, estimator, select, seed) -> None:
     """Decoded planner / solver tokens per problem and pass@K per 10k decoded tokens."""
     from cppo_bench import stats as api
 
-    with _clean_errors():
-        table = api.tokens(
-            _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
-        )
+    table = api.tokens(
+        _frame(runs, csv_path, bench), k=k, estimator=estimator, select=select, seed=seed
+    )
+    k = table.attrs["k"]
+    for line in table.attrs["left_out"]:
+        echo(line, err=True)
     body = []
     for r in table.to_dict("records"):
         if r["tokens"] is None or r["tokens"] != r["tokens"]:  # None, or NaN in a float column

@@ -1,11 +1,9 @@
-"""What every `cppo-bench stats` command shares: the input options' path type, one-line
-errors, the results frame read from --runs or --csv, and the table printer. Below both
+"""What every `cppo-bench stats` command shares: the input options' path type, the
+results frame read from --runs or --csv, and the table printer. Below both
 `cli/stats.py` and `cli/stats_diversity.py`, so neither imports the other's insides."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +12,6 @@ import click
 from cppo_bench.util.termsafe import echo, markup, quote, safe
 
 PATH = click.Path(exists=True, path_type=Path)
-
-
-@contextmanager
-def _clean_errors() -> Iterator[None]:
-    """Bad input ends in one line naming the file or record, never a traceback."""
-    from cppo_bench.errors import DataError
-
-    try:
-        yield
-    except (DataError, ValueError, KeyError) as exc:
-        raise click.ClickException(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
 
 
 def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cppo_bench.cli.stats_common import PATH, _clean_errors, _load, _table
+from cppo_bench.cli.stats_common import PATH, _load, _table
+from cppo_bench.errors import BackendError
 from cppo_bench.util.termsafe import quote
 
 
@@ -37,32 +38,28 @@ def diversity(runs, bench, measures, encoder, judge_backend, judge_model, batch_
 
     encoder_obj = judge = None
     console = Console(stderr=True)
-    with _clean_errors():
-        rows = _load(runs, None, bench)
-        if "sem" in wanted:
-            from cppo_bench.diversity.semantic import EncoderUnavailable, load_encoder
+    rows = _load(runs, None, bench)
+    if "sem" in wanted:
+        from cppo_bench.diversity.semantic import load_encoder
 
-            try:
-                with console.status(f"loading sentence encoder {encoder}"):
-                    encoder_obj = load_encoder(encoder)
-            except EncoderUnavailable as exc:
-                raise click.ClickException(str(exc)) from None
-        if "alg" in wanted:
-            from cppo_bench.backends import BACKENDS
+        with console.status(f"loading sentence encoder {encoder}"):
+            encoder_obj = load_encoder(encoder)
+    if "alg" in wanted:
+        from cppo_bench.backends import BACKENDS
 
-            try:
-                judge = BACKENDS.get(judge_backend)(judge_model)
-            except ImportError as exc:
-                raise click.ClickException(f"judge backend {quote(judge_backend)}: {exc}") from None
         try:
-            with progress_bar("judging tuple members") as advance:
-                result = summarise_diversity(
-                    rows, wanted, encoder=encoder_obj, judge=judge, batch_size=batch_size,
-                    progress=advance,
-                )  # fmt: skip
-        finally:
-            if judge is not None:
-                judge.close()
+            judge = BACKENDS.get(judge_backend)(judge_model)
+        except ImportError as exc:
+            raise BackendError(f"judge backend {quote(judge_backend)}: {exc}") from None
+    try:
+        with progress_bar("judging tuple members") as advance:
+            result = summarise_diversity(
+                rows, wanted, encoder=encoder_obj, judge=judge, batch_size=batch_size,
+                progress=advance,
+            )  # fmt: skip
+    finally:
+        if judge is not None:
+            judge.close()
 
     def fmt(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"

@@ -30,12 +30,8 @@ def load_tests(tests_dir: Path | None, bench: str) -> Any:
     if tests_dir is None:
         return None
     from cppo_bench.augment.store import read_test_set
-    from cppo_bench.errors import DataError
 
-    try:
-        ts = read_test_set(tests_dir)
-    except DataError as exc:
-        raise click.ClickException(str(exc)) from None
+    ts = read_test_set(tests_dir)
     if ts.bench != bench:
         raise click.ClickException(
             f"{tests_dir}: a test set for {quote(ts.bench)}, not for --bench {quote(bench)}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import bench_options, parse_kv
+from cppo_bench.cli.options import bench_options, parse_kv, runs_option
 from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
 from cppo_bench.util.termsafe import echo, markup, quote, safe
 
@@ -28,10 +28,7 @@ def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     its own, so one bad line is named and the others are still read."""
     from cppo_bench.util import userfiles
 
-    try:
-        return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
-    except userfiles.UserFileError as exc:
-        raise click.ClickException(str(exc)) from None
+    return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
 
 
 def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) -> dict:
@@ -44,7 +41,7 @@ def _limits(time_s: float | None, memory_mb: int | None, output_mb: int | None) 
     try:
         Limits(**limits)
     except DataError as exc:
-        raise click.ClickException(str(exc).replace("limit time_s", "--time-limit")
+        raise DataError(str(exc).replace("limit time_s", "--time-limit")
                                    .replace("limit memory_mb", "--memory-mb")
                                    .replace("limit output_mb", "--output-mb")) from None  # fmt: skip
     return limits
@@ -198,21 +195,15 @@ def rejudge_run(run_dir: Path, into: Path | None, bench: str | None, data_path: 
     """`verify --run`: cppo_bench.runner.rejudge, then what changed."""
     from cppo_bench.api import rejudge
     from cppo_bench.benchmarks.loadreport import load_line
-    from cppo_bench.errors import DataError
     from cppo_bench.store.runs import read_manifest
-    from cppo_bench.util.registry import UnknownNameError
-    from cppo_bench.verifier import SandboxError
 
-    try:
-        source = read_manifest(run_dir)
-        if bench is not None and bench != source.bench:
-            raise click.UsageError(f"--bench {bench}, but {run_dir} is a {source.bench} run")
-        test_set = load_tests(tests_dir, source.bench)
-        done = rejudge(run_dir, out=into, data=data_path, loader_options=parse_kv(option_pairs),
-                       tests=test_set, workers=workers, progress=True,
-                       on_loaded=lambda r: echo(load_line(source.bench, r), err=True))  # fmt: skip
-    except (DataError, UnknownNameError, SandboxError) as exc:
-        raise click.ClickException(str(exc)) from None
+    source = read_manifest(run_dir)
+    if bench is not None and bench != source.bench:
+        raise click.UsageError(f"--bench {bench}, but {run_dir} is a {source.bench} run")
+    test_set = load_tests(tests_dir, source.bench)
+    done = rejudge(run_dir, out=into, data=data_path, loader_options=parse_kv(option_pairs),
+                   tests=test_set, workers=workers, progress=True,
+                   on_loaded=lambda r: echo(load_line(source.bench, r), err=True))  # fmt: skip
 
     def fmt(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -232,13 +223,13 @@ def rejudge_run(run_dir: Path, into: Path | None, bench: str | None, data_path: 
     "run_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Judge a stored run's completions again (today's verifier, --tests) into a NEW run "
-    "beside it (or under --into); the stored run is never changed.",
+    "beside it (or under --runs); the stored run is never changed.",
 )
-@click.option(
+@runs_option(
     "--into",
-    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="--run: the run store the re-judged run goes to (default: the source's store).",
-)
+)  # --into: the old spelling
 @click.option(
     "--programs",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -284,14 +275,11 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
            reference: bool, cache_dir: Path | None, time_limit: float | None,
            memory_mb: int | None, output_mb: int | None,
            unsafe_no_sandbox: bool = False, tests_dir: Path | None = None,
-           run_dir: Path | None = None, into: Path | None = None) -> None:  # fmt: skip
+           run_dir: Path | None = None, runs: Path | None = None) -> None:  # fmt: skip
     """Verify programs against a benchmark's hidden tests in the sandbox, or (--run) judge a
     stored run again into a new run."""
     from cppo_bench import api
-    from cppo_bench.errors import DataError
-    from cppo_bench.util.registry import UnknownNameError
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
-    from cppo_bench.verifier import SandboxError
 
     limits = _limits(time_limit, memory_mb, output_mb)  # before any data loads
     if unsafe_no_sandbox:  # read by every sandbox this process starts (launch.UNSAFE_ENV)
@@ -299,10 +287,10 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if run_dir is not None:
         if programs is not None or reference:
             raise click.UsageError("--run judges a stored run: no --programs or --reference")
-        rejudge_run(run_dir, into, bench, data_path, option_pairs, tests_dir, workers)
+        rejudge_run(run_dir, runs, bench, data_path, option_pairs, tests_dir, workers)
         return
-    if into is not None:
-        raise click.UsageError("--into goes with --run")
+    if runs is not None:
+        raise click.UsageError("--runs goes with --run")
     if bench is None:
         raise click.UsageError("Missing option '--bench' (or give --run DIR)")
     if reference == (programs is not None):
@@ -310,12 +298,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     err = Console(stderr=True)
     test_set = load_tests(tests_dir, bench)  # before the data: a wrong set fails fast
     options = parse_kv(option_pairs)
-    try:
-        if programs is not None:
-            options = selection_for(bench, options, named_problems(programs))
-        loaded = api.load_result(bench, data_path, unique=False, **options)
-    except (DataError, UnknownNameError) as exc:
-        raise click.ClickException(str(exc)) from None
+    if programs is not None:
+        options = selection_for(bench, options, named_problems(programs))
+    loaded = api.load_result(bench, data_path, unique=False, **options)
     for skipped in loaded.errors[:10]:
         echo(f"skipped record: {safe(skipped)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))
@@ -330,12 +315,9 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # nothing to verify is an input error, not an empty success
         what = f"{programs}: no programs to verify" if programs else "no reference solutions"
         raise click.ClickException(what + (f" ({len(errors)} bad line(s))" if errors else ""))
-    try:
-        results = api.verify([problems[r["problem_id"]] for r in records],
-                             [r["code"] for r in records], workers=workers, all_tests=all_tests,
-                             cache_dir=cache_dir, progress=True, **limits)  # fmt: skip
-    except (DataError, SandboxError) as exc:
-        raise click.ClickException(str(exc)) from None
+    results = api.verify([problems[r["problem_id"]] for r in records],
+                         [r["code"] for r in records], workers=workers, all_tests=all_tests,
+                         cache_dir=cache_dir, progress=True, **limits)  # fmt: skip
     rows = []
     for record, result in zip(records, results, strict=True):
         d = result.to_dict()
@@ -346,10 +328,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
         # planted at --out replaced, not followed); a device never renamed over
         from cppo_bench.store.outdir import write_user_file
 
-        try:
-            write_user_file(out, lines)
-        except DataError as exc:
-            raise click.ClickException(str(exc)) from None
+        write_user_file(out, lines)
         console = Console()
     else:
         echo(lines, nl=False, lines=True, whole=True)  # JSON lines, read back whole

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, SamplingParams
+from cppo_bench.errors import UserError
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
 from cppo_bench.util.builder import coerce
@@ -68,7 +69,7 @@ class MethodOptions:
                 raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
-class OptionError(ValueError):
+class OptionError(UserError, ValueError):
     """A method option that does not exist or does not parse."""
 
 

@@ -22,7 +22,7 @@ STATIC: tuple[tuple[str, str, str], ...] = (
     ("Table", "Per-component exposure audit", "decontam/overlap.json of the same command"),
     ("Table", "Sandbox configuration used by the verifier",
      "cppo-bench verify (README: verifier; sandbox_images/README.md)"),
-    ("Table", "Exact model checkpoints", "the run manifests: cppo-bench runs --out runs/"),
+    ("Table", "Exact model checkpoints", "the run manifests: cppo-bench runs --runs runs/"),
     ("Figure", "Reward-model diagnostics (RM agreement, reward decomposition)",
      "cppo-bench train cppo: rm/val_scores.jsonl and joint/gate_log.jsonl of the pipeline; "
      "cppo-bench report draws ROC and heat map"),

@@ -73,7 +73,7 @@ def run_commands(req: CellRequest, runs_dir: str, template: RunManifest | None =
     tail = [
         *_template_flags(template),
         *option_flags(row.options),
-        f"--out {shell_arg(runs_dir)}",
+        f"--runs {shell_arg(runs_dir)}",
     ]
     if row.trained is None:
         # the embedded model's label is not a loadable --model: its runs are made without one

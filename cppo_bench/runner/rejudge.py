@@ -152,7 +152,7 @@ def rejudge(
     if any(by_id[pid].task != "codegen" for pid in records):
         raise DataError(f"{source_dir}: only code-generation runs have programs to judge again")
     manifest = new_manifest(source, source_dir, test_set, loaded)
-    root = store_path(out, "--out") if out is not None else store_root(source_dir, source)
+    root = store_path(out, "--runs") if out is not None else store_root(source_dir, source)
     target = run_dir_for(root, manifest)
     if target.resolve() == source_dir.resolve():
         raise DataError(f"{target}: is the source run itself; nothing is overwritten")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import ssl
 import threading
 import time
 import urllib.error
@@ -21,9 +22,9 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
+from cppo_bench.errors import UserError
 from cppo_bench.problem import Problem
-from cppo_bench.serve.config import TOKEN_ENV
-from cppo_bench.util import env
+from cppo_bench.serve.config import env_token
 from cppo_bench.verifier.records import VerifyResult
 
 RETRIED = (429, 503)
@@ -31,7 +32,7 @@ MAX_WAIT_S = 60.0  # a Retry-After past this is capped (a hostile or broken head
 MAX_REPLY_BYTES = 512 << 20  # a reply past this is refused, never read whole into memory
 
 
-class VerifierServiceError(RuntimeError):
+class VerifierServiceError(UserError, RuntimeError):
     def __init__(self, status: int | None, message: str) -> None:
         super().__init__(f"verifier service: {message}" + (f" (HTTP {status})" if status else ""))
         self.status = status
@@ -54,7 +55,7 @@ class VerifierClient:
         self.urls = [u.strip().rstrip("/") for u in listed for u in u.split(",") if u.strip()]
         if not self.urls:
             raise ValueError("VerifierClient: no URL given")
-        self.token = token if token is not None else env.text(TOKEN_ENV)
+        self.token = token if token is not None else env_token()
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s
@@ -98,6 +99,10 @@ class VerifierClient:
                 status, data, wait = self._call(url, method, path, body)
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 last = f"{url}: {getattr(exc, 'reason', exc)}"
+                if isinstance(getattr(exc, "reason", exc), ssl.SSLCertVerificationError):
+                    # not transient: an https server this client does not trust (a private
+                    # CA: SSL_CERT_FILE names its certificate)
+                    raise VerifierServiceError(None, last) from None
                 wait = self.backoff_s * (attempt + 1)
             else:
                 if status < 400:

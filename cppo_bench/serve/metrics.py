@@ -7,6 +7,7 @@ import threading
 import time
 from collections import Counter, deque
 
+from cppo_bench.serve.sandboxes import SandboxGauge
 from cppo_bench.verifier import VERDICTS, VerifyResult
 
 WINDOW_S = 60.0  # tests per second: over this trailing window
@@ -24,6 +25,7 @@ class Metrics:
         self.programs = 0
         self.busy_s = 0.0  # seconds spent verifying, summed over batches
         self._recent: deque[tuple[float, int, float]] = deque()  # (finished, tests, seconds)
+        self.sandboxes = SandboxGauge()  # measured: the server's live child processes
 
     def request(self, status: int) -> None:
         with self._lock:
@@ -75,6 +77,11 @@ class Metrics:
                 f"cppo_serve_queue_capacity {capacity}",
                 "# TYPE cppo_serve_draining gauge",
                 f"cppo_serve_draining {int(draining)}",
+                *(["# TYPE cppo_serve_sandboxes gauge",
+                   f"cppo_serve_sandboxes {self.sandboxes.now}",
+                   "# TYPE cppo_serve_sandboxes_peak gauge",
+                   f"cppo_serve_sandboxes_peak {self.sandboxes.peak}"]
+                  if self.sandboxes.measured else []),
                 "# TYPE cppo_serve_tests_per_second gauge",
                 f"cppo_serve_tests_per_second {tps:.6g}",
                 "# TYPE cppo_serve_tests_total counter",

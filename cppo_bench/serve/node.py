@@ -86,12 +86,56 @@ def start(workers: int, lanes: int) -> tuple[str, subprocess.Popen[str]]:
         why = quote(line.strip()) if line else f"it exited {proc.returncode}: see above"
         raise DataError(f"the node's verifier did not start ({why})")
 
+    url = line[len(READY) :].strip()
+
     def stop() -> None:
         if proc.poll() is None:
+            echo(f"node verifier: {summary(url)}", err=True)
             proc.terminate()
 
     atexit.register(stop)
-    return line[len(READY) :].strip(), proc
+    return url, proc
+
+
+def metrics(url: str) -> dict[str, float]:
+    """The server's unlabelled /metrics figures (cppo_serve_ dropped from each name)."""
+    from cppo_bench.serve.config import env_token
+
+    token = env_token()  # the server's too: it inherited this environment
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(url + "/metrics", headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        text = resp.read(1 << 20).decode("ascii", "replace")
+    found: dict[str, float] = {}
+    for row in text.splitlines():
+        name, _, value = row.partition(" ")
+        if name.startswith("cppo_serve_") and "{" not in name:
+            try:
+                found[name.removeprefix("cppo_serve_")] = float(value)
+            except ValueError:
+                continue
+    return found
+
+
+def summary(url: str) -> str:
+    """What the pool did, from its own /metrics (measured: its live sandbox processes)."""
+    try:
+        got = metrics(url)
+    except (OSError, ValueError):
+        return "stopping (its /metrics did not answer)"
+    peak = (
+        f", at most {got['sandboxes_peak']:.0f} sandboxes at once"
+        if "sandboxes_peak" in got
+        else ""
+    )
+    return f"verified {got.get('programs_total', 0):.0f} programs{peak}; stopping"
+
+
+def serve_installed() -> bool:
+    """Whether this interpreter can run `cppo-bench serve` (the serve extra)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("fastapi", "uvicorn"))
 
 
 def _alive(url: str, pid: int) -> bool:
@@ -123,7 +167,7 @@ def _find_or_start(path: Path, local_rank: int | None, local_world: int | None) 
     if rank == 0:
         path.unlink(missing_ok=True)  # a finished job's file
         cores = len(process_cpus())
-        url, proc = start(cores, max(1, world))
+        url, proc = start(cores, min(max(1, world), cores))  # a lane: >= 1 sandbox
         echo(f"node verifier: started at {url} ({cores} sandboxes for {world} local "
              "processes)", err=True)  # fmt: skip
         tmp = path.with_suffix(".tmp")

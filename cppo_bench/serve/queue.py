@@ -1,6 +1,7 @@
 """The bounded queue between HTTP requests and the verifier: at most `queue_size` requests
 admitted (waiting or running), `lanes` of them verified at once, each by its own
-`verify_batch` call (its own sandboxes: nothing is shared between requests). Past the bound a
+`verify_batch` call (no verdict, problem or scratch is shared between requests; idle
+sandboxes are, unless --fresh-sandboxes, reset as between two programs). Past the bound a
 request is refused at once (429) instead of piling up behind the others."""
 
 from __future__ import annotations
@@ -65,10 +66,12 @@ class BatchQueue:
         with self._lock:
             self.running += 1
         started = time.monotonic()
+        self.metrics.sandboxes.begin()
         try:
             results = verify_batch(jobs, workers=self.config.lane_workers(), all_tests=True,
                                    limits=limits)  # fmt: skip
         finally:
+            self.metrics.sandboxes.end()
             with self._lock:
                 self.running -= 1
         self.metrics.batch(results, time.monotonic() - started)

@@ -8,15 +8,17 @@ import asyncio
 import contextlib
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
 
+from cppo_bench.errors import DataError
 from cppo_bench.serve.app import create_app
 from cppo_bench.serve.pipeline import ServeState
-from cppo_bench.util.termsafe import echo
+from cppo_bench.util.termsafe import echo, quote
 from cppo_bench.verifier import keep_sandboxes
 
 READY = "cppo-bench serve: ready on "  # the line a supervisor (or a test) waits for
@@ -36,7 +38,7 @@ class _DrainingServer(uvicorn.Server):
         self._loop = asyncio.get_running_loop()
         if self.started and sockets:
             host, port = sockets[0].getsockname()[:2]
-            self.address = f"http://{host}:{port}"
+            self.address = f"{self.serve_state.config.scheme}://{host}:{port}"
             self.on_ready(self.address)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -60,10 +62,23 @@ def _announce(address: str) -> None:
     echo(READY + address)  # click's echo flushes: the node's ranks wait on this line
 
 
+def _check_tls(certfile: str, keyfile: str | None) -> None:
+    """Load the pair as uvicorn will, before anything binds: a bad file is one line here,
+    not a traceback from inside the server's start-up."""
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        why = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or exc
+        raise DataError(f"serve: cannot load the TLS certificate {quote(certfile)} and key "
+                        f"{quote(str(keyfile))} ({why})") from None  # fmt: skip
+
+
 def serve(state: ServeState, on_ready: Callable[[str], None] = _announce,
           log_level: str = "warning") -> None:  # fmt: skip
     """Serve until stopped; the config was checked (token, loopback) when it was built."""
     config = state.config
+    if config.ssl_certfile:
+        _check_tls(config.ssl_certfile, config.ssl_keyfile)
     family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -74,7 +89,8 @@ def serve(state: ServeState, on_ready: Callable[[str], None] = _announce,
         raise OSError(f"serve: cannot bind {config.host}:{config.port} ({exc.strerror})") from None
     sock.listen(128)
     uv = uvicorn.Config(create_app(state), log_level=log_level, access_log=False,
-                        timeout_graceful_shutdown=int(config.drain_timeout_s), lifespan="off")  # fmt: skip
+                        timeout_graceful_shutdown=int(config.drain_timeout_s), lifespan="off",
+                        ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile)  # fmt: skip
     server = _DrainingServer(uv, state, on_ready)
     keep = keep_sandboxes() if config.reuse_sandboxes else contextlib.nullcontext()
     try:

@@ -17,7 +17,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, UserError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
@@ -28,14 +28,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _takes_frame(fn: F) -> F:
     """The public statistics check their frame first: a wrong argument is one DataError,
-    never an AttributeError from inside pandas."""
+    never an AttributeError from inside pandas. The pure metrics below refuse what they cannot
+    score with ValueError / KeyError, as numpy and scipy do; here, at the edge where a user's
+    runs come in, that refusal becomes the user's DataError (one line, cppo_bench.errors)."""
 
     @functools.wraps(fn)
     def checked(frame: Any, *args: Any, **kwargs: Any) -> Any:
         from cppo_bench.store.frames import check_frame
 
         check_frame(frame)
-        return fn(frame, *args, **kwargs)
+        try:
+            return fn(frame, *args, **kwargs)
+        except (ValueError, KeyError) as exc:
+            if isinstance(exc, UserError):
+                raise
+            raise DataError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)) from None
 
     return checked  # type: ignore[return-value]
 
@@ -105,6 +112,15 @@ def allowed_ks(
     if not ks:
         raise DataError("no k the runs allow: " + "; ".join(left))
     return ks, left
+
+
+def largest_allowed_k(
+    frame: pd.DataFrame, estimator: str = "auto", select: str | None = None, seed: int = 0
+) -> tuple[int, list[str]]:
+    """The default k of a one-k command: the largest up to 4 every row can be scored at, and
+    the lines naming the larger ones left out (runs made with --k 2 give pass@2, said)."""
+    ks, left = allowed_ks(frame, (1, 2, 3, 4), estimator=estimator, select=select, seed=seed)
+    return ks[-1], left  # scoring needs more branches for a larger k: those left out are larger
 
 
 def _ks(k: int | Sequence[int]) -> list[int]:
@@ -227,8 +243,7 @@ def bootstrap(
     out, skipped = [], []
     left: list[str] = []
     if k is None:
-        ks, left = allowed_ks(frame, (1, 2, 3, 4), estimator=estimator, select=select, seed=seed)
-        k = ks[-1]  # scoring needs more branches for a larger k: those left out are larger
+        k, left = largest_allowed_k(frame, estimator, select, seed)
     rows, _, nested = _scored(frame, k, estimator, select, seed)
     named = _estimators(rows, estimator, select)
     for bench, methods in sorted(nested.items()):
@@ -262,7 +277,7 @@ def seeds(
     a: str,
     b: str,
     *,
-    k: int = 4,
+    k: int | None = None,
     confidence: float = 0.95,
     estimator: str = "auto",
     select: str | None = None,
@@ -270,13 +285,17 @@ def seeds(
 ) -> pd.DataFrame:
     """Per-seed differences A - B of benchmark pass@k (B matched seed by seed, or its single
     run for every seed of A), their mean and Student-t interval. One row per benchmark with
-    both: benchmark, method ("A - B"), deltas (list), mean, low, high, confidence, ci."""
+    both: benchmark, method ("A - B"), deltas (list), mean, low, high, confidence, ci.
+    `k` None: the largest k up to 4 the runs allow (``.attrs["k"]``, ``.attrs["left_out"]``)."""
     import pandas as pd
 
     from cppo_bench.metrics import seed_difference_ci
     from cppo_bench.metrics.table import method_matrices
 
     out = []
+    left: list[str] = []
+    if k is None:
+        k, left = largest_allowed_k(frame, estimator, select, seed)
     rows, _, nested = _scored(frame, k, estimator, select, seed)
     named = _estimators(rows, estimator, select)
     for bench, methods in sorted(nested.items()):
@@ -298,25 +317,30 @@ def seeds(
             "mean": ci.mean,
             "low": ci.low, "high": ci.high, "confidence": confidence, "ci": ci,
         })  # fmt: skip
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    table.attrs.update(k=k, left_out=left)
+    return table
 
 
 @_takes_frame
 def tokens(
     frame: pd.DataFrame,
     *,
-    k: int = 4,
+    k: int | None = None,
     estimator: str = "auto",
     select: str | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Decoded tokens per problem (prompt excluded) and pass@k per 10k decoded tokens, per
     benchmark and method: planner, solver, tokens (means; None where a row lacks counts),
-    pass_at_k, per_10k."""
+    pass_at_k, per_10k. `k` None: the largest k up to 4 the runs allow (``.attrs``)."""
     import pandas as pd
 
     from cppo_bench.metrics import pass_per_10k_tokens, summarise_tokens
 
+    left: list[str] = []
+    if k is None:
+        k, left = largest_allowed_k(frame, estimator, select, seed)
     rows, scores, _ = _scored(frame, k, estimator, select, seed)
     named = _estimators(rows, estimator, select)
     groups: dict[tuple[str, str], list[int]] = {}
@@ -338,4 +362,6 @@ def tokens(
             if t.mean > 0:
                 line["per_10k"] = pass_per_10k_tokens(pk, t.mean)
         out.append(line)
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    table.attrs.update(k=k, left_out=left)
+    return table

@@ -28,7 +28,7 @@ from cppo_bench.problem import Problem
 
 # fields that differ between the seeds (or the shards, the limits) of one experiment
 NOT_IDENTITY = ("seed", "rejudged")  # a re-judged run is labelled apart by the frames
-NEW_RUN_HINT = "add --new-run to start a separate run beside it, or give another --out"
+NEW_RUN_HINT = "add --new-run to start a separate run beside it, or give another --runs"
 
 
 def content_hash(problems: Sequence[Problem]) -> str:

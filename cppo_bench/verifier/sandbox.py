@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cppo_bench.errors import UserError
 from cppo_bench.util import env
 from cppo_bench.util.termsafe import quote, warn
 from cppo_bench.verifier import cpus
@@ -36,7 +37,7 @@ from cppo_bench.verifier.spawn import spawn as _spawn
 log = logging.getLogger("cppo_bench.verifier")
 
 
-class SandboxError(RuntimeError):
+class SandboxError(UserError, RuntimeError):
     """The sandbox itself failed (not the program): cannot start, died, unresponsive."""
 
 

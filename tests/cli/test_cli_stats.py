@@ -195,3 +195,30 @@ def test_default_estimator_is_unbiased_for_samples_and_first_k_for_tuples(outcom
     assert direct["mean"] == pytest.approx(truth[("direct", 0)][:, :2].any(axis=1).mean())
     table = run("passk", "--csv", str(path), "--k", "2").output
     assert "estimator" in table and "unbiased" in table and "first-K" in table
+
+
+def test_one_k_commands_default_to_the_largest_k_the_runs_allow(tmp_path: Path) -> None:
+    """Runs made with --k 2 (two branches a problem): seeds and tokens score pass@2 and name
+    pass@3/4 as left out, instead of stopping with "pass@4 needs 4"."""
+    rng = np.random.default_rng(1)
+    lines = ["benchmark,method,seed,problem_id,outcomes,planner_tokens,solver_tokens,trained"]
+    two = {}
+    for method, p in (("cppo", 0.6), ("pkpo", 0.3)):
+        for s in range(3):
+            mat = rng.random((40, 2)) < p
+            two[(method, s)] = mat
+            lines += [f"demo,{method},{s},p{i:02d},{int(a)}{int(b)},0,100,{method}"
+                      for i, (a, b) in enumerate(mat)]  # fmt: skip
+    path = tmp_path / "k2.csv"
+    path.write_text("\n".join(lines) + "\n")
+    seeds = CliRunner().invoke(main, ["stats", "seeds", "--csv", str(path), "--a", "cppo",
+                                      "--b", "pkpo"])  # fmt: skip
+    assert seeds.exit_code == 0, seeds.output
+    assert "pass@2" in seeds.output and "pass@4 left out" in seeds.output
+    want = [float(two[("cppo", s)].any(axis=1).mean() - two[("pkpo", s)].any(axis=1).mean())
+            for s in range(3)]  # fmt: skip
+    assert all(f"{d:+.3f}" in seeds.output for d in want)
+    tokens = CliRunner().invoke(main, ["stats", "tokens", "--csv", str(path)])
+    assert tokens.exit_code == 0 and "pass@2/10k" in tokens.output, tokens.output
+    explicit = CliRunner().invoke(main, ["stats", "tokens", "--csv", str(path), "--k", "4"])
+    assert explicit.exit_code != 0  # asked for, not defaulted: still refused, in one line

@@ -363,19 +363,19 @@ def test_check_lists_exact_commands_for_missing_runs(report):
     # no codecontests run at all: the command cannot copy a neighbour's settings
     assert (
         f"cppo-bench run --method plan_and_solve --bench codecontests --model org/ModelA "
-        f"--k 4 --seeds 0 --out {runs}\n"
+        f"--k 4 --seeds 0 --runs {runs}\n"
     ) in out
     # the K sweep wants k=8 of untrained CPPO (stored: k=4); a command copies the problems
     # (--limit), backend and sampling of that model's stored apps runs
     assert (
         f"cppo-bench run --method cppo --bench apps --model org/ModelB --k 8 --seeds 0 "
-        f"--limit {N} --backend hf --temperature 0.7 --inference joint --out {runs}\n"
+        f"--limit {N} --backend hf --temperature 0.7 --inference joint --runs {runs}\n"
     ) in out
     # a trained row: one command per training seed, with the checkpoint to supply
     assert (
         "cppo-bench run --method skills --bench apps --model '<upskill checkpoint, "
         "training seed 1>' --k 4 --seeds 1 --trained upskill --train-seed 1 "
-        f"--base-model org/ModelA --limit {N} --backend hf --temperature 0.7 --out {runs}\n"
+        f"--base-model org/ModelA --limit {N} --backend hf --temperature 0.7 --runs {runs}\n"
     ) in out
     # cells that have their runs are not listed
     assert "--method direct --bench apps --model org/ModelA --k 4 --seeds 0 " not in out

@@ -198,7 +198,7 @@ def test_empty_store_is_an_error_and_check_lists_every_run(tmp_path):
     check = CliRunner().invoke(main, ["report", "--runs", str(tmp_path), "--check"])
     assert check.exit_code == 1
     # without any run there is no model to name: the commands use the default model
-    assert f"cppo-bench run --method direct --bench apps --k 4 --seeds 0 --out {tmp_path}\n" in (
+    assert f"cppo-bench run --method direct --bench apps --k 4 --seeds 0 --runs {tmp_path}\n" in (
         check.output
     )
 

@@ -167,3 +167,115 @@ def test_the_verl_file_verifies_in_process_without_a_url(monkeypatch) -> None:
     got = [verl_adapter.compute_score("cppo", c, lab) for c, lab, _ in CASES[:2]]
     assert got == [1.0, 0.0]
     assert Path(verl_adapter.__file__).is_file()
+
+
+TOKEN = "openrlhf-adapter-token-0123456789"  # a service that needs one (any public bind)
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    svc = Service("--workers", "2", env={"CPPO_SERVE_TOKEN": TOKEN})
+    yield svc
+    svc.stop()
+
+
+def openrlhf_request() -> tuple[list[str], list[str], list[str]]:
+    prompts = [f"<|user|>problem {i}<|assistant|>" for i in range(len(CASES))]
+    queries = [p + c for p, (c, _, _) in zip(prompts, CASES, strict=True)]
+    labels = [lab if isinstance(lab, str) else json.dumps(lab) for _, lab, _ in CASES]
+    return queries, prompts, labels
+
+
+@pytest.mark.parametrize("host", ["cpu-node.example:8600", "10.0.0.7:8600", None])
+def test_get_reward_refuses_a_request_without_the_token_and_serves_one_with_it(
+    guarded, host
+) -> None:
+    """OpenRLHF's HTTP client as it reaches a CPU node (its Host a public name or address):
+    no token, one line and 401; the token, the rewards."""
+    queries, prompts, labels = openrlhf_request()
+    body = json.dumps({"query": queries, "prompts": prompts, "labels": labels}).encode()
+    headers = {"Host": host} if host else None
+    code, reply, _ = raw(guarded.url + "/get_reward", body, headers=headers)
+    assert code == 401 and reply == {"error": "missing or wrong bearer token"}
+    code, reply, _ = raw(guarded.url + "/get_reward", body, token=TOKEN[:-1] + "x",
+                         headers=headers)  # fmt: skip
+    assert code == 401
+    code, reply, _ = raw(guarded.url + "/get_reward", body, token=TOKEN, headers=headers)
+    assert code == 200 and reply["rewards"] == [r for _, _, r in CASES]
+
+
+def test_a_token_less_service_answers_get_reward_only_under_a_loopback_host(service) -> None:
+    queries, prompts, labels = openrlhf_request()
+    body = json.dumps({"query": queries[:1], "prompts": prompts[:1], "labels": labels[:1]})
+    code, reply, _ = raw(service.url + "/get_reward", body.encode(),
+                         headers={"Host": "cpu-node.example:8600"})  # fmt: skip
+    assert code == 403 and "loopback" in reply["error"]
+
+
+def test_openrlhf_reward_file_carries_the_token_as_every_client(guarded, monkeypatch) -> None:
+    """`--remote_rm_url .../openrlhf_reward.py`: loaded by path and called as OpenRLHF does
+    (a batch, and one query at a time); the token comes from $CPPO_SERVE_TOKEN, the reader
+    every client shares: without it the service refuses, with it the rewards are the
+    in-process verifier's."""
+    pytest.importorskip("torch")
+    from cppo_bench.serve.adapters import openrlhf_reward
+    from cppo_bench.serve.client import VerifierServiceError
+
+    spec = importlib.util.spec_from_file_location("reward_func", openrlhf_reward.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    queries, prompts, labels = openrlhf_request()
+    monkeypatch.setenv("CPPO_VERIFIER_URL", guarded.url)
+    monkeypatch.delenv("CPPO_SERVE_TOKEN", raising=False)
+    with pytest.raises(VerifierServiceError) as err:
+        module.reward_func(queries, prompts, labels)
+    assert err.value.status == 401
+    monkeypatch.setenv("CPPO_SERVE_TOKEN", TOKEN)
+    got = module.reward_func(queries, prompts, labels)
+    oracle = in_process([c for c, _, _ in CASES], labels)
+    assert got["rewards"].tolist() == oracle == [r for _, _, r in CASES]
+    assert got["scores"].tolist() == oracle
+    assert len(got["extra_logs"]["tests_passed_fraction"]) == len(CASES)
+    one = module.reward_func(queries[:1], prompts[:1], labels[:1])  # OpenRLHF's per-sample call
+    assert one["rewards"].tolist() == [1.0]
+    with pytest.raises(ValueError, match="one of each"):
+        module.reward_func(queries, prompts[:-1], labels)
+
+
+def test_the_node_pools_metrics_reader_carries_the_token(guarded, monkeypatch) -> None:
+    """The node pool's own client (rank 0's exit figures) reads the token where every
+    client does: a pool started under $CPPO_SERVE_TOKEN is still read."""
+    import urllib.error
+
+    from cppo_bench.serve.node import metrics
+
+    monkeypatch.delenv("CPPO_SERVE_TOKEN", raising=False)
+    with pytest.raises(urllib.error.HTTPError) as err:
+        metrics(guarded.url)
+    assert err.value.code == 401
+    monkeypatch.setenv("CPPO_SERVE_TOKEN", TOKEN)
+    assert metrics(guarded.url)["queue_capacity"] >= 1
+
+
+def test_the_token_has_one_reader() -> None:
+    """$CPPO_SERVE_TOKEN is named in code (not prose) only by serve.config, whose env_token()
+    the server, cb.VerifierClient (so every adapter and trainer reward) and the node pool
+    call: a client that read it another way could drift (a token file, a strip)."""
+    import io
+    import tokenize
+
+    root = Path(__file__).resolve().parents[2]
+    named = []
+    for folder in ("cppo_bench", "trainers", "benchmarks"):
+        for path in sorted((root / folder).rglob("*.py")):
+            if path == root / "cppo_bench" / "serve" / "config.py":
+                continue
+            toks = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+            for tok in toks:
+                if (tok.type == tokenize.NAME and tok.string == "TOKEN_ENV") or (
+                    tok.type == tokenize.STRING and "CPPO_SERVE_TOKEN" in tok.string
+                    and tok.string.strip("\"'") == "CPPO_SERVE_TOKEN"
+                ):  # fmt: skip
+                    named.append(f"{path.relative_to(root)}:{tok.start[0]}")
+    assert named == []

@@ -23,9 +23,10 @@ from tests.verifier import test_verifier_hostile as hostile  # noqa: E402
 from tests.verifier import test_verifier_programs as fidelity  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=[(), ("--reuse-sandboxes",)], ids=["fresh", "reused"])
+@pytest.fixture(scope="module", params=[("--fresh-sandboxes",), ()], ids=["fresh", "reused"])
 def service(request):
-    # fresh: each request starts its own sandboxes; reused: idle ones kept between requests
+    # fresh: each request starts its own sandboxes; reused (the default): idle ones kept
+    # between requests
     svc = Service("--workers", "2", "--max-output-mb", "4", *request.param)
     yield svc
     svc.stop()
@@ -97,3 +98,22 @@ def test_fidelity_programs_get_the_in_process_verdicts(service) -> None:
     assert {r.verdict for r in remote[len(fidelity.PROGRAMS) :]} >= {"WA", "RE"}
     assert all(r.tests_total == 2 for r in remote)
     assert (remote[-1].verdict, remote[-1].tests_passed) == ("WA", 1)  # every test run
+
+
+def test_sandboxes_are_kept_between_requests_unless_fresh(service, request) -> None:
+    """The default keeps a request's sandboxes for the next (counted by the server itself,
+    its live sandbox processes after each request: the same ones, not more); with
+    --fresh-sandboxes none outlives its request."""
+    from cppo_bench.serve.node import metrics
+
+    echo = Problem("t", "echo", "", tests=(Case("1\n", "1\n"), Case("2\n", "2\n")), checker="lcb")
+    client = cb.VerifierClient(service.url, timeout=600)
+    after = []
+    for _ in range(2):
+        got = client.verify([echo] * 4, ["print(input())"] * 4)
+        assert [r.verdict for r in got] == ["AC"] * 4
+        after.append(metrics(service.url)["sandboxes"])
+    if request.node.callspec.id == "fresh":
+        assert after == [0, 0]
+    else:
+        assert 1 <= after[0] == after[1] <= 2  # --workers 2: kept, and reused, not added

@@ -83,23 +83,103 @@ def test_two_local_ranks_share_one_pool_that_dies_with_rank_0() -> None:
             p.wait(timeout=60)
 
 
+def poll_metrics(url: str, done: threading.Event, seen: list[dict[str, float]]) -> None:
+    """Every /metrics the pool answers until `done` (it stops with rank 0): the measured
+    figures (serve.sandboxes: its live child processes) as the run goes."""
+    from cppo_bench.serve.node import metrics
+
+    while not done.is_set():
+        try:
+            seen.append(metrics(url))
+        except OSError:  # not yet listening, or gone with rank 0
+            pass
+        done.wait(0.05)
+
+
 @pytest.mark.xdist_group("multiprocess")
-def test_a_two_process_gloo_run_trains_on_one_node_pool(tmp_path: Path, toy_model) -> None:
+def test_a_two_process_gloo_run_uses_one_node_pool_by_default(tmp_path: Path, toy_model) -> None:
+    """No reward_verifier set: torchrun's LOCAL_WORLD_SIZE=2 alone puts both ranks' rewards on
+    one pool, whose own /metrics (sampled through the run, and its last figures at exit)
+    never counts more live sandboxes than the cores."""
     from tests_paths import REPO, torchrun, toy_env
 
+    from cppo_bench.verifier.cpus import process_cpus
+
     out = tmp_path / "two"
-    # torchrun, with this interpreter (the one that has the serve extra)
+    # torchrun, with this interpreter (the one that has the serve extra); no reward_verifier
     cmd = [*torchrun(), str(REPO / "tests" / "helpers" / "toy_task.py"),
-           str(out), "--model", str(toy_model), "--steps", "1",
-           "--set", "reward_verifier=local"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=REPO, env=toy_env(), capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    started = [ln for ln in proc.stderr.splitlines() if "node verifier: started at" in ln]
-    joined = [ln for ln in proc.stderr.splitlines() if "node verifier: local rank 1 uses" in ln]
-    assert len(started) == 1 and len(joined) == 1, proc.stderr[-3000:]  # one pool, two ranks
+           str(out), "--model", str(toy_model), "--steps", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=toy_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    done = threading.Event()
+    seen: list[dict[str, float]] = []
+    errs: list[str] = []
+    pollers: list[threading.Thread] = []
+
+    def read_stderr() -> None:
+        for line in proc.stderr or ():
+            errs.append(line)
+            if "node verifier: started at" in line and not pollers:
+                url = line.split(" at ", 1)[1].split()[0]
+                pollers.append(threading.Thread(target=poll_metrics, args=(url, done, seen)))
+                pollers[0].start()
+
+    reader = threading.Thread(target=read_stderr)
+    reader.start()
+    try:
+        proc.stdout.read()  # type: ignore[union-attr]
+        assert proc.wait(timeout=600) == 0, "".join(errs)[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=60)
+        done.set()
+        for t in pollers:
+            t.join(timeout=60)
+    stderr = "".join(errs)
+    started = [ln for ln in errs if "node verifier: started at" in ln]
+    joined = [ln for ln in errs if "node verifier: local rank 1 uses" in ln]
+    assert len(started) == 1 and len(joined) == 1, stderr[-3000:]  # one pool, two ranks
     url = started[0].split(" at ", 1)[1].split()[0]
-    assert joined[0].endswith(url)
-    cores = int(started[0].split("(", 1)[1].split()[0])
-    assert cores <= (os.cpu_count() or 1)  # the node's sandboxes: its cores, not 2 x cores
+    assert joined[0].strip().endswith(url)
+    cores = len(process_cpus())
+    assert int(started[0].split("(", 1)[1].split()[0]) <= cores
+    # measured by the pool itself: its live sandbox processes, every sample and the peak
+    assert seen, "the pool's /metrics never answered"
+    assert all(0 <= m["sandboxes"] <= m["sandboxes_peak"] <= cores for m in seen), seen
+    assert max(m["sandboxes_peak"] for m in seen) >= 1  # it did run sandboxes
+    last = [ln for ln in errs if "node verifier: verified" in ln]
+    assert len(last) == 1, stderr[-3000:]  # rank 0's exit line, from the pool's /metrics
+    programs, peak = (int(w) for w in last[0].split() if w.isdigit())
+    assert programs >= 2 and 1 <= peak <= cores, last[0]  # both ranks' rollouts, <= cores
     assert (out / "checkpoints" / "final" / "model.safetensors").is_file()
+
+
+def test_more_local_processes_than_cores_get_no_more_sandboxes(monkeypatch) -> None:
+    """A node with more training processes than cores: the pool's lanes are capped at its
+    cores (a lane runs at least one sandbox), and under load from every process at once
+    its measured sandboxes stay within the cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cppo_bench as cb
+    from cppo_bench.serve import node
+    from cppo_bench.verifier.cpus import process_cpus
+
+    cores = len(process_cpus())
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", f"test-{os.getpid()}-{random.random()}")
+    url = node.node_service(local_rank=0, local_world=cores + 2)
+    pid = int(node.job_file().read_text().split()[1])
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=60) as resp:
+            assert 1 <= json.loads(resp.read())["sandboxes"] <= cores
+        problems = cb.load_benchmark("demo")[:4]
+        codes = [p.reference_solutions[0] for p in problems]
+        with ThreadPoolExecutor(cores + 2) as pool:  # every "process" sends at once
+            done = list(pool.map(lambda _: cb.VerifierClient(url).verify(problems, codes),
+                                 range(cores + 2)))  # fmt: skip
+        assert all(r.passed for batch in done for r in batch)
+        figures = node.metrics(url)
+        assert 1 <= figures["sandboxes_peak"] <= cores
+        assert figures["programs_total"] == 4 * (cores + 2)
+    finally:
+        os.kill(pid, signal.SIGKILL)

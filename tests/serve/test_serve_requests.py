@@ -205,8 +205,10 @@ def test_sigterm_drains_then_exits() -> None:
     (["--host", "0.0.0.0"], "refusing to bind 0.0.0.0"),
     (["--host", "example.com"], "refusing to bind example.com"),
     (["--host", "::"], "refusing to bind ::"),
+    (["--workers", "1", "--lanes", "2"], "2 lanes need at least as many workers (have 1)"),
 ])  # fmt: skip
 def test_no_public_bind_without_a_token(args, says) -> None:
+    """(Nor more lanes than sandboxes: each lane runs at least one, so more than --workers.)"""
     env = {k: v for k, v in __import__("os").environ.items() if k != "CPPO_SERVE_TOKEN"}
     proc = subprocess.run([sys.executable, "-m", "cppo_bench", "serve", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip

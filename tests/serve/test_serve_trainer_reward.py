@@ -88,3 +88,66 @@ def test_a_toy_run_pointed_at_the_service_trains(services, tmp_path: Path, toy_m
     # one step: 4 prompts x 8 samples, every one verified by the service
     assert programs_verified(svc) - before == 32
     assert (tmp_path / "run").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("setting", "local_world", "pooled"),
+    [("", None, False), ("", "1", False), ("auto", "1", False), ("", "2", True),
+     ("auto", "2", True), ("local", "1", True), ("inprocess", "2", False)],
+)  # fmt: skip
+def test_where_rewards_are_verified_by_setting_and_launch(
+    services, monkeypatch, setting, local_world, pooled
+) -> None:
+    """ "" (auto): the node's pool only when a launcher started several local processes, else
+    this process; "inprocess" always here, "local" always the pool. Observed at both doors:
+    the node pool's lookup and the in-process verifier."""
+    from cppo_bench.serve import node
+    from trainers.engine import rewards
+    from trainers.engine.config import TrainConfig
+
+    asked: list[int] = []
+    monkeypatch.setattr(node, "node_service", lambda: asked.append(1) or services[0].url)
+    here: list[int] = []
+    real = rewards.verify_batch
+    monkeypatch.setattr(
+        rewards, "verify_batch", lambda jobs, **kw: here.append(1) or real(jobs, **kw)
+    )
+    if local_world is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world)
+    before = programs_verified(services[0])
+    scored = rewards.reward_from_config(TrainConfig(reward_verifier=setting))(rollouts())
+    assert [s.passed for s in scored] == [True, False] * 4
+    assert bool(asked) is pooled and bool(here) is not pooled
+    assert (programs_verified(services[0]) - before == len(scored)) is pooled
+
+
+def test_named_settings_are_not_urls_and_others_are_checked() -> None:
+    from trainers.engine.config import ConfigError, TrainConfig
+
+    for name in ("", "auto", "local", "inprocess"):
+        assert TrainConfig(reward_verifier=name).reward_verifier == name
+    with pytest.raises(ConfigError, match="reward_verifier"):
+        TrainConfig(reward_verifier="in-process")
+
+
+def test_without_the_serve_extra_the_default_verifies_in_process_and_says_so(
+    monkeypatch, capsys
+) -> None:
+    import sys
+
+    from trainers.engine import rewards
+    from trainers.engine.config import TrainConfig
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the extra were not installed
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    here: list[int] = []
+    real = rewards.verify_batch
+    monkeypatch.setattr(
+        rewards, "verify_batch", lambda jobs, **kw: here.append(1) or real(jobs, **kw)
+    )
+    scored = rewards.reward_from_config(TrainConfig())(rollouts())
+    assert [s.passed for s in scored] == [True, False] * 4 and here
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "serve extra is not installed" in err[0]

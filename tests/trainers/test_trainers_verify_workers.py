@@ -36,7 +36,9 @@ def _workers_seen(monkeypatch: pytest.MonkeyPatch, local: str | None, configured
         monkeypatch.setenv("LOCAL_WORLD_SIZE", local)
     problem = Problem("t", "p", "print 1", (Test("", "1\n"),))
     rollout = Rollout(RolloutRequest(problem, seed=0), (1,), (2,), "print(1)", "stop")
-    scored = rewards.reward_from_config(TrainConfig(verify_workers=configured))([rollout])
+    scored = rewards.reward_from_config(
+        TrainConfig(verify_workers=configured, reward_verifier="inprocess")
+    )([rollout])
     assert scored[0].passed  # the real verifier ran
     return int(seen[0])
 

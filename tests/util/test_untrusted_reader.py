@@ -42,6 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/verifier/inside/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
     ("cppo_bench/verifier/inside/warm.py", "open"): "/proc/<pid>/status of a kept test child",
     ("cppo_bench/verifier/cpus.py", "open"): "/proc/self/status",
+    ("cppo_bench/serve/sandboxes.py", "open"): "/proc/<pid>/task/*/children of the server",
     ("cppo_bench/verifier/cpus.py", "os.open"): "its own CPU-slot lock files",
     ("cppo_bench/verifier/cpus.py", "os.fdopen"): "its own CPU-slot lock files",
     ("cppo_bench/verifier/inside/nsutil.py", "open"): "/proc/self uid/gid maps it writes",

@@ -94,9 +94,10 @@ class TrainConfig:
     reward_tests: str = ""
     # sandboxes per process at once; 0 = the node's cores // its training processes, >= 1
     verify_workers: int = 0
-    # `cppo-bench serve` URL(s) the reward's programs go to instead of this process's
-    # sandboxes (commas: several, spread over them); "local" = one server per node, started
-    # by local rank 0 and shared by the node's ranks; "" = verify here. docs/serve.md
+    # where rewards are verified: `cppo-bench serve` URL(s) (commas: several, spread over
+    # them); "local" = one server per node, started by local rank 0 and shared by the node's
+    # ranks; "inprocess" = in each process; "" (auto) = "local" under a multi-process launch
+    # (LOCAL_WORLD_SIZE > 1), else in-process (verify_workers: in-process only). docs/serve.md
     reward_verifier: str = ""
     # the training problems, by id, in that order (empty = every decontaminated problem):
     # the CPU demo trains on problems its 135M model can pass, so its steps train on something
@@ -130,7 +131,10 @@ class TrainConfig:
             "state_every",
             "dist_timeout_s",
         )
-        urls = "" if self.reward_verifier == "local" else self.reward_verifier
+        from trainers.engine.rewards import VERIFIERS  # (lazy: rewards imports the verifier)
+
+        # a named setting (auto, inprocess, local) or service URLs
+        urls = "" if self.reward_verifier in VERIFIERS else self.reward_verifier
         for url in filter(None, (u.strip() for u in urls.split(","))):
             if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
                 raise ConfigError(f"config reward_verifier: {quote(url, 80)} is not an http(s) URL")

@@ -146,7 +146,8 @@ def verify_workers(configured: int) -> int:
     torchrun and ``accelerate launch`` set): cores // local processes, at least 1. With one
     worker per core on every rank, 8 ranks ran 8 sandboxes per core, and the verifier's
     wall backstop (2 x the time limit + 1 s) turned that contention into time-outs of
-    correct programs. (One pool shared by the node's ranks is issue 47.)"""
+    correct programs. Under a multi-process launch the default is one pool for the node
+    instead (VERIFIERS["auto"]); this is the in-process share."""
     if configured:
         return configured
 
@@ -156,16 +157,56 @@ def verify_workers(configured: int) -> int:
     return max(1, len(process_cpus()) // local)
 
 
+# reward_verifier's named settings -> factory(cfg) -> the service URL(s) rewards go to, or
+# None: verified in this process. Anything not named here is URLs (TrainConfig checks them).
+VERIFIERS: Registry[Callable[[Any], str | None]] = Registry("reward_verifier",
+                                                            aliases={"": "auto"})  # fmt: skip
+
+
+@VERIFIERS.register("inprocess")
+def _in_process(cfg: Any) -> None:
+    """Each process verifies its own rewards, with verify_workers' share of the cores."""
+    return None
+
+
+@VERIFIERS.register("local")
+def _node_pool(cfg: Any) -> str:
+    """The node's one pool, started by local rank 0 and shared by the node's ranks."""
+    from cppo_bench.serve.node import node_service
+
+    return node_service()
+
+
+@VERIFIERS.register("auto")
+def _by_launch(cfg: Any) -> str | None:
+    """The default (""): the node's pool when a launcher started several processes on this
+    node (LOCAL_WORLD_SIZE > 1, set by torchrun and `accelerate launch`), so the node's
+    sandboxes are its cores, shared by whichever rank has programs; one process verifies in
+    itself (nothing to share, no server to start or hop through). verify_workers counts
+    in-process sandboxes: it applies to "inprocess" and a single process. Without the serve
+    extra each rank keeps its share of the cores in-process, said on stderr."""
+    if env.world_size("LOCAL_WORLD_SIZE") <= 1:
+        return None
+    from cppo_bench.serve.node import serve_installed
+
+    if not serve_installed():
+        from cppo_bench.util.termsafe import echo
+
+        echo("node verifier: the serve extra is not installed (pip install "
+             "'cppo-bench[serve]'); each rank verifies in-process on its share of the "
+             "cores", err=True)  # fmt: skip
+        return None
+    return _node_pool(cfg)
+
+
 def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
     """REWARDS[cfg.reward] with ``verify_workers``' share of the cores, on cfg.reward_tests'
-    augmented tests when one is set, verified by the service at cfg.reward_verifier when one
-    is set. Every training reward is built here."""
+    augmented tests when one is set, verified where cfg.reward_verifier says (VERIFIERS: by
+    default the node's pool under a multi-process launch, else this process; or URLs).
+    Every training reward is built here."""
     fn = REWARDS.get(cfg.reward)(verify_workers(cfg.verify_workers))
-    if getattr(cfg, "reward_verifier", ""):
-        urls = cfg.reward_verifier
-        if urls == "local":  # the node's one pool, started by local rank 0
-            from cppo_bench.serve.node import node_service
-
-            urls = node_service()
+    setting = getattr(cfg, "reward_verifier", "")
+    urls = VERIFIERS.get(setting)(cfg) if setting in VERIFIERS else setting
+    if urls:
         fn = through_service(fn, urls)
     return on_test_set(fn, cfg.reward_tests) if cfg.reward_tests else fn

@@ -50,3 +50,8 @@ def problem_payload(label: Any, where: str) -> dict[str, Any]:
         if label.get(key) is not None:
             payload[key] = label[key]
     return payload
+
+
+def response_of(query: str, prompt: str) -> str:
+    """OpenRLHF's response: the query past its prompt (it sends prompt + response joined)."""
+    return query[len(prompt) :] if query.startswith(prompt) else query

@@ -5,7 +5,8 @@ OpenRLHF's remote reward client POSTs ``{"query": [prompt + response, ...], "pro
 [prompt, ...], "labels": [label, ...]}`` (more keys in some versions: ignored) and reads
 ``rewards`` from the JSON reply (``scores`` too, where it logs them). The response is the
 query after its prompt; the label holds the row's tests (adapters/labels.py). Same door as
-`/verify`: token, body cap, queue, one-line errors."""
+`/verify`: token, body cap, queue, one-line errors. OpenRLHF's HTTP client sends no token:
+for a service that needs one, OpenRLHF takes `openrlhf_reward.py` (its `.py` form) instead."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from cppo_bench.serve.adapters.labels import problem_payload
+from cppo_bench.serve.adapters.labels import problem_payload, response_of
 from cppo_bench.serve.pipeline import JSONResponse, judge
 from cppo_bench.serve.schema import VerifyRequest
 
@@ -30,11 +31,6 @@ class RewardRequest(BaseModel):
     query: list[str]
     prompts: list[str]
     labels: list[Any]
-
-
-def response_of(query: str, prompt: str) -> str:
-    """The response: the query past its prompt (OpenRLHF sends prompt + response joined)."""
-    return query[len(prompt) :] if query.startswith(prompt) else query
 
 
 def to_verify_request(raw: Any) -> VerifyRequest:

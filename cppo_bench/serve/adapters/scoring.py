@@ -12,6 +12,7 @@ from cppo_bench.problem import Problem
 from cppo_bench.problem import Test as Case
 from cppo_bench.serve.adapters.labels import problem_payload
 from cppo_bench.serve.client import VerifierClient
+from cppo_bench.serve.config import env_token
 from cppo_bench.util import env
 from cppo_bench.verifier import VerifyJob, VerifyResult, verify_batch
 
@@ -67,9 +68,11 @@ _LOCK = threading.Lock()
 
 
 def shared_scorer(url: str | None, token: str | None, partial: bool) -> Scorer:
-    """One Scorer per settings for the process (verl calls compute_score once per row)."""
-    key = (url or env.text(URL_ENV), token, partial)
+    """One Scorer per settings for the process (verl calls compute_score once per row),
+    keyed by the URL and token in force now (the environment's, when not passed): a scorer
+    made before $CPPO_SERVE_TOKEN was set is not reused once it is."""
+    key = (url or env.text(URL_ENV), token if token is not None else env_token(), partial)
     with _LOCK:
         if key not in _SHARED:
-            _SHARED[key] = Scorer(url, token=token, partial=partial)
+            _SHARED[key] = Scorer(key[0], token=key[1], partial=partial)
         return _SHARED[key]
