@@ -122,6 +122,7 @@ def test_a_real_grpo_trainer_step_takes_its_rewards_from_the_service(service, tm
 def load_like_verl(path: str, name: str, reward_kwargs: dict):
     """verl's get_custom_reward_fn: the file by path, the function by name, kwargs bound."""
     spec = importlib.util.spec_from_file_location("custom_module", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return functools.partial(getattr(module, name), **reward_kwargs)

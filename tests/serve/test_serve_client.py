@@ -66,8 +66,9 @@ def scripted() -> Iterator:
         s.close()
 
 
-FULL = (429, {"Retry-After": "0.3"}, b'{"error": "the queue is full; retry in 1 s"}')
-OK = (200, {}, json.dumps({"results": [RESULT]}).encode())
+Reply = tuple[int, dict[str, str], bytes]  # (status, headers, body)
+FULL: Reply = (429, {"Retry-After": "0.3"}, b'{"error": "the queue is full; retry in 1 s"}')
+OK: Reply = (200, {}, json.dumps({"results": [RESULT]}).encode())
 
 
 def test_retry_after_is_honoured_then_the_verdicts_come(scripted) -> None:

@@ -42,9 +42,11 @@ sys.stdin.readline()  # hold (local rank 0 keeps the server) until the test says
 
 def first_line(proc: subprocess.Popen[str]) -> dict:
     got: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: got.put(proc.stdout.readline()), daemon=True).start()
+    out, err = proc.stdout, proc.stderr
+    assert out is not None and err is not None  # (started with both as pipes)
+    threading.Thread(target=lambda: got.put(out.readline()), daemon=True).start()
     line = got.get(timeout=300)
-    assert line, proc.stderr.read() if proc.poll() is not None else "no line"
+    assert line, err.read() if proc.poll() is not None else "no line"
     return json.loads(line)
 
 

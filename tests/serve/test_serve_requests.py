@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,10 @@ import cppo_bench as cb  # noqa: E402
 from cppo_bench.serve.client import VerifierServiceError  # noqa: E402
 
 TOKEN = "t0k3n-" + "x" * 20
-ECHO = {"code": "print(input())", "problem": {"tests": [{"input": "a\n", "output": "a\n"}]}}
+ECHO: dict[str, Any] = {
+    "code": "print(input())",
+    "problem": {"tests": [{"input": "a\n", "output": "a\n"}]},
+}
 # a program that holds its lane 6 s (sleeping: no CPU taken from the other tests), far longer
 # than the quick requests a test sends meanwhile, even on a loaded machine; the wall backstop
 # (2 x 5 s + 1 s) leaves it AC

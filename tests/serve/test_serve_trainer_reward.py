@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,12 +107,19 @@ def test_where_rewards_are_verified_by_setting_and_launch(
     from trainers.engine.config import TrainConfig
 
     asked: list[int] = []
-    monkeypatch.setattr(node, "node_service", lambda: asked.append(1) or services[0].url)
     here: list[int] = []
     real = rewards.verify_batch
-    monkeypatch.setattr(
-        rewards, "verify_batch", lambda jobs, **kw: here.append(1) or real(jobs, **kw)
-    )
+
+    def node_service() -> str:
+        asked.append(1)
+        return services[0].url
+
+    def verify_batch(jobs: Any, **kw: Any) -> Any:
+        here.append(1)
+        return real(jobs, **kw)
+
+    monkeypatch.setattr(node, "node_service", node_service)
+    monkeypatch.setattr(rewards, "verify_batch", verify_batch)
     if local_world is None:
         monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     else:
@@ -144,9 +152,12 @@ def test_without_the_serve_extra_the_default_verifies_in_process_and_says_so(
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     here: list[int] = []
     real = rewards.verify_batch
-    monkeypatch.setattr(
-        rewards, "verify_batch", lambda jobs, **kw: here.append(1) or real(jobs, **kw)
-    )
+
+    def verify_batch(jobs: Any, **kw: Any) -> Any:
+        here.append(1)
+        return real(jobs, **kw)
+
+    monkeypatch.setattr(rewards, "verify_batch", verify_batch)
     scored = rewards.reward_from_config(TrainConfig())(rollouts())
     assert [s.passed for s in scored] == [True, False] * 4 and here
     err = capsys.readouterr().err.strip().splitlines()
