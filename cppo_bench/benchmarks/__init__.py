@@ -37,6 +37,7 @@ BENCHMARKS: Registry[BenchmarkSpec] = Registry(
         "lcb_output_prediction": "cppo_bench.benchmarks.lcb_output_prediction",
         "demo": "cppo_bench.benchmarks.demo",
         "demo_train": "cppo_bench.benchmarks.demo_train",
+        "strategies": "cppo_bench.benchmarks.strategies",
     },
     # LiveCodeBench's and the hub's own spellings
     aliases={"livecodebench": "lcb", "code_contests": "codecontests"},
