@@ -124,3 +124,20 @@ def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None
     print(f"upskill: held-out tuple pass@4 {before} -> {after:.3f} (n {trained.n}, optimum 1)")
     assert after > max(before) + max(0.1, 5 * _noise(max(before), len(HELD)))
     assert after >= 1.0 - 0.45
+
+
+@pytest.mark.slow
+def test_learning_script_smallest_mode_prints_the_table(tmp_path: Path) -> None:
+    # as docs/learning.md says to run it: from the repository root, no PYTHONPATH
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cmd = [sys.executable, "benchmarks/learning.py", "--smallest", "--methods", "pass1"]
+    proc = subprocess.run(
+        [*cmd, "--out", str(tmp_path)], cwd=repo, env=env, capture_output=True, text=True,
+        timeout=1500,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "train" / "pass1-s0" / "checkpoints" / "final").is_dir()
+    evaluated = list((tmp_path / "store" / "strategies" / "direct").iterdir())
+    assert len(evaluated) == 2  # the base and the checkpoint, each a cppo-bench run
+    assert "pass@1" in proc.stdout and "pass@4" in proc.stdout and "strategies" in proc.stdout
