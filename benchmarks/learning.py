@@ -7,7 +7,7 @@ skill prefixes for UpSkill), and of the untrained base; then `cppo-bench stats p
 the run store prints pass@1 / pass@4 per method (mean and std over training seeds). Every
 step is the documented command in a subprocess; a finished step is skipped on a rerun.
 
-    python benchmarks/learning.py                       # 3 seeds, every method (~30 min, 2 cores)
+    python benchmarks/learning.py                       # 3 seeds, every method (not yet timed)
     python benchmarks/learning.py --smallest            # 1 seed, 8 steps: a smoke run, minutes
 
 CPPO is not in the table: its pipeline cannot run on this task yet (docs/learning.md, "CPPO").
