@@ -224,10 +224,20 @@ def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its opti
     if outcome.checkpoint is not None:
         echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
         echo(
-            f"evaluate: cppo-bench run --method {outcome.eval_method} --bench demo "
+            f"evaluate: cppo-bench run --method {outcome.eval_method} "
+            f"{shlex.join(_evaluate_with(str(opts['bench'])))} "
             f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
             f"--base-model {shlex.quote(outcome.base_model)} --train-seed {opts['seed']}"
         )
+
+
+def _evaluate_with(bench: str) -> tuple[str, ...]:
+    """The held-out problems of the training benchmark (its spec says; a training file or a
+    benchmark that says nothing: the same benchmark)."""
+    from cppo_bench.benchmarks import BENCHMARKS
+
+    spec = BENCHMARKS.get(bench) if bench in BENCHMARKS else None
+    return (spec.evaluate_with if spec else None) or ("--bench", bench)
 
 
 def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:

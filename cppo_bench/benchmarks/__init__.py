@@ -24,6 +24,7 @@ BENCHMARKS: Registry[BenchmarkSpec] = Registry(
         "lcb_output_prediction": "cppo_bench.benchmarks.lcb_output_prediction:SPEC",
         "demo": "cppo_bench.benchmarks.demo:SPEC",
         "demo_train": "cppo_bench.benchmarks.demo_train:SPEC",
+        "strategies": "cppo_bench.benchmarks.strategies:SPEC",
     },
     # LiveCodeBench's and the hub's own spellings
     aliases={"livecodebench": "lcb", "code_contests": "codecontests"},

@@ -43,4 +43,5 @@ SPEC = BenchmarkSpec(
     name="demo_train",
     description="50 original easy training problems shipped with cppo-bench (disjoint from demo)",
     load=load_demo_train,
+    evaluate_with=("--bench", "demo"),
 )

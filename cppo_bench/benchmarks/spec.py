@@ -18,3 +18,7 @@ class BenchmarkSpec:
     load: Callable[..., LoadResult]
     hub_id: str | None = None
     default_split: str | None = None
+    # where a model trained on this benchmark is evaluated: `cppo-bench run` arguments (the
+    # held-out problems: demo_train -> --bench demo; a generated task -> its held-out split);
+    # None: the same benchmark
+    evaluate_with: tuple[str, ...] | None = None

@@ -111,6 +111,8 @@ def _preset_cases() -> list[tuple[str, Path]]:
     ]
     # the GPU study configs a user passes with --config (docs/gpu.md, the preflight's tests)
     cases += [("cppo", path) for path in CONFIG_DIR.glob("cppo.study-*.yaml")]
+    # the strategies task's presets (docs/learning.md): strategies.ALGO[.VARIANT].yaml
+    cases += [(path.name.split(".")[1], path) for path in CONFIG_DIR.glob("strategies.*.yaml")]
     return sorted(set(cases))
 
 

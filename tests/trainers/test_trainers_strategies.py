@@ -1,0 +1,154 @@
+"""Every trainer reaches what its objective promises on the `strategies` task (docs/learning.md).
+
+Each slow test trains from the CLI exactly as the docs say (`cppo-bench train ALGO --model
+BASE --bench strategies --config trainers/configs/strategies.*.yaml`), from the same random
+base, then measures the trainer's own objective on the 64 held-out instances (16 prompts the
+trainer never saw) with the real verifier: it must rise above the untrained base's (two
+sampling seeds) by far more than sampling noise, and come within the stated margin of the
+task's optimum. The margins are what 240 steps reach on this 2-core CPU (docs/learning.md
+gives the measured figures); a change that stops a trainer learning fails here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.fixtures import strategy_task
+from cppo_bench.benchmarks import strategies as task
+from trainers.engine.layers import CONFIG_DIR
+
+pytest.importorskip("torch")
+
+PRESETS = sorted(CONFIG_DIR.glob("strategies.*.yaml"))
+PASS4_INDEPENDENT = 1 - 0.75**4  # the optima (docs/learning.md; tests/benchmarks/...task.py)
+SAMPLES = 16  # per held-out instance, for the independent-sample objectives
+
+
+def _engine_keys(path: Path) -> dict:
+    """The keys above the first blank line: the base every trainer shares."""
+    head = path.read_text().split("\n\n", 1)[0]
+    return yaml.safe_load(head)
+
+
+def test_every_trainer_preset_shares_one_base() -> None:
+    algos = {p.name.split(".")[1] for p in PRESETS}
+    assert algos >= {"pkpo", "passk_rl", "upskill"}
+    bases = [_engine_keys(p) for p in PRESETS]
+    assert all(b == bases[0] for b in bases) and "lr" in bases[0]
+
+
+def test_the_pass1_preset_is_grpo() -> None:
+    # pass@K-RL at k = 1 gives every rollout (r - mean) / std of its group (population std):
+    # GRPO's advantage, computed here from its definition with numpy
+    import numpy as np
+    import torch
+
+    from trainers.core.passk_rl import passk_advantages
+
+    pass1 = CONFIG_DIR / "strategies.passk_rl.pass1.yaml"
+    assert yaml.safe_load(pass1.read_text())["k"] == 1
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        r = rng.integers(0, 2, 8).astype(float)
+        got = passk_advantages(torch.tensor(r), torch.zeros(8, dtype=torch.long), 1).numpy()
+        want = (r - r.mean()) / r.std() if r.std() > 0 else np.zeros(8)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return strategy_task.make_model(tmp_path_factory.mktemp("strategies") / "base")
+
+
+def _train(algo: str, preset: str, base: Path, out: Path) -> Path:
+    """The documented command, in a plain environment (no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cli = Path(sys.executable).with_name("cppo-bench")
+    cmd = [str(cli), "train", algo, "--model", str(base), "--bench", "strategies"]
+    cmd += ["--config", str(CONFIG_DIR / preset), "--out", str(out), "--quiet"]
+    subprocess.run(cmd, check=True, env=env, timeout=1500)
+    return out / "checkpoints" / "final"
+
+
+def _noise(p: float, n: int) -> float:
+    return math.sqrt(max(p, 1 / n) * (1 - p) / n)  # binomial std
+
+
+HELD = task.problems("heldout")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("algo", "preset", "k", "optimum", "margin"),
+    [
+        ("passk_rl", "strategies.passk_rl.pass1.yaml", 1, 0.25, 0.06),
+        ("pkpo", "strategies.pkpo.yaml", 4, PASS4_INDEPENDENT, 0.3),
+        ("passk_rl", "strategies.passk_rl.yaml", 4, PASS4_INDEPENDENT, 0.3),
+    ],
+)
+def test_independent_sample_trainers_reach_their_objective(
+    tmp_path: Path, base: Path, algo: str, preset: str, k: int, optimum: float, margin: float
+) -> None:
+    before = [strategy_task.direct(base, HELD, SAMPLES, seed=s).pass_at(k) for s in (1, 2)]
+    trained = strategy_task.direct(_train(algo, preset, base, tmp_path / "run"), HELD, SAMPLES)
+    after = trained.pass_at(k)
+    noise = _noise(max(before), trained.n)
+    print(
+        f"{preset}: held-out pass@{k} {before} -> {after:.3f} (n {trained.n}, optimum {optimum:.3f})"
+    )
+    assert after > max(before) + max(0.1, 5 * noise)
+    assert after >= optimum - margin
+    assert after <= optimum + 4 * _noise(optimum, trained.n)  # no objective beats its optimum
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="UpSkill does not reach its tuple optimum on this task at this budget: with the "
+    "study's alpha_mi 5 the MI term saturates (log 4) and entropy collapses by step ~120 before "
+    "correctness is learned; alpha_mi 0.5 does no better (docs/learning.md, UpSkill)",
+)
+def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None:
+    before = [strategy_task.skills(base, HELD, seed=s).pass_at(4) for s in (1, 2)]
+    trained = strategy_task.skills(
+        _train("upskill", "strategies.upskill.yaml", base, tmp_path), HELD
+    )
+    after = trained.pass_at(4)
+    print(f"upskill: held-out tuple pass@4 {before} -> {after:.3f} (n {trained.n}, optimum 1)")
+    assert after > max(before) + max(0.1, 5 * _noise(max(before), len(HELD)))
+    assert after >= 1.0 - 0.45
+
+
+@pytest.mark.slow
+def test_learning_script_smallest_mode_prints_the_table(tmp_path: Path) -> None:
+    # as docs/learning.md says to run it: from the repository root, no PYTHONPATH
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cmd = [sys.executable, "benchmarks/learning.py", "--smallest", "--methods", "pass1"]
+    proc = subprocess.run(
+        [*cmd, "--out", str(tmp_path)], cwd=repo, env=env, capture_output=True, text=True,
+        timeout=1500,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "train" / "pass1-s0" / "checkpoints" / "final").is_dir()
+    evaluated = list((tmp_path / "store" / "strategies" / "direct").iterdir())
+    assert len(evaluated) == 2  # the base and the checkpoint, each a cppo-bench run
+    assert "pass@1" in proc.stdout and "pass@4" in proc.stdout and "strategies" in proc.stdout
+
+
+def test_the_evaluate_hint_names_the_training_benchmarks_held_out_problems() -> None:
+    """`cppo-bench train` ends with the command that evaluates the checkpoint: on the held-out
+    problems of what it trained on, never a fixed benchmark (it printed --bench demo for all)."""
+    from trainers.cli import _evaluate_with
+
+    assert _evaluate_with("demo_train") == ("--bench", "demo")
+    assert _evaluate_with("strategies")[:4] == ("--bench", "strategies", "-o", "split=heldout")
+    assert _evaluate_with("codecontests") == ("--bench", "codecontests")
+    assert _evaluate_with("my_file.jsonl") == ("--bench", "my_file.jsonl")
