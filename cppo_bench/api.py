@@ -137,7 +137,7 @@ def _check_run_door(method: str, bench: str, model: str | None, backend: Any, k:
     checked with the run manifest's schema and ranges (cppo_bench.store.schema) before any data
     or model loads, and `out` must be a folder (or absent), so a run is never started that
     every reader would then call unreadable."""
-    from cppo_bench.store import fs as storefs
+    from cppo_bench.files import fs as storefs
     from cppo_bench.store import schema
 
     options = {"method": method, "bench": bench, "model": model, "k": k, **sampling}

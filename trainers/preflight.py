@@ -136,7 +136,7 @@ def model_config(model: str | None, plan: Plan, role: str) -> dict[str, Any] | N
         path = str(shipped)
         if model is not None:
             plan.notes.append(f"{role} {name}: shape from {shipped.name} (shipped)")
-    from cppo_bench.util import userfiles  # a model folder may be a stranger's
+    from cppo_bench.files import userfiles  # a model folder may be a stranger's
 
     loaded = userfiles.read_json(Path(path), userfiles.MAX_SMALL)
     if not isinstance(loaded, dict):

@@ -192,7 +192,7 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     token counts ints or None. A bad cell is one DataError naming FILE:LINE and the column."""
     import pandas as pd
 
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     path = Path(path)
     try:  # the one reader: a FIFO or device is one line, the size checked before reading

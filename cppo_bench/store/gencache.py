@@ -19,10 +19,10 @@ from pathlib import Path
 from cppo_bench.backends.base import Backend, GenRequest, GenResult, ProgressFn
 from cppo_bench.backends.streaming import LazyBackend, generate_streaming  # noqa: F401
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, open_file
+from cppo_bench.files import jsonio
+from cppo_bench.files.fs import exists, open_file
 from cppo_bench.store.runs import repair_tail
 from cppo_bench.store.schema import token_count
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 GEN_CACHE = "gen_cache.jsonl"

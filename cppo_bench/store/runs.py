@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, open_file, write_atomic
+from cppo_bench.files import jsonio
+from cppo_bench.files.fs import exists, open_file, write_atomic
 from cppo_bench.store.schema import SCHEMAS, check_record
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 MANIFEST = "manifest.json"

@@ -15,7 +15,7 @@ PACKAGE = REPO / "cppo_bench"
 # one. A unit is a top-level module or sub-package of cppo_bench ("__init__" is the package
 # front). The same order is drawn in docs/concepts.md ("## Layers").
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "util"),
+    ("errors", "util", "files"),
     ("problem", "plan"),
     ("benchmarks", "prompts", "backends", "verifier"),
     ("methods",),

@@ -208,8 +208,8 @@ class CPPO(Algorithm):
         if not self.config.gate_log:
             return
         path = Path(self.config.gate_log)
-        from cppo_bench.store import fs as storefs
-        from cppo_bench.store.outdir import make_root
+        from cppo_bench.files import fs as storefs
+        from cppo_bench.files.outdir import make_root
 
         make_root(path.parent)
         with storefs.open_file(path, "a", encoding="utf-8", root=path.parent) as fh:  # no link

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.problem import Problem
-from cppo_bench.store.outdir import OutDir
 
 EXPOSURE = "exposure.json"
 

@@ -242,7 +242,7 @@ def save(
 ) -> None:
     """An artifact of kind ``reward_model``: weights, the labelled pool it was trained on, and
     its meta (kind, tau, the metrics it was accepted on, config) in the manifest."""
-    from cppo_bench.store.outdir import OutDir
+    from cppo_bench.files.outdir import OutDir
     from trainers.cppo_pipeline.pool import write_pool
     from trainers.engine import artifacts
 
@@ -260,7 +260,7 @@ def _meta(folder: Path) -> dict[str, Any]:
 
     artifacts.read_manifest(folder, "reward_model")
     try:
-        from cppo_bench.util import userfiles
+        from cppo_bench.files import userfiles
 
         meta = userfiles.read_json(folder / META, userfiles.MAX_SMALL)
         GateMetrics(**meta["metrics"])

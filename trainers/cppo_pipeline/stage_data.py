@@ -12,11 +12,11 @@ import torch
 
 from cppo_bench.backends import Backend, GenRequest, SamplingParams
 from cppo_bench.backends.hf import HFBackend, load_model
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.plan.contract import plan_tuple
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import load_prompt, render
 from cppo_bench.store import training_schema as schema
-from cppo_bench.store.outdir import OutDir
 from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline import reward_model as rmod

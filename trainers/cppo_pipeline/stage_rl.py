@@ -22,10 +22,10 @@ import torch
 
 from cppo_bench.backends.base import SamplingParams
 from cppo_bench.backends.hf import load_model
+from cppo_bench.files import userfiles
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.problem import Problem
-from cppo_bench.store.outdir import OutDir
 from cppo_bench.store.training_schema import GATE_LOG, read_metrics
-from cppo_bench.util import userfiles
 from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig, read_recent
 from trainers.core.cppo_ablation import ablation
 from trainers.core.cppo_joint import PlateauRule

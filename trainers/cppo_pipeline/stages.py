@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.store.training_schema import STAGES, TRAIN_MANIFEST
 from cppo_bench.store.training_schema import read_manifest as read_training_manifest
 from cppo_bench.util.termsafe import quote
@@ -87,7 +87,7 @@ StageFn = Callable[[StageContext], StageResult]
 
 def _digest(path: Path) -> str:
     """A file's short content hash, streamed through the one reader ('' when absent)."""
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     if not path.is_file():
         return ""

@@ -9,7 +9,7 @@ either the old artifact or the new one: ``recover`` (run by every load and save)
 stranded ``.old-`` folder back, and a folder without a complete manifest is never loaded.
 Weights are safetensors or HF folders: loading never unpickles anything.
 
-Every write goes through the one writer under an output folder (cppo_bench/store/outdir.py,
+Every write goes through the one writer under an output folder (cppo_bench/files/outdir.py,
 docs/untrusted-inputs.md door 3): a run folder may be a stranger's (``--resume``), so a link
 planted at an artifact's name is one line, never followed; the temporary folder a library
 writes into (``save_pretrained``, ``save_state``) is made fresh there.
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir, check_real_folder
-from cppo_bench.util import jsonio, userfiles
-from cppo_bench.util.oserrors import os_reason
+from cppo_bench.files import jsonio, userfiles
+from cppo_bench.files.oserrors import os_reason
+from cppo_bench.files.outdir import OutDir, check_real_folder
 from cppo_bench.util.termsafe import quote
 
 MANIFEST = "artifact.json"

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.util import userfiles
+from cppo_bench.files import userfiles
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.util.termsafe import quote
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
+from cppo_bench.files.outdir import OutDir
 from trainers.engine import checkpoint
 
 STATE_FOLDERS = (checkpoint.STATE_DIR, checkpoint.HF_DIR)

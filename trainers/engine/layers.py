@@ -28,7 +28,7 @@ class ConfigError(typed.BuildError):
 
 def read_preset(path: Path) -> dict[str, Any]:
     """A YAML mapping of config keys (nested for sections); one ConfigError line otherwise."""
-    from cppo_bench.util import userfiles  # the one reader: a FIFO or device is one line
+    from cppo_bench.files import userfiles  # the one reader: a FIFO or device is one line
 
     path = Path(path)
     try:

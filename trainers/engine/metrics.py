@@ -158,8 +158,8 @@ class MetricsLog:
     def write(self, record: Mapping[str, Any]) -> None:
         if not self.enabled:
             return
-        from cppo_bench.store import fs as storefs
-        from cppo_bench.store.outdir import make_root
+        from cppo_bench.files import fs as storefs
+        from cppo_bench.files.outdir import make_root
 
         make_root(self.path.parent)
         # never through a link planted in a stranger's run folder (`train --resume`)

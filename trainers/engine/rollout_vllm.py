@@ -347,7 +347,7 @@ def _read_config(model_path: str) -> dict[str, Any]:
 
     cfg = Path(model_path) / "config.json"
     if cfg.is_file():
-        from cppo_bench.util import userfiles  # a model folder may be a stranger's
+        from cppo_bench.files import userfiles  # a model folder may be a stranger's
 
         loaded = userfiles.read_json(cfg, userfiles.MAX_SMALL)
         return loaded if isinstance(loaded, dict) else {}

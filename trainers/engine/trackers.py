@@ -42,7 +42,7 @@ def tracker_folder(name: str, out_dir: Path) -> None:
     """The folder tracker `name` writes under ``out_dir``, made through the one writer: a
     link planted there (a stranger's run folder on --resume) is one line, never followed.
     Kept when it is a real folder: a resumed run adds to its logs."""
-    from cppo_bench.store.outdir import OutDir
+    from cppo_bench.files.outdir import OutDir
 
     folder = TRACKERS.get(name).folder
     if folder:
