@@ -13,9 +13,7 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.errors import DataError
-from cppo_bench.util.registry import UnknownNameError
-from cppo_bench.util.termsafe import echo
+from trainers.harness import DataError, UnknownNameError, echo
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
 # cppo's own options: parameter name -> the flag a user typed
@@ -142,12 +140,11 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 )
 def train(algo: str, **opts: object) -> None:
     """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
-    from cppo_bench.cli.options import parse_kv
-    from cppo_bench.util.keyvals import nest
     from trainers.api import resolve
     from trainers.api import train as api_train
     from trainers.cppo_pipeline.pipeline import parse_stages
     from trainers.cppo_pipeline.stages import PipelineStop
+    from trainers.harness import nest, parse_kv
 
     given = [name for name in CPPO_ONLY if opts[name] is not None]
     if algo != "cppo" and given:

@@ -1,10 +1,14 @@
 """`cppo-bench` command line. Sub-commands live in their own modules and are imported
-only when called, so `cppo-bench verify` / `report` never import torch or vllm."""
+only when called, so `cppo-bench verify` / `report` never import torch or vllm. Commands of
+other packages (the trainers' `train`) are entry points in the group `cppo_bench.commands`
+(pyproject.toml): the harness finds them at call time and names none of them, so no import,
+not even one spelled as a string, goes from the harness up to the trainers."""
 
 from __future__ import annotations
 
 import importlib
 import os
+from importlib.metadata import EntryPoint, entry_points
 
 import click
 
@@ -31,18 +35,28 @@ COMMANDS: dict[str, str] = {
     "report": "cppo_bench.cli.report:report",
     "lm-eval": "cppo_bench.cli.lmeval:lm_eval",
     "model": "cppo_bench.cli.model:model",
-    "train": "trainers.cli:train",  # trainers import the harness, never the reverse
 }
+# the entry-point group another installed package adds its commands through
+PLUGIN_GROUP = "cppo_bench.commands"
+
+
+def plugin_commands() -> dict[str, EntryPoint]:
+    """Command name -> entry point, for the commands installed packages add (a name the
+    harness has already is the harness's)."""
+    return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP) if ep.name not in COMMANDS}
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted({*COMMANDS, *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
-            return None
+            plugin = plugin_commands().get(cmd_name)
+            if plugin is None:
+                return None
+            target = plugin.value
         module_name, attr = target.split(":")
         # a listed command whose module or attribute is missing is a broken install, not an
         # unknown command: say so instead of "No such command"

@@ -6,10 +6,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cppo_bench.errors import DataError
-from cppo_bench.files.outdir import OutDir
-from cppo_bench.store.training_schema import read_jsonl
 from trainers.cppo_pipeline.negatives import LabelledTuple
+from trainers.harness import DataError, OutDir, read_jsonl
 
 POOL = "pool.jsonl"
 
