@@ -356,13 +356,13 @@ def _reaches_harness(path: Path) -> list[str]:
             names = [node.value] if HARNESS_NAME.fullmatch(node.value) else []
         else:
             continue
-        found += [f"{path.name}:{node.lineno}: {n}" for n in names if _is(n, ("cppo_bench",))]
+        found += [f"{node.lineno}: {n}" for n in names if _is(n, ("cppo_bench",))]
     return found
 
 
 def test_the_trainers_reach_the_harness_through_one_door() -> None:
     offenders = [
-        f"{p.relative_to(REPO)}: {line}"
+        f"{p.relative_to(REPO)}:{line}"
         for p in sorted(TRAINERS.rglob("*.py"))
         if p != FACADE
         for line in _reaches_harness(p)
