@@ -159,7 +159,9 @@ def __getattr__(name: str) -> Any:
     # lazy `from cppo_bench... import` it replaces did
     target = HARNESS.get(name)
     if target is None:
-        raise AttributeError(f"trainers.harness has no name {name!r}: add it to HARNESS")
+        from cppo_bench.util.termsafe import quote as _quote
+
+        raise AttributeError(f"trainers.harness has no name {_quote(name)}: add it to HARNESS")
     module, _, attr = target.partition(":")
     value = importlib.import_module(module)
     return getattr(value, attr) if attr else value
