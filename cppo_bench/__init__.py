@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "samples": "cppo_bench.api:samples",
     "rejudge": "cppo_bench.api:rejudge",
     "Run": "cppo_bench.api:Run",
-    "load_runs": "cppo_bench.store.frames:load_runs",
+    "load_runs": "cppo_bench.stats.read:load_runs",
     "stats": "cppo_bench.stats:",
     "Problem": "cppo_bench.problem:Problem",
     "Verdict": "cppo_bench.verifier.records:VerifyResult",
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from cppo_bench.errors import DataError
     from cppo_bench.problem import Problem
     from cppo_bench.serve.client import VerifierClient
-    from cppo_bench.store.frames import load_runs
+    from cppo_bench.stats.read import load_runs
     from cppo_bench.verifier.records import VerifyResult as Verdict
 
 

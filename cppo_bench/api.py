@@ -1,7 +1,7 @@
 """The Python API: the functions behind `cppo-bench data`, `verify` and `run`, callable from a
 script or a notebook. The CLI commands call these, so the two cannot drift. Re-exported from
 `cppo_bench` (``from cppo_bench import load_benchmark, verify, run``); `load_runs` and
-`stats` are in cppo_bench.store.frames and cppo_bench.stats.
+`stats` are in cppo_bench.stats (`load_runs`: cppo_bench.stats.read).
 
 Every function raises one-line errors (DataError, OptionError, UnknownNameError: all
 ValueError or KeyError) naming the input that is wrong.
@@ -104,7 +104,7 @@ class Run:
         """The runs' per-problem rows (`load_runs` on each run directory)."""
         import pandas as pd
 
-        from cppo_bench.store.frames import load_runs
+        from cppo_bench.stats.read import load_runs
 
         return pd.concat([load_runs(d) for d in self.run_dirs], ignore_index=True)
 
@@ -137,7 +137,7 @@ def _check_run_door(method: str, bench: str, model: str | None, backend: Any, k:
     checked with the run manifest's schema and ranges (cppo_bench.store.schema) before any data
     or model loads, and `out` must be a folder (or absent), so a run is never started that
     every reader would then call unreadable."""
-    from cppo_bench.store import fs as storefs
+    from cppo_bench.files import fs as storefs
     from cppo_bench.store import schema
 
     options = {"method": method, "bench": bench, "model": model, "k": k, **sampling}

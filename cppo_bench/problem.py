@@ -200,7 +200,7 @@ def _parse_record(record: Any) -> Problem:
 def load_problem_jsonl(path: str | Path, *, strict: bool = False) -> LoadResult:
     """Read a JSONL file of Problem dicts. Malformed lines are skipped and reported (with
     their line number and problem id) unless `strict`, which raises DataError on the first."""
-    from cppo_bench.util import jsonio, userfiles
+    from cppo_bench.files import jsonio, userfiles
 
     path = Path(path)
     # streamed, split on \n only (U+2028 in a statement is no line end); a FIFO, device or

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.util.termsafe import quote
+from trainers.harness import quote
 
 __all__ = ["train"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.util.termsafe import quote
 from trainers.engine.layers import ConfigError, merge, read_preset
+from trainers.harness import quote
 from trainers.recipes import RECIPES, TrainJob, TrainOutcome, check_known, printable
 
 PRESETS = ("auto", "study", "demo")

@@ -15,8 +15,7 @@ from typing import Any
 
 import click
 
-from cppo_bench.errors import DataError, UserError
-from cppo_bench.util.termsafe import echo
+from trainers.harness import DataError, UserError, echo
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
 # cppo's own options: parameter name -> the flag a user typed
@@ -143,12 +142,11 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 )
 def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its options)
     """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
-    from cppo_bench.cli.options import parse_kv
-    from cppo_bench.util.keyvals import nest
     from trainers.api import resolve
     from trainers.api import train as api_train
     from trainers.cppo_pipeline.pipeline import parse_stages
     from trainers.cppo_pipeline.stages import PipelineStop
+    from trainers.harness import nest, parse_kv
 
     given = [name for name in CPPO_ONLY if opts[name] is not None]
     if algo != "cppo" and given:
@@ -234,7 +232,7 @@ def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its opti
 def _evaluate_with(bench: str) -> tuple[str, ...]:
     """The held-out problems of the training benchmark (its spec says; a training file or a
     benchmark that says nothing: the same benchmark)."""
-    from cppo_bench.benchmarks import BENCHMARKS
+    from trainers.harness import BENCHMARKS
 
     spec = BENCHMARKS.get(bench) if bench in BENCHMARKS else None
     return (spec.evaluate_with if spec else None) or ("--bench", bench)

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.util import env
-from cppo_bench.util.registry import Registry
-from cppo_bench.util.termsafe import quote
 from trainers.engine import memory_plan as mp
+from trainers.harness import Registry, env, quote
 
 SHAPES = Path(__file__).with_name("model_shapes")
 RM_TOKENS = 512  # trainers/cppo_pipeline/reward_model.py RMConfig.max_tokens
@@ -136,7 +134,7 @@ def model_config(model: str | None, plan: Plan, role: str) -> dict[str, Any] | N
         path = str(shipped)
         if model is not None:
             plan.notes.append(f"{role} {name}: shape from {shipped.name} (shipped)")
-    from cppo_bench.util import userfiles  # a model folder may be a stranger's
+    from trainers.harness import userfiles  # a model folder may be a stranger's
 
     loaded = userfiles.read_json(Path(path), userfiles.MAX_SMALL)
     if not isinstance(loaded, dict):

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.training_schema import STAGES
-from cppo_bench.util.registry import Registry
 from trainers.engine.layers import CONFIG_DIR, ConfigError
+from trainers.harness import STAGES, DataError, Registry
 
 
 @dataclass(frozen=True)

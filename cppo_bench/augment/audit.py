@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from cppo_bench.augment.store import TestSet, with_tests
+from cppo_bench.files import userfiles
+from cppo_bench.files.fs import write_atomic
 from cppo_bench.problem import Problem
-from cppo_bench.store.fs import write_atomic
 from cppo_bench.store.runs import ProblemRecord, RunManifest
-from cppo_bench.util import userfiles
 from cppo_bench.util.termsafe import warn
 
 AUDIT_DIR = "test_audits"  # not "audit": a CPPO pipeline has a stage of that name

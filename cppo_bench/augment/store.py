@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio
+from cppo_bench.files.fs import open_file, write_atomic
 from cppo_bench.problem import Problem, Test
-from cppo_bench.store.fs import open_file, write_atomic
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 CONFIG = "augment.json"
@@ -83,7 +83,7 @@ def read_test_set(path: str | Path) -> TestSet:
     """The test set in folder `path`; DataError naming the file (and line) when it is not
     one. A torn last line (a killed augment) is skipped, as a resume redoes that problem."""
     path = Path(path)
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     if not os.path.lexists(path / CONFIG):
         raise DataError(f"{path}: not a test set ({CONFIG} missing; make one with "
@@ -126,7 +126,7 @@ def read_test_set(path: str | Path) -> TestSet:
 
 def open_test_set(path: Path, config: dict[str, Any]) -> TestSet:
     """Start, or resume, the set in `path`: a resume must be the same configuration."""
-    from cppo_bench.store.outdir import make_root  # a dangling link or a file: one line
+    from cppo_bench.files.outdir import make_root  # a dangling link or a file: one line
 
     make_root(path)
     if (path / CONFIG).exists():

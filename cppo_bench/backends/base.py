@@ -9,32 +9,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from cppo_bench.errors import BackendError, DataError, ModelLoadError  # noqa: F401
-from cppo_bench.util.checks import Check, integer, number
 from cppo_bench.util.progress import ProgressFn
+from cppo_bench.util.sampling import SAMPLING_RANGES
 from cppo_bench.util.termsafe import quote
 
 
 class SamplingError(DataError):
     """Sampling settings no backend can honour (a negative temperature, top_p outside (0, 1])."""
-
-
-# The one range of each sampling setting: SamplingParams checks itself with these, the run
-# door (cppo_bench.api.run) checks before any data loads, and the run store's readers
-# (cppo_bench.store.schema) accept back exactly these, so no run is started that is unreadable.
-TEMPERATURE = (0.0, 100.0)  # 0 = greedy
-MAX_NEW_TOKENS = 1 << 24
-
-
-def _top_p(v: Any) -> str | None:
-    # 0 keeps no token at all: vLLM and transformers both refuse it
-    return number(0.0, 1.0)(v) or (f"{v} is outside (0, 1]" if v == 0 else None)
-
-
-SAMPLING_RANGES: dict[str, Check] = {
-    "temperature": number(*TEMPERATURE),
-    "top_p": _top_p,
-    "max_tokens": integer(1, MAX_NEW_TOKENS),
-}
 
 
 def check_sampling(**settings: Any) -> None:

@@ -77,7 +77,7 @@ def check_model_folder(model: str) -> None:
     by name and by listing the folder, so every entry is checked (`userfiles.check_folder`:
     a FIFO, a device, a link to /dev/zero is one line, never a hang). Links to regular files
     are accepted: a hub cache's snapshot folder is links into its blobs."""
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     local = Path(model).expanduser()
     if not local.is_dir():

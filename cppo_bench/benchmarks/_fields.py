@@ -1,5 +1,5 @@
 """Field helpers shared by the loaders: dates, date windows, JSON-or-decoded fields (within
-`cppo_bench.util.jsonio`'s nesting bound), option checks."""
+`cppo_bench.files.jsonio`'s nesting bound), option checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import jsonio
+from cppo_bench.files import jsonio
 from cppo_bench.util.termsafe import quote
 
 

@@ -30,8 +30,8 @@ from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the l
     reject_unknown,
 )
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio, userfiles
 from cppo_bench.problem import LoadResult, Problem, RecordError
-from cppo_bench.util import jsonio, userfiles
 from cppo_bench.util.termsafe import quote
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")

@@ -34,8 +34,8 @@ from cppo_bench.benchmarks._io import (
 )
 from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio, userfiles
 from cppo_bench.problem import LoadResult, Problem, RecordError, SourceIds, Test
-from cppo_bench.util import jsonio, userfiles
 from cppo_bench.util.termsafe import quote
 
 HUB_ID = "codeparrot/apps"

@@ -22,8 +22,8 @@ from typing import Any
 
 from cppo_bench.benchmarks._io import collect, hub_rows, local_rows, reject_unknown
 from cppo_bench.benchmarks.spec import BenchmarkSpec
+from cppo_bench.files import jsonio
 from cppo_bench.problem import LoadResult, Problem, SourceIds, Test
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 HUB_ID = "deepmind/code_contests"

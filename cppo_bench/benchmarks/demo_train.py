@@ -16,8 +16,8 @@ from typing import Any
 from cppo_bench.benchmarks.demo import load_problem_jsonl
 from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
+from cppo_bench.files import userfiles
 from cppo_bench.problem import LoadResult
-from cppo_bench.util import userfiles
 
 PACKAGED_FILE = "demo_train_problems.jsonl"
 

@@ -40,8 +40,8 @@ from cppo_bench.benchmarks._io import (
 from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
 from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio
 from cppo_bench.problem import MAX_TEST_CHARS, MAX_TESTS, LoadResult, Problem, SourceIds, Test
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 HUB_ID = "livecodebench/code_generation_lite"

@@ -1,5 +1,8 @@
 """`cppo-bench` command line. Sub-commands live in their own modules and are imported
-only when called, so `cppo-bench verify` / `report` never import torch or vllm."""
+only when called, so `cppo-bench verify` / `report` never import torch or vllm. Commands of
+other packages (the trainers' `train`) are entry points in the group `cppo_bench.commands`
+(pyproject.toml): the harness finds them at call time and names none of them, so no import,
+not even one spelled as a string, goes from the harness up to the trainers."""
 
 from __future__ import annotations
 

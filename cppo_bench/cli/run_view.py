@@ -204,8 +204,8 @@ def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
         cache = run_dir / GEN_CACHE
         gens = 0
         if cache.exists():
-            from cppo_bench.store import fs as storefs
-            from cppo_bench.util.jsonio import split_lines
+            from cppo_bench.files import fs as storefs
+            from cppo_bench.files.jsonio import split_lines
 
             try:  # the store's reader: no link followed, a line at a time
                 with storefs.open_file(cache, "rb") as fh:

@@ -8,8 +8,8 @@ import click
 
 from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.errors import BackendError, DataError
+from cppo_bench.files.userfiles import UserFileError, read_text
 from cppo_bench.util.termsafe import echo, safe
-from cppo_bench.util.userfiles import UserFileError, read_text
 
 
 def _token(token_file: Path | None) -> str | None:

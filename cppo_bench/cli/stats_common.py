@@ -15,8 +15,10 @@ PATH = click.Path(exists=True, path_type=Path)
 
 
 def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
-    """The results frame the API's statistics take (cppo_bench.store.frames)."""
-    from cppo_bench.store.frames import load_runs, read_outcomes
+    """The results frame the API's statistics take (cppo_bench.stats.read, the public
+    `cppo_bench.load_runs`; an outcome CSV by cppo_bench.store.frames)."""
+    from cppo_bench.stats.read import load_runs
+    from cppo_bench.store.frames import read_outcomes
 
     if (runs is None) == (csv_path is None):
         raise click.UsageError("give exactly one of --runs DIR or --csv FILE")
@@ -61,7 +63,7 @@ def _frame(runs: Path | None, csv_path: Path | None, bench: str | None) -> Any:
 
 def _load(runs: Path | None, csv_path: Path | None, bench: str | None) -> list:
     """The frame's rows as OutcomeRows (for `stats diversity`)."""
-    from cppo_bench.store.frames import rows_of
+    from cppo_bench.stats.read import rows_of
 
     return rows_of(_frame(runs, csv_path, bench))
 

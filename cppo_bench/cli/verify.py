@@ -26,7 +26,7 @@ MAX_PROGRAM_LINE = 64 << 20  # one {"problem_id", "code"} line
 def _program_lines(path: Path) -> list[tuple[int, str | None, str | None]]:
     """(line number, text or None, error) per line: split on \\n only, each line decoded on
     its own, so one bad line is named and the others are still read."""
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     return [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines(path, MAX_PROGRAM_LINE)]
 
@@ -65,7 +65,7 @@ def read_programs(
     path: Path, problems: dict[str, Any], ambiguous: AbstractSet[str] = frozenset()
 ) -> tuple[list[dict], list[str]]:
     """(records with a known problem, errors naming FILE:LINE). Bad lines never stop the rest."""
-    from cppo_bench.util.jsonio import loads
+    from cppo_bench.files.jsonio import loads
 
     records, errors = [], []
     for lineno, line, why in _program_lines(path):
@@ -105,7 +105,7 @@ def read_programs(
 def named_problems(path: Path) -> list[str]:
     """The problem ids a programs file names (lines that are not such records are left to
     `read_programs` to report)."""
-    from cppo_bench.util.jsonio import loads
+    from cppo_bench.files.jsonio import loads
 
     try:
         lines = _program_lines(path)
@@ -326,7 +326,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     if out is not None:
         # /dev/null, a FIFO, /dev/stdout are written into; a file through OutDir (a link
         # planted at --out replaced, not followed); a device never renamed over
-        from cppo_bench.store.outdir import write_user_file
+        from cppo_bench.files.outdir import write_user_file
 
         write_user_file(out, lines)
         console = Console()

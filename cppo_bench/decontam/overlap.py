@@ -111,7 +111,7 @@ class DecontamResult:
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write out_dir/filtered_train.jsonl and out_dir/overlap.json; return their paths.
         Each file is written to a temporary name first, so a crash never leaves half a file."""
-        from cppo_bench.store.outdir import OutDir  # no link in --out followed
+        from cppo_bench.files.outdir import OutDir  # no link in --out followed
 
         out = OutDir(out_dir)
         lines = "".join(

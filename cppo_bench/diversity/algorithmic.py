@@ -74,7 +74,7 @@ MAX_ITEM_CHARS = 6000  # bounds a prompt: a long program is cut (its head shows 
 
 
 def _prompt(name: str) -> str:
-    from cppo_bench.util import userfiles  # the one resolver and reader, as for any file
+    from cppo_bench.files import userfiles  # the one resolver and reader, as for any file
 
     folder = Path(str(resources.files("cppo_bench.diversity"))) / "prompts"
     return userfiles.read_text(userfiles.inside(folder, name, "prompt"), userfiles.MAX_SMALL)

@@ -78,7 +78,7 @@ def _text_list(name: str, value: str) -> list[str]:
     "@file" reads one item per line."""
     if not value.startswith("@"):
         return [v.strip() for v in value.split(";") if v.strip()]
-    from cppo_bench.util import userfiles  # the one reader: a FIFO or a device is one line
+    from cppo_bench.files import userfiles  # the one reader: a FIFO or a device is one line
 
     try:
         text = userfiles.read_text(value[1:], userfiles.MAX_SMALL)

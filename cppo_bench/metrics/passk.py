@@ -20,10 +20,10 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cppo_bench.store.outcomes import SELECTS
 from cppo_bench.util.termsafe import quote
 
-Select = Literal["first", "last", "random"]
-SELECTS: tuple[str, ...] = ("first", "last", "random")
+Select = Literal["first", "last", "random"]  # SELECTS (cppo_bench.store.outcomes), typed
 TUPLE_SIZE = 4
 
 

@@ -1,5 +1,7 @@
-"""Per-problem results as the statistics read them, from a run store or from a CSV file
-(both read into a pandas DataFrame by cppo_bench.store.frames, then into OutcomeRows here).
+"""Per-problem results as the statistics read them: OutcomeRows, scored here. Pure: a run
+store or an outcome CSV is read into a DataFrame by cppo_bench.store.frames (the public
+`cppo_bench.load_runs`, cppo_bench.stats.read) and into OutcomeRows by
+cppo_bench.stats.read.rows_of, on the caller's side; nothing here reads a file.
 
 CSV schema (a header row; comma-separated; one row per benchmark, method, seed and problem):
 
@@ -28,15 +30,13 @@ the row scores `passed` whatever k is asked.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from cppo_bench.errors import DataError
 from cppo_bench.metrics.majk import maj_at_k
 from cppo_bench.metrics.passk import (
-    SELECTS,
     Select,
     branches_needed,
     pass_at_k,
@@ -46,31 +46,12 @@ from cppo_bench.store.outcomes import (  # noqa: F401
     CSV_COLUMNS,
     ESTIMATOR_CHOICES,
     ESTIMATORS,
+    SELECTS,
     OutcomeRow,
     _tuples_of,
     tuple_texts,
 )
 from cppo_bench.util.termsafe import quote
-
-
-def read_outcomes_csv(path: Path) -> list[OutcomeRow]:
-    """Rows of a per-problem outcome CSV (schema in the module docstring), read by pandas
-    and checked in cppo_bench.store.frames.read_outcomes."""
-    from cppo_bench.store.frames import read_outcomes, rows_of
-
-    return rows_of(read_outcomes(path))
-
-
-def rows_from_runs(
-    root: Path,
-    warn: Callable[[str], None] | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> list[OutcomeRow]:
-    """One row per problem record of every run under `root` (cppo_bench.store.frames.load_runs:
-    the shared run-store reader, shards merged, one run per configuration and seed)."""
-    from cppo_bench.store.frames import load_runs, rows_of
-
-    return rows_of(load_runs(root, warn=warn, progress=progress))
 
 
 def row_scores(

@@ -76,7 +76,7 @@ def _read_yaml(version: str, name: str) -> dict[str, Any]:
     folder of the package's prompts, resolved by the one resolver (`/proc/self/cwd/...`,
     `../..` or a link out of the package is refused) and read by the one reader (a FIFO, a
     device, a file over 16 MiB refused), its YAML by the one loader (no aliases)."""
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     folder = userfiles.inside(_package_root(), version, "prompt version")
     path = userfiles.inside(folder, f"{name}.yaml", "prompt")
@@ -108,7 +108,7 @@ def load_prompt(name: str, version: str = DEFAULT_VERSION) -> PromptTemplate:
 
 def available(version: str = DEFAULT_VERSION) -> list[str]:
     """Names of the prompts shipped under `version` (a plain folder name of the package)."""
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     try:
         root = userfiles.inside(_package_root(), version, "prompt version")

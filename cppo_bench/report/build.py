@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.files.outdir import OutDir
 from cppo_bench.report.cells import CellEngine
 from cppo_bench.report.check import MissingRun, format_check, missing_runs
 from cppo_bench.report.escape import md_fenced, shell_command, shell_comment
@@ -30,7 +31,6 @@ from cppo_bench.report.model import Table
 from cppo_bench.report.run_index import RunIndex
 from cppo_bench.report.specs import TableSpec, load_specs
 from cppo_bench.report.tables import build_table
-from cppo_bench.store.outdir import OutDir
 from cppo_bench.util.registry import Registry
 from cppo_bench.util.termsafe import quote
 

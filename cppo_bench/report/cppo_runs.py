@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.files import userfiles
 from cppo_bench.problem import Problem, SourceIds
 from cppo_bench.store.training_schema import (
     GATE_LOG,
@@ -29,7 +30,6 @@ from cppo_bench.store.training_schema import (
     read_manifest,
     read_metrics,
 )
-from cppo_bench.util import userfiles
 
 
 @dataclass(frozen=True)

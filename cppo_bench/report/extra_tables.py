@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio, userfiles
 from cppo_bench.metrics import mean_std
 from cppo_bench.report.cells import CellEngine, metric_digits, metric_label
 from cppo_bench.report.labels import TABLE_KINDS, bench_label, model_label
 from cppo_bench.report.model import MISSING_NOTE, Cell, CellRequest, Column, Row, Table
 from cppo_bench.report.specs import Selector, TableSpec
-from cppo_bench.util import jsonio, userfiles
 
 RELIABILITY_DIR = "judge_reliability"
 AVG_NOTE = "Avg. needs a value in every benchmark column of the row"

@@ -58,7 +58,7 @@ def _plt() -> Any:
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> tuple[Path, Path]:
-    from cppo_bench.store.outdir import OutDir
+    from cppo_bench.files.outdir import OutDir
 
     out = OutDir(out_dir)  # the name is checked; a link planted at the file is not followed
     try:

@@ -36,7 +36,7 @@ def _cell(value: Any, where: str, source: str) -> Cell:
 
 def published_tables(path: Path = PUBLISHED) -> list[Table]:
     """The published tables, in the file's order (one DataError line for a malformed file)."""
-    from cppo_bench.util.userfiles import UserFileError, load_yaml, read_text
+    from cppo_bench.files.userfiles import UserFileError, load_yaml, read_text
 
     try:
         doc = load_yaml(read_text(path), str(path))

@@ -19,8 +19,8 @@ def slice_tables(
     from cppo_bench.errors import DataError
     from cppo_bench.report.model import Cell, Column, Row, Table
     from cppo_bench.stats import pass_at_k
+    from cppo_bench.stats.read import load_runs
     from cppo_bench.stats.slices import UNKNOWN, pass_at_k_by
-    from cppo_bench.store.frames import load_runs
 
     try:
         frame = load_runs(runs_root)

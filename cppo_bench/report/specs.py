@@ -171,7 +171,7 @@ def _columns(path: str, data: Any) -> ColumnsSpec:
 def _file_name(path: str, name: str) -> str:
     """A table's name names its files (tables/NAME.md, figures/NAME-*.png): a plain name,
     refused at the door if it could leave the output folder or hide in a listing."""
-    from cppo_bench.store.outdir import safe_part
+    from cppo_bench.files.outdir import safe_part
 
     why = safe_part(name) or (None if name.isprintable() and not name.startswith(".") else
                               "holds a character that is not printable, or starts with '.'")  # fmt: skip
@@ -280,10 +280,10 @@ def parse_spec(path: str, data: Any) -> TableSpec:
 
 def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:
     if isinstance(path, Path):  # a user's spec: the bounded reader, aliases refused
-        from cppo_bench.util import userfiles
+        from cppo_bench.files import userfiles
 
         return userfiles.read_yaml(path), label
-    from cppo_bench.util import userfiles  # a spec shipped in the package: the same loader
+    from cppo_bench.files import userfiles  # a spec shipped in the package: the same loader
 
     return userfiles.load_yaml(path.read_text(encoding="utf-8"), label), label
 

@@ -64,8 +64,8 @@ def read_training_runs(runs_root: Path, skipped: list[str] | None = None) -> lis
     through the bounded, schema-checked readers of cppo_bench.store.training_schema. A malformed
     run is one DataError line naming its file; with `skipped` given it is listed there and the
     other runs are still read (one bad log does not hide the good ones)."""
+    from cppo_bench.files import userfiles
     from cppo_bench.store.training_schema import read_metrics
-    from cppo_bench.util import userfiles
 
     folder = Path(runs_root) / TRAIN_DIR
     runs = []

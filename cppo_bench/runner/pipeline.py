@@ -31,13 +31,14 @@ from typing import Any, Protocol
 from cppo_bench.backends.base import Backend, SamplingParams
 from cppo_bench.benchmarks.testsource import release_label
 from cppo_bench.benchmarks.testsource import summarize as summarize_tests
+from cppo_bench.files.fs import check_under, exists, make_dirs
+from cppo_bench.files.lock import RunLock
 from cppo_bench.methods import METHODS, Method
 from cppo_bench.problem import LoadResult, Problem
+from cppo_bench.runner.cached import CachedBackend, CacheStats
 from cppo_bench.runner.scoring import score_chunk
-from cppo_bench.store.fs import check_under, exists, make_dirs
-from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, CacheStats, GenCache
+from cppo_bench.store.gencache import GEN_CACHE, GenCache
 from cppo_bench.store.identity import check_new_run, check_served_model, content_hash
-from cppo_bench.store.lock import RunLock
 from cppo_bench.store.opener import adopt_legacy, adopt_unidentified, open_run
 from cppo_bench.store.runs import (
     MANIFEST,
@@ -202,6 +203,11 @@ def build_manifest(
         shard=None
         if spec.shard is None
         else {"index": spec.shard[0], "count": spec.shard[1], "positions": positions},
+        passk=dict(
+            zip(
+                ("estimator", "select"), type(method).passk_rule(method.options_dict()), strict=True
+            )
+        ),
     )
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
+from cppo_bench.files.fs import exists
 from cppo_bench.problem import Problem
-from cppo_bench.store.fs import exists
 from cppo_bench.store.runs import (
     MANIFEST,
     RECORDS,

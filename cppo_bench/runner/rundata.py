@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import userfiles
+from cppo_bench.files import userfiles
 
 CHUNK = 1 << 20
 MAX_HASHED = 1 << 40  # a data file of any size a loader reads

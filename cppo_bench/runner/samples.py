@@ -16,7 +16,7 @@ from typing import Any
 
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
-from cppo_bench.store.runs import ProblemRecord, read_manifest, read_records, store_path
+from cppo_bench.store.runs import MANIFEST, ProblemRecord, read_manifest, read_records, store_path
 from cppo_bench.util.termsafe import quote
 
 TEST_CHARS = 2000  # of a failing test's input / expected output shown
@@ -84,6 +84,9 @@ def sample_rows(
             f"samples: problem must be a problem id (text), got {type(problem).__name__}"
         )
     manifest = read_manifest(run_dir)
+    from cppo_bench.methods.stored import check_options
+
+    check_options(manifest, run_dir / MANIFEST)  # the stage views read them
     records: dict[str, ProblemRecord] = read_records(run_dir)
     order = [pid for pid in manifest.problem_ids if pid in records]
     if problem is not None:

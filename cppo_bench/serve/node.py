@@ -25,7 +25,8 @@ import urllib.request
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import env, userfiles
+from cppo_bench.files import userfiles
+from cppo_bench.util import env
 from cppo_bench.util.termsafe import echo, quote
 
 READY = "cppo-bench serve: ready on "  # serve.server.READY (not imported: no FastAPI here)

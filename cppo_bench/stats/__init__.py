@@ -98,7 +98,7 @@ def allowed_ks(
     function every number is scored by, so a default never promises what scoring refuses.
     None allowed is one DataError line with the reasons."""
     from cppo_bench.metrics.table import row_scores
-    from cppo_bench.store.frames import rows_of
+    from cppo_bench.stats.read import rows_of
 
     rows = rows_of(frame)
     ks, left = [], []
@@ -134,7 +134,7 @@ def _ks(k: int | Sequence[int]) -> list[int]:
 
 def _scored(frame: pd.DataFrame, k: int, estimator: str, select: str | None, seed: int) -> Any:
     from cppo_bench.metrics.table import group_scores, row_scores
-    from cppo_bench.store.frames import rows_of
+    from cppo_bench.stats.read import rows_of
 
     rows = rows_of(frame)
     scores = row_scores(rows, k, estimator=estimator, select=select, seed=seed)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cppo_bench.util import userfiles
+from cppo_bench.files import userfiles
 
 
 def stored_data(data_source: object, bench: str) -> tuple[Path | None, str]:

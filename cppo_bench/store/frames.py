@@ -1,6 +1,7 @@
 """Per-problem results as pandas DataFrames: `load_runs` (a run store) and `read_outcomes`
-(the outcome CSV of cppo_bench/metrics/table.py), and the conversion to the OutcomeRows the
-metrics take, so `cppo_bench.stats` and `cppo-bench stats` compute from the same frame.
+(the outcome CSV of cppo_bench/metrics/table.py); cppo_bench.stats.read turns a frame into
+the OutcomeRows the metrics take, so `cppo_bench.stats` and `cppo-bench stats` compute from
+the same frame.
 
 A run frame has one row per benchmark, method, model, trained-from (base model), seed and
 problem, read through the validated run-store reader (cppo_bench.store.index: manifests and
@@ -12,8 +13,9 @@ seed). Columns:
                                   run with several models (so they are never averaged)
     trained, base_model, train_seed   a trained checkpoint's tags (None: inference-only)
     seed, problem_id, k           the run's seed, the problem, the budget
-    estimator, select             how pass@k < K is scored for this run (the method's
-                                  `passk_rule` on the manifest's options): "unbiased" for
+    estimator, select             how pass@k < K is scored for this run (the rule it
+                                  recorded when made, `passk`; else its method's
+                                  `passk_rule` on its options): "unbiased" for
                                   exchangeable samples, "first" (with its K-of-4 `select`)
                                   for branches in a planner's / hint list's order
     outcomes                      per-branch 0/1 in rollout order, e.g. "0110"
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outcomes import ESTIMATORS, OutcomeRow, tuple_texts
+from cppo_bench.store.outcomes import ESTIMATORS, tuple_texts
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
@@ -66,28 +68,36 @@ def _bits(outcomes: Any) -> str:
     return "".join("1" if o else "0" for o in outcomes)
 
 
+# a stored run's pass@k rule, asked of its method at the reading edge (the store imports no
+# method): cppo_bench.methods.stored.stored_rule(manifest, where) -> (estimator, select), or
+# a DataError naming the manifest (then the run is named and left out)
+RuleOf = Callable[[Any, Path], tuple[str, str]]
+
+
 def load_runs(
     path: str | Path,
     *,
+    rule_of: RuleOf,
     warn: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Every run under `path` (a run store, or one run directory) as one DataFrame row per
-    problem record (columns in this module's docstring). A run whose manifest fails its
-    schema, records that fail theirs (FILE:LINE), duplicate runs of one configuration and
-    seed, and missing shards are named through `warn` and left out, never averaged in; the
-    good runs are still read (a DataError only when no run is readable). How many were left
-    out is in ``frame.attrs["skipped"]`` ({"runs": n, "records": m}), for printing beside
-    the numbers."""
+        problem record (columns in this module's docstring). A run whose manifest fails its
+        schema, records that fail theirs (FILE:LINE), duplicate runs of one configuration and
+        seed, and missing shards are named through `warn` and left out, never averaged in; the
+        good runs are still read (a DataError only when no run is readable). How many were left
+        out is in ``frame.attrs["skipped"]`` ({"runs": n, "records": m}), for printing beside
+        the numbers. `rule_of` gives each run's pass@k rule (the public `cppo_bench.load_runs`
+    passes its method's, cppo_bench.stats.read)."""
     import pandas as pd
 
     for what, fn in (("warn", warn), ("progress", progress)):  # a caller's mistake, one line
         if fn is not None and not callable(fn):
             raise DataError(f"load_runs: {what} must be a function, got {type(fn).__name__}")
     from cppo_bench.benchmarks.testsource import manifest_line
-    from cppo_bench.methods import passk_rule
     from cppo_bench.plan.validity import record_tally
     from cppo_bench.store.index import one_per_slot, scan
+    from cppo_bench.store.runs import MANIFEST
 
     store = scan(path)  # the path itself checked there: one DataError for None or bytes
     if not store.runs:
@@ -98,18 +108,26 @@ def load_runs(
     for line in [*store.warnings, *dropped]:
         if warn:
             warn(line)
-    loaded = []
+    loaded, refused = [], []
     for run in runs:
-        loaded.append((run, run.manifest, run.records()))
+        try:
+            rule = rule_of(run.manifest, run.path / MANIFEST)
+        except DataError as exc:  # options its method refuses: named, never counted
+            refused.append(f"skipped run: {exc}")
+            if warn:
+                warn(refused[-1])
+            continue
+        loaded.append((run, run.manifest, rule, run.records()))
         for line in run.skipped:  # records that failed the schema: named, never counted
             if warn:
                 warn(line)
         if progress:
             progress(1)
-    labels = _labels([(run, man) for run, man, _ in loaded], warn)
+    if not loaded and refused:
+        raise DataError(refused[0].removeprefix("skipped run: "))
+    labels = _labels([(run, man) for run, man, _, _ in loaded], warn)
     rows: list[dict[str, Any]] = []
-    for run, man, records in loaded:
-        estimator, select = passk_rule(man.method, man.method_options)
+    for run, man, (estimator, select), records in loaded:
         tests = manifest_line(man)
         label = labels[str(run.path)]
         extra = man.extra
@@ -135,8 +153,8 @@ def load_runs(
             })  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     frame.attrs["skipped"] = {
-        "runs": len(store.unreadable),
-        "records": sum(len(run.skipped) for run, _, _ in loaded),
+        "runs": len(store.unreadable) + len(refused),
+        "records": sum(len(run.skipped) for run, _, _, _ in loaded),
     }
     return frame
 
@@ -192,7 +210,7 @@ def read_outcomes(path: str | Path) -> pd.DataFrame:
     token counts ints or None. A bad cell is one DataError naming FILE:LINE and the column."""
     import pandas as pd
 
-    from cppo_bench.util import userfiles
+    from cppo_bench.files import userfiles
 
     path = Path(path)
     try:  # the one reader: a FIFO or device is one line, the size checked before reading
@@ -294,21 +312,6 @@ def _int(text: str | None, where: str, column: str, default: int | None) -> int 
         raise DataError(f"{where}: {quote(column)} must be an integer, got {quote(text)}") from None
 
 
-def _cell(row: dict[str, Any], name: str, default: Any = None) -> Any:
-    """A frame cell, with pandas' missing values (NaN, None, pd.NA) as `default`."""
-    value = row.get(name, default)
-    if value is None:
-        return default
-    try:
-        import pandas as pd
-
-        if not isinstance(value, tuple | list | dict) and pd.isna(value):
-            return default
-    except (TypeError, ValueError):
-        pass
-    return value
-
-
 def check_frame(frame: Any) -> None:
     """One DataError when a statistic is handed something other than a results frame."""
     if not callable(getattr(frame, "to_dict", None)) or not hasattr(frame, "attrs"):
@@ -316,55 +319,3 @@ def check_frame(frame: Any) -> None:
             f"results frame: expected a pandas DataFrame (cppo_bench.load_runs or a CSV read "
             f"by read_outcomes), got {type(frame).__name__}"
         )
-
-
-def rows_of(frame: pd.DataFrame) -> list[OutcomeRow]:
-    """The frame's rows as the metrics' OutcomeRows (grouped by `method_label` where the
-    frame has it, else `method`). A frame filtered or built by hand works too: only
-    `method`, `problem_id` and `outcomes` or `passed` are required."""
-    check_frame(frame)
-    missing = {"method", "problem_id"} - set(frame.columns)
-    if missing or not {"outcomes", "passed"} & set(frame.columns):
-        need = sorted(missing) or ["outcomes or passed"]
-        raise DataError(f"results frame: missing column(s) {', '.join(need)}")
-    from cppo_bench.methods import passk_rule
-
-    out = []
-    for row in frame.to_dict("records"):
-        estimator, select = _cell(row, "estimator"), _cell(row, "select")
-        if estimator is None:  # a CSV or a hand-built frame: the registered method's rule
-            # with its default options; exchangeable samples for any other label
-            estimator, default_select = passk_rule(str(row["method"]))
-            select = select or default_select
-        if estimator not in ESTIMATORS:
-            raise DataError(
-                f"results frame: {row['method']}/{row['problem_id']}: estimator must be one "
-                f"of {', '.join(ESTIMATORS)}, got {quote(estimator)}"
-            )
-        outcomes = _cell(row, "outcomes")
-        if outcomes is not None and not isinstance(outcomes, tuple):
-            outcomes = tuple(ch == "1" for ch in str(outcomes))
-        passed = _cell(row, "passed")
-        tokens = [_cell(row, f"{part}_tokens") for part in ("planner", "solver")]
-        out.append(
-            OutcomeRow(
-                benchmark=str(_cell(row, "benchmark", "-")),
-                method=str(_cell(row, "method_label") or row["method"]),
-                seed=int(_cell(row, "seed", 0)),
-                problem_id=str(row["problem_id"]),
-                outcomes=outcomes,
-                passed=None if passed is None else bool(passed),
-                planner_tokens=None if tokens[0] is None else int(tokens[0]),
-                solver_tokens=None if tokens[1] is None else int(tokens[1]),
-                estimator=str(estimator),
-                select=str(select or "first"),
-                answers=tuple(_cell(row, "answers", ())),
-                label=_cell(row, "answer_label"),
-                texts=tuple(_cell(row, "texts", ())),
-                texts_kind=str(_cell(row, "texts_kind", "plan")),
-                trained=_cell(row, "trained"),
-                dataset_size=int(_cell(row, "dataset_size", 0)),
-                validity=_cell(row, "validity"),
-            )
-        )
-    return out

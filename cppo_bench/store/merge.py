@@ -14,10 +14,11 @@ import dataclasses
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, open_file
+from cppo_bench.files.fs import exists, open_file
+from cppo_bench.files.jsonio import split_lines
+from cppo_bench.files.lock import run_locks
 from cppo_bench.store.gencache import GEN_CACHE, MAX_CACHE_LINE, GenCache, _entry
 from cppo_bench.store.index import StoredRun
-from cppo_bench.store.lock import run_locks
 from cppo_bench.store.runs import (
     RECORDS,
     append_records,
@@ -26,7 +27,6 @@ from cppo_bench.store.runs import (
     write_manifest,
 )
 from cppo_bench.store.summary import summarize
-from cppo_bench.util.jsonio import split_lines
 
 
 def check_mergeable(run: StoredRun) -> None:

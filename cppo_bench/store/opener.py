@@ -1,6 +1,6 @@
 """Opening a run directory for `execute`: create it, or reopen it to resume (keeping its
 history), or adopt a run stored before runs were identified by their dataset. The caller
-holds the run's lock (`cppo_bench.store.lock`)."""
+holds the run's lock (`cppo_bench.files.lock`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import rename_folder
+from cppo_bench.files.fs import rename_folder
 from cppo_bench.store.gencache import GEN_CACHE
 from cppo_bench.store.runs import (
     MANIFEST,

@@ -12,6 +12,8 @@ from typing import Any
 ESTIMATORS: tuple[str, ...] = ("unbiased", "first")
 # what the statistics take: "auto" scores each row with its own (its method's) estimator
 ESTIMATOR_CHOICES: tuple[str, ...] = ("auto", *ESTIMATORS)
+# which branches of the last K-tuple the first-K rule counts (cppo_bench.metrics.passk)
+SELECTS: tuple[str, ...] = ("first", "last", "random")
 
 CSV_COLUMNS = (
     "benchmark", "method", "seed", "problem_id", "outcomes", "passed",

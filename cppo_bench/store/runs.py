@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.fs import exists, open_file, write_atomic
+from cppo_bench.files import jsonio
+from cppo_bench.files.fs import exists, open_file, write_atomic
 from cppo_bench.store.schema import SCHEMAS, check_record
-from cppo_bench.util import jsonio
 from cppo_bench.util.termsafe import quote
 
 MANIFEST = "manifest.json"
@@ -63,6 +63,11 @@ class RunManifest:
     selected: int = 0  # length of the dataset prefix asked for so far (the largest --limit)
     # a shard run: {"index": I, "count": N, "positions": dataset index of each problem id}
     shard: dict[str, Any] | None = None
+    # the pass@k rule its readers score it by, recorded when the run is made (the method's
+    # own, for its options): {"estimator": unbiased | first, "select": first | last | random}.
+    # None in a manifest written before it was recorded: the reading edge derives it then
+    # (cppo_bench.methods.stored.stored_rule). Not part of the identity: options decide it.
+    passk: dict[str, str] | None = None
 
     def config_hash(self) -> str:
         """Identifies what the run computes (not when, where, how many problems or which

@@ -10,8 +10,10 @@ puts the file (and line) in front of it.
 
 This module is the one declaration of every field a reader uses, as deep as the readers go:
 the open `extra` objects of a manifest and a record (`MANIFEST_EXTRA`, `RECORD_EXTRA`) and a
-plan validity report (`VALIDITY`) are schemas of their own, and a run's `method_options` are
-built by the method's own options dataclass. The door (`cppo_bench.store.runs.read_manifest`,
+plan validity report (`VALIDITY`) are schemas of their own. A run's `method_options` are its
+method's to check (cppo_bench.methods.stored, at the reading edge: the store imports no
+method); what the store's readers need from the method, its pass@k rule, the run records
+when it is made (`passk`, checked here). The door (`cppo_bench.store.runs.read_manifest`,
 `read_records`) checks a document once, so no reader meets an unchecked value; a reader that
 reads an undeclared key fails tests/store/test_schema_fields.py. To add a field, declare it here.
 
@@ -27,8 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cppo_bench.backends.base import MAX_NEW_TOKENS, TEMPERATURE  # noqa: F401
-from cppo_bench.backends.base import SAMPLING_RANGES as _BACKEND_SAMPLING_RANGES
+from cppo_bench.store.outcomes import ESTIMATORS, SELECTS
 from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's vocabulary)
     MAX_INT,
     MAX_NAME,
@@ -51,6 +52,7 @@ from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's v
     text,
 )
 from cppo_bench.util.registry import Registry
+from cppo_bench.util.sampling import SAMPLING_RANGES as _SAMPLING_RANGES
 from cppo_bench.util.termsafe import quote
 
 MAX_K = 1 << 16
@@ -82,8 +84,8 @@ def _shard(v: Any) -> str | None:
     )
 
 
-# the ranges SamplingParams itself takes (cppo_bench.backends.base): one range per setting
-SAMPLING_RANGES: dict[str, Check] = dict(_BACKEND_SAMPLING_RANGES)
+# the ranges SamplingParams itself takes (cppo_bench.util.sampling): one range per setting
+SAMPLING_RANGES: dict[str, Check] = dict(_SAMPLING_RANGES)
 
 
 def _sampling(v: Any) -> str | None:
@@ -222,21 +224,20 @@ RECORD_EXTRA = context(
 )
 
 
-def _method_options(d: dict[str, Any]) -> str | None:
-    """A method this install knows checks its stored options with its own typed options
-    dataclass (the one builder, strictly: stored text is not re-read as JSON, and an "@file"
-    list is never read), so `select: sideways` is refused here, not in a reader."""
-    from cppo_bench.methods import METHODS
-    from cppo_bench.util.builder import build
-
-    try:
-        cls = METHODS.get(d["method"])
-    except KeyError:
-        return None  # a plugin's run: `_options` checked its scalars
-    try:
-        build(cls.options_type, d["method_options"], label="option")
-    except ValueError as exc:  # BuildError is a DataError, a ValueError
-        return f"field 'method_options': {str(exc)[:400]}"
+def _passk(v: Any) -> str | None:
+    """The pass@k rule a run recorded when made (`RunManifest.passk`); null in a manifest of
+    a run made before it was recorded (the reading edge derives it then)."""
+    if v is None:
+        return None
+    why = mapping(v)
+    if why:
+        return why
+    if set(v) != {"estimator", "select"}:
+        return "expected the keys estimator and select"
+    if v["estimator"] not in ESTIMATORS:
+        return f"estimator: must be one of {', '.join(ESTIMATORS)}"
+    if v["select"] not in SELECTS:
+        return f"select: must be one of {', '.join(SELECTS)}"
     return None
 
 
@@ -281,9 +282,10 @@ SCHEMAS.register("run_manifest")(
             "dataset_size": integer(0, MAX_PROBLEMS),
             "selected": integer(0, MAX_PROBLEMS),
             "shard": _shard,
+            "passk": _passk,
         },
-        optional=frozenset({"extra", "dataset_hash", "dataset_size", "selected", "shard"}),
-        relations=(_ids_consistent, _method_options),
+        optional=frozenset({"extra", "dataset_hash", "dataset_size", "selected", "shard", "passk"}),
+        relations=(_ids_consistent,),
     )
 )
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio
 from cppo_bench.store import schema as sch
-from cppo_bench.util import jsonio
 
 TAU = 0.17  # the study's gate threshold J = 1{p >= tau} (low: a false veto zeroes a good plan)
 TRAIN_MANIFEST = "train_manifest.json"
@@ -136,14 +136,14 @@ def gate_record(obj: object, where: str) -> GateRecord:
 
 
 def _open(path: Path) -> Any:
-    from cppo_bench.util import userfiles  # regular files only, size checked before reading
+    from cppo_bench.files import userfiles  # regular files only, size checked before reading
 
     return userfiles.open_bytes(path, 1 << 40)
 
 
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:
     """(line number, parsed object) of a JSONL file the trainers wrote; none if it is absent.
-    Read through cppo_bench.util.jsonio (split on ``\\n`` only, bounded lines and nesting); a bad
+    Read through cppo_bench.files.jsonio (split on ``\\n`` only, bounded lines and nesting); a bad
     line is a DataError naming file:line."""
     path = Path(path)
     if not path.is_file():

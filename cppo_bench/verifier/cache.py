@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from cppo_bench.errors import DataError
+from cppo_bench.files.oserrors import refusal
 from cppo_bench.problem import Problem
-from cppo_bench.util.oserrors import refusal
 from cppo_bench.verifier.records import Limits, VerifyResult
 
 # Bump when a change could alter a verdict (checker rules, harness semantics).

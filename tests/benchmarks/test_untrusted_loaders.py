@@ -212,7 +212,7 @@ def test_verify_refuses_a_program_whose_id_names_two_problems(tmp_path):
 def test_split_lines_skips_an_over_long_line_without_holding_it():
     import io
 
-    from cppo_bench.util.jsonio import split_lines
+    from cppo_bench.files.jsonio import split_lines
 
     data = b'{"a": 1}\n' + b"x" * (5 << 20) + b"\n" + '{"b": "\u2028"}'.encode() + b"\n\xff\n{"
     stream = io.BytesIO(data)

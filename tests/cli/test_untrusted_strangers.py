@@ -72,7 +72,7 @@ def test_model_names_in_figures_are_plain_text(tmp_path: Path, model: str) -> No
 def test_lock_naming_an_impossible_pid_is_stale(tmp_path: Path) -> None:
     import socket
 
-    from cppo_bench.store.lock import RunLock, lock_path
+    from cppo_bench.files.lock import RunLock, lock_path
 
     run_dir = tmp_path / "run"
     lock_path(run_dir).write_text(json.dumps({"host": socket.gethostname(), "pid": 2**64,
@@ -84,8 +84,8 @@ def test_lock_naming_an_impossible_pid_is_stale(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("err", [errno.EROFS, errno.ENOSPC, errno.EACCES])
 def test_lock_and_atomic_write_on_a_failing_disk(tmp_path: Path, monkeypatch, err: int) -> None:
-    from cppo_bench.store import fs as storefs
-    from cppo_bench.store import lock as runlock
+    from cppo_bench.files import fs as storefs
+    from cppo_bench.files import lock as runlock
 
     target = tmp_path / "manifest.json"
     target.write_text("old\n")
@@ -107,7 +107,7 @@ def test_lock_and_atomic_write_on_a_failing_disk(tmp_path: Path, monkeypatch, er
 
 
 def test_full_disk_midway_leaves_the_old_file(tmp_path: Path, monkeypatch) -> None:
-    from cppo_bench.store import fs as storefs
+    from cppo_bench.files import fs as storefs
 
     target = tmp_path / "manifest.json"
     target.write_text("old\n")
@@ -136,7 +136,7 @@ def test_full_disk_midway_leaves_the_old_file(tmp_path: Path, monkeypatch) -> No
 def test_a_full_disk_during_a_run_is_one_line_and_the_resume_completes(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from cppo_bench.store import fs as storefs
+    from cppo_bench.files import fs as storefs
 
     out = tmp_path / "runs"
     args = ["run", "--bench", "demo", "--method", "direct", "--backend", "run_scripted:make",

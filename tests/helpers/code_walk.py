@@ -1,5 +1,5 @@
-"""What the three door walks (printer, reader, writer in tests/util/) share: the dotted name
-of a call's target, read from the abstract syntax tree."""
+"""What the three door walks (the printer in tests/util/, the reader and writer in
+tests/files/) share: the dotted name of a call's target, read from the abstract syntax tree."""
 
 from __future__ import annotations
 

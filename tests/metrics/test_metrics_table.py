@@ -1,4 +1,5 @@
-"""Per-problem results from a CSV file and from a run store, and their pass@k scores."""
+"""Per-problem results from a CSV file and from a run store (read on the caller's side,
+cppo_bench.stats.read: the metrics read no file), and their pass@k scores."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ import numpy as np
 import pytest
 
 from cppo_bench.errors import DataError
-from cppo_bench.metrics.table import (
-    group_scores,
-    method_matrices,
-    read_outcomes_csv,
-    row_scores,
-    rows_from_runs,
-)
+from cppo_bench.metrics.table import group_scores, method_matrices, row_scores
+from cppo_bench.stats.read import load_runs, rows_of
+from cppo_bench.store.frames import read_outcomes
 from cppo_bench.store.runs import (
     Branch,
     ProblemRecord,
@@ -23,6 +20,14 @@ from cppo_bench.store.runs import (
     run_dir_for,
     write_manifest,
 )
+
+
+def csv_rows(path: Path):  # what `cppo-bench stats --csv` scores
+    return rows_of(read_outcomes(path))
+
+
+def run_rows(root: Path):  # what `cppo-bench stats --runs` scores
+    return rows_of(load_runs(root))
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -41,7 +46,7 @@ def test_csv_outcomes_and_passed_forms(tmp_path):
         "apps,direct,,p2,,false,,\n"
         "apps,pkpo,1,p1,1|0|0|1,,,\n",
     )
-    rows = read_outcomes_csv(path)
+    rows = csv_rows(path)
     assert [r.outcomes for r in rows[:2]] == [(False, False, True, False), (False,) * 4]
     assert rows[2].seed == 0 and rows[2].passed is True and rows[3].passed is False
     assert rows[0].planner_tokens == 120 and rows[2].solver_tokens is None
@@ -68,18 +73,18 @@ def test_csv_outcomes_and_passed_forms(tmp_path):
 )
 def test_csv_errors_name_the_line(tmp_path, text, message):
     with pytest.raises(DataError, match=message) as info:
-        read_outcomes_csv(write(tmp_path, text))
+        csv_rows(write(tmp_path, text))
     assert "results.csv" in str(info.value)
 
 
 def test_too_few_branches_names_the_record(tmp_path):
-    rows = read_outcomes_csv(write(tmp_path, "method,problem_id,outcomes\ncppo,p9,0101\n"))
+    rows = csv_rows(write(tmp_path, "method,problem_id,outcomes\ncppo,p9,0101\n"))
     with pytest.raises(DataError, match="cppo/seed 0/p9: 4 branches; pass@5"):
         row_scores(rows, 5)
 
 
 def test_method_matrices_pair_problems(tmp_path):
-    rows = read_outcomes_csv(
+    rows = csv_rows(
         write(
             tmp_path,
             "method,seed,problem_id,passed\n"
@@ -121,12 +126,12 @@ def make_run(root: Path, method: str, seed: int, outcomes: dict[str, list[bool]]
     return run
 
 
-def test_rows_from_runs(tmp_path):
+def test_run_rows(tmp_path):
     make_run(tmp_path, "cppo", 0, {"a": [False, True, False, False]}, options={"select": "last"},
              plans=[["use dp", "use greedy", "bfs", "brute force"]])  # fmt: skip
     make_run(tmp_path, "direct", 0, {"a": [True, False, False, False]}, model="m1")
     make_run(tmp_path, "direct", 0, {"a": [False, False, False, False]}, model="m2")
-    rows = sorted(rows_from_runs(tmp_path), key=lambda r: r.method)
+    rows = sorted(run_rows(tmp_path), key=lambda r: r.method)
     assert [r.method for r in rows] == ["cppo", "direct[m1]", "direct[m2]"]
     cppo = rows[0]
     assert cppo.select == "last" and cppo.texts_kind == "plan"
@@ -142,4 +147,4 @@ def test_rows_from_runs(tmp_path):
     assert np.array_equal(row_scores(rows, 2, estimator="first"), [0.0, 1.0, 0.0])
     assert np.array_equal(row_scores(rows, 2, select="first"), [1.0, 0.5, 0.0])
     with pytest.raises(DataError, match="no run directories"):
-        rows_from_runs(tmp_path / "empty")
+        run_rows(tmp_path / "empty")

@@ -10,10 +10,12 @@ import pytest
 from run_scripted import ScriptedBackend
 
 from cppo_bench.backends.base import GenRequest, GenResult, SamplingParams
+from cppo_bench.backends.streaming import LazyBackend
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.errors import DataError
+from cppo_bench.runner.cached import CachedBackend
 from cppo_bench.runner.pipeline import EvalSpec, execute
-from cppo_bench.store.gencache import GEN_CACHE, CachedBackend, GenCache, LazyBackend
+from cppo_bench.store.gencache import GEN_CACHE, GenCache
 from cppo_bench.store.runs import RECORDS, read_manifest, read_records, repair_tail
 
 

@@ -19,11 +19,11 @@ from cppo_bench.backends.base import SamplingParams
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
 from cppo_bench.errors import DataError
+from cppo_bench.files.fs import StoreLinkError
+from cppo_bench.files.lock import RunLock, RunLockedError, lock_path
 from cppo_bench.runner.pipeline import EvalSpec, execute
-from cppo_bench.store.fs import StoreLinkError
 from cppo_bench.store.gencache import GEN_CACHE, GenCache
 from cppo_bench.store.index import scan
-from cppo_bench.store.lock import RunLock, RunLockedError, lock_path
 from cppo_bench.store.runs import MANIFEST, RECORDS, read_manifest, read_records
 
 
@@ -119,7 +119,7 @@ def test_a_second_process_on_a_run_stops_with_one_line_naming_the_holder(tmp_pat
     runs = tmp_path / "runs"
     run_dir = fresh_run(tmp_path, problems, limit=1)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom cppo_bench.store.lock import RunLock\n"
+        [sys.executable, "-c", "import sys, time\nfrom cppo_bench.files.lock import RunLock\n"
          f"with RunLock({str(run_dir)!r}):\n    print('held', flush=True)\n    time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()},
     )  # fmt: skip

@@ -18,7 +18,7 @@ PACKAGE = REPO / "cppo_bench"
 # one. A unit is a top-level module or sub-package of cppo_bench ("__init__" is the package
 # front). The same order is drawn in docs/concepts.md ("## Layers").
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "util"),
+    ("errors", "util", "files"),
     ("problem", "plan"),
     ("benchmarks", "prompts", "backends", "verifier"),
     ("methods",),
@@ -106,6 +106,31 @@ def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
         reach[m] = seen
     found = {frozenset(x for x in reach[m] if m in reach[x]) for m in graph}
     return sorted(sorted(c) for c in found if len(c) > 1)
+
+
+# units a unit never imports though the table would allow it (issue 48): the run store files
+# what the methods and backends produced and asks them nothing (a run records its pass@k rule
+# when made); the metrics are pure (a frame is read on the caller's side, cppo_bench.stats.read)
+# and take from the store only the row type they score.
+NEVER = {
+    "store": ("cppo_bench.methods", "cppo_bench.backends"),
+    "metrics": ("cppo_bench.files", "cppo_bench.store", "cppo_bench.runner"),
+}
+NEVER_EXCEPT = {"metrics": ("cppo_bench.store.outcomes",)}
+
+
+def _is(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_store_asks_no_producer_and_the_metrics_read_no_file() -> None:
+    wrong = sorted(
+        f"{m} -> {d}"
+        for m, deps in _graph().items()
+        for d in deps
+        if _is(d, NEVER.get(_unit(m), ())) and not _is(d, NEVER_EXCEPT.get(_unit(m), ()))
+    )
+    assert not wrong, wrong
 
 
 def test_no_import_cycle_in_the_harness() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests_paths import REPO, toy_env
 
-from cppo_bench.util import userfiles
+from cppo_bench.files import userfiles
 
 SCRIPT = str(REPO / "tests" / "helpers" / "toy_task.py")
 PLANTS = ("unlisted FIFO", "link to /dev/zero", "folder where a file goes")

@@ -168,8 +168,9 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
 def test_harness_does_not_import_trainers() -> None:
     code = (
         "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"
-        "from cppo_bench.cli import plugin_commands;"
+        "from cppo_bench.cli import COMMANDS, main, plugin_commands; assert 'train' not in COMMANDS;"
         "assert plugin_commands()['train'] == 'trainers.cli:train';"
+        "assert 'train' in main.list_commands(None);"
         "assert not [m for m in sys.modules if m.startswith('trainers')], 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

@@ -3,7 +3,7 @@ stranger's (`train --resume`, a shared pipeline folder), so links planted at the
 trainer writes are never followed. A link at a file's name is replaced by the new file (its
 target kept); a link at a folder's name (a stage, `state/`, `checkpoints/`, an artifact) is
 one DataError line naming it, and nothing is written outside. The walk that keeps every
-trainer write on this path is tests/util/test_untrusted_writer.py."""
+trainer write on this path is tests/files/test_untrusted_writer.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDirError
+from cppo_bench.files.outdir import OutDirError
 
 pytest.importorskip("torch")
 
@@ -76,7 +76,7 @@ def test_an_unfinished_temporary_folder_is_replaced_not_entered(tmp_path: Path) 
 
 
 def test_final_and_latest_replace_planted_links(tmp_path: Path) -> None:
-    from cppo_bench.store.outdir import OutDir
+    from cppo_bench.files.outdir import OutDir
     from trainers.engine import artifacts
 
     victim = _victim(tmp_path)

@@ -3,8 +3,11 @@ default is written once, one KEY=VALUE parser, one front door with --print-confi
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 import time
@@ -340,3 +343,107 @@ def test_reward_tests_flag_sets_the_reward_test_set(tmp_path: Path) -> None:
     for args in (["--reward-tests", "augmented"], ["--tests", str(tmp_path)]):
         res = CliRunner().invoke(main, ["train", "pkpo", *args, "--print-config"])
         assert res.exit_code == 2 and "--reward-tests augmented" in res.output
+
+
+# -- one door from the trainers to the harness (issue 48 item 3) ----------------------------
+
+FACADE = TRAINERS / "harness.py"
+HARNESS_NAME = re.compile(r"cppo_bench(\.\w+)*(:\w*)?")
+
+
+def _reaches_harness(path: Path) -> list[str]:
+    """Each way `path` reaches cppo_bench: an import (at the top, inside a function, or for
+    the type checker only) or a module named in a string (importlib, a registration)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if HARNESS_NAME.fullmatch(node.value) else []
+        else:
+            continue
+        found += [f"{node.lineno}: {n}" for n in names if _is(n, ("cppo_bench",))]
+    return found
+
+
+def test_the_trainers_reach_the_harness_through_one_door() -> None:
+    offenders = [
+        f"{p.relative_to(REPO)}:{line}"
+        for p in sorted(TRAINERS.rglob("*.py"))
+        if p != FACADE
+        for line in _reaches_harness(p)
+    ]
+    assert not offenders, "import it through trainers.harness:\n" + "\n".join(offenders)
+
+
+def test_the_door_walk_sees_each_way_in(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import cppo_bench\nfrom cppo_bench.errors import DataError\n"
+        "def f():\n    from cppo_bench import verifier\n"
+        "if TYPE_CHECKING:\n    import cppo_bench.store.runs as runs\n"
+        "importlib.import_module('cppo_bench.verifier')\nTARGET = 'cppo_bench.cli.run:run'\n"
+        "fine = 'cppo_bench is a name'\nfrom trainers.harness import DataError\n"
+    )
+    assert len(_reaches_harness(module)) == 6
+
+
+def _door_table() -> tuple[dict[str, str], dict[str, str]]:
+    """The facade's HARNESS table, and the same names as its TYPE_CHECKING block spells them."""
+    from trainers import harness
+
+    typed: dict[str, str] = {}
+    for node in ast.walk(ast.parse(FACADE.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.module
+                for a in stmt.names:
+                    sub = f"{stmt.module}.{a.name}"
+                    is_module = (
+                        importlib.util.find_spec(sub) is not None if _pkg(stmt.module) else False
+                    )
+                    typed[a.asname or a.name] = (
+                        f"{sub}:" if is_module else f"{stmt.module}:{a.name}"
+                    )
+    return dict(harness.HARNESS), typed
+
+
+def _pkg(module: str) -> bool:
+    spec = importlib.util.find_spec(module)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
+def test_the_door_names_what_the_trainers_use_and_nothing_else() -> None:
+    """Every name of the facade is real (it imports), spelled the same for the type checker,
+    and used by some trainers/ module; every name a trainers/ module takes from it is listed."""
+    table, typed = _door_table()
+    assert typed == table
+    used: set[str] = set()
+    for path in TRAINERS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "trainers.harness":
+                used |= {a.name for a in node.names}
+    assert used <= set(table), sorted(used - set(table))
+    assert set(table) <= used, f"names no trainers/ module uses: {sorted(set(table) - used)}"
+    from trainers import harness
+
+    for name in table:
+        assert getattr(harness, name) is not None
+    with pytest.raises(AttributeError, match="add it to HARNESS"):
+        harness.__getattr__("verify_everything")
+
+
+def test_the_harness_names_no_trainers_module_even_in_a_string() -> None:
+    """The harness CLI finds the trainers' `train` as an entry point (pyproject.toml); a
+    registration by string ("trainers.cli:train") is an import the layer tests cannot see."""
+    named = re.compile(r"trainers(\.\w+)+(:\w*)?")
+    offenders = [
+        f"{p.relative_to(REPO)}:{node.lineno}: {node.value}"
+        for p in sorted((REPO / "cppo_bench").rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and named.fullmatch(node.value)
+    ]  # fmt: skip
+    assert not offenders, offenders

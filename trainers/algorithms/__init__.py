@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cppo_bench.util.registry import Registry
+from trainers.harness import Registry
 
 if TYPE_CHECKING:
     from trainers.engine.algorithm import Algorithm

@@ -18,11 +18,6 @@ from pathlib import Path
 
 import torch
 
-from cppo_bench.plan.contract import format_plans, plan_tuple
-from cppo_bench.problem import Problem
-from cppo_bench.prompts import DEFAULT_VERSION, load_prompt, render
-from cppo_bench.store.training_schema import TAU, read_jsonl
-from cppo_bench.util.termsafe import quote
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation
 from trainers.core.cppo_joint import joint_rows, warmup_rows
@@ -30,6 +25,17 @@ from trainers.engine.algorithm import Algorithm, StepContext, StepRows
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
+from trainers.harness import (
+    DEFAULT_VERSION,
+    TAU,
+    Problem,
+    format_plans,
+    load_prompt,
+    plan_tuple,
+    quote,
+    read_jsonl,
+    render,
+)
 
 JOINT_CELLS = ("valid_pass", "valid_fail", "invalid_pass", "invalid_fail")
 # (problems, tuples as text) -> p(valid) per tuple; the pipeline wraps the reward model
@@ -207,8 +213,7 @@ class CPPO(Algorithm):
         if not self.config.gate_log:
             return
         path = Path(self.config.gate_log)
-        from cppo_bench.store import fs as storefs
-        from cppo_bench.store.outdir import make_root
+        from trainers.harness import make_root, storefs
 
         make_root(path.parent)
         with storefs.open_file(path, "a", encoding="utf-8", root=path.parent) as fh:  # no link

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cppo_bench.problem import Problem
 from trainers.algorithms.pkpo import sample_requests
 from trainers.core.passk_rl import passk_advantages
 from trainers.engine import algorithm as alg
 from trainers.engine.algorithm import Algorithm, StepContext, StepRows
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
+from trainers.harness import Problem
 
 
 @dataclass(frozen=True)

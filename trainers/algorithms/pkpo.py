@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import quote
 from trainers.core.pkpo import EDGE_CASES, ESTIMATORS, pkpo_transform
 from trainers.engine.algorithm import (
     Algorithm,
@@ -22,6 +20,7 @@ from trainers.engine.algorithm import (
 )
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
+from trainers.harness import Problem, quote
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import torch
 
-from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import quote
 from trainers.core.grpo import group_normalised_advantages
 from trainers.core.upskill import MI_LEVELS, mi_reward, upskill_reward
 from trainers.engine.algorithm import (
@@ -30,6 +28,7 @@ from trainers.engine.algorithm import (
 )
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
+from trainers.harness import Problem, quote
 
 # the evaluation method's format (cppo_bench.methods.skills): {i} is the 0-based skill index
 SKILL_PREFIX = "<skill_{i}>"

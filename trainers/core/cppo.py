@@ -27,9 +27,9 @@ from enum import Enum
 import torch
 from torch import Tensor
 
-from cppo_bench.util.termsafe import quote
 from trainers.core.batch import Region, Row
 from trainers.core.grpo import ADV_EPS, DEFAULT_STD, StdKind, group_normalised_advantages
+from trainers.harness import quote
 
 
 class PlanReward(str, Enum):

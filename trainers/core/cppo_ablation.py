@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from cppo_bench.util.registry import Registry
 from trainers.core.cppo import CPPOConfig, PlanReward, outcome_reward, plan_reward
+from trainers.harness import Registry
 
 STUDY_K = 4  # strategies per tuple = solver branches (the pass@K budget)
 DEFAULT_M = 8  # planner tuples per prompt

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.util.termsafe import quote
 from trainers.core.batch import PolicyBatch, Region, Row, collate
 from trainers.core.cppo import (
     CPPOConfig,
@@ -25,6 +24,7 @@ from trainers.core.cppo import (
 )
 from trainers.core.cppo_ablation import Ablation, reward_diagnostics, tuple_rewards
 from trainers.core.loss import LossConfig, frozen_logprobs, policy_loss
+from trainers.harness import quote
 
 
 @dataclass(frozen=True)

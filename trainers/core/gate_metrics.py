@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from cppo_bench.metrics.roc import binary_arrays
-from cppo_bench.metrics.roc import roc_auc as metrics_roc_auc
+from trainers.harness import binary_arrays
+from trainers.harness import roc_auc as metrics_roc_auc
 
 
 @dataclass(frozen=True)

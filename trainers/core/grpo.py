@@ -20,7 +20,7 @@ from typing import Literal, cast
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.util.termsafe import quote
+from trainers.harness import quote
 
 StdKind = Literal["bessel", "population"]
 Aggregation = Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"]

@@ -26,7 +26,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from cppo_bench.util.termsafe import quote
+from trainers.harness import quote
 
 Estimator = Literal["s", "sloo", "sloo_minus_one"]
 EDGE_CASES = ("public", "loo")

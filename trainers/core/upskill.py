@@ -24,7 +24,7 @@ import math
 import torch
 from torch import Tensor
 
-from cppo_bench.util.termsafe import quote
+from trainers.harness import quote
 
 N_SKILLS = 4
 ALPHA_MI = 5.0

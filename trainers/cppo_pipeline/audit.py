@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from torch import Tensor
 
-from cppo_bench.util.termsafe import quote
+from trainers.harness import quote
 
 
 class AuditFailed(Exception):

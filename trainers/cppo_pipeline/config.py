@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cppo_bench.store.training_schema import TAU
-from cppo_bench.util.termsafe import quote
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
 from trainers.engine.config import TrainConfig
+from trainers.harness import TAU, quote
 
 
 @dataclass(frozen=True)

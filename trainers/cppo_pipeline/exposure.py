@@ -12,8 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cppo_bench.problem import Problem
-from cppo_bench.store.outdir import OutDir
+from trainers.harness import OutDir, Problem
 
 EXPOSURE = "exposure.json"
 

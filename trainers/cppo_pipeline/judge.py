@@ -15,11 +15,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cppo_bench.backends import Backend, GenRequest, SamplingParams
-from cppo_bench.plan.contract import GENERIC_PLAN, format_plans, parse_judge_verdict, validate_plans
-from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt
-from cppo_bench.util.registry import Registry
+from trainers.harness import (
+    GENERIC_PLAN,
+    Backend,
+    GenRequest,
+    Problem,
+    Registry,
+    SamplingParams,
+    format_plans,
+    load_prompt,
+    parse_judge_verdict,
+    validate_plans,
+)
 
 RUBRIC_PROMPT = "judge_plan_rubric"
 _WORD = re.compile(r"[a-z][a-z0-9]+")
@@ -198,8 +205,8 @@ def make_judge(spec: str | None, base_url: str | None = None) -> Judge:
     at start."""
     import inspect
 
-    from cppo_bench.backends import BACKENDS
     from trainers.cppo_pipeline import ranks
+    from trainers.harness import BACKENDS
 
     kind, backend_name, model = parse_judge_spec(spec or "combined=hf:")
     backend = None

@@ -18,9 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cppo_bench.plan.contract import format_plans
-from cppo_bench.problem import Problem
-from cppo_bench.util.registry import Registry
+from trainers.harness import Problem, Registry, format_plans
 
 
 @dataclass(frozen=True)

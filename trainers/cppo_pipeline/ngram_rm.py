@@ -37,10 +37,10 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.plan.contract import validate_plans
 from trainers.core.gate import GateClassifier, GateConfig
 from trainers.cppo_pipeline.judge import GENERIC_ADVICE, STOPWORDS
 from trainers.cppo_pipeline.negatives import LabelledTuple
+from trainers.harness import validate_plans
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 # "the answer is A": the contract's answer patterns need a number; a stated result need not be
@@ -139,8 +139,8 @@ def create(seed: int) -> NgramRM:
 
 
 def load(folder: Path, meta: dict) -> NgramRM:
-    from cppo_bench.errors import DataError
     from trainers.engine.artifacts import load_tensors
+    from trainers.harness import DataError
 
     try:
         module = NgramVerifier(GateConfig(**meta["gate_config"]))

@@ -7,8 +7,6 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline.stage_data import PipelineInputs, stage_rm, stage_sft
 from trainers.cppo_pipeline.stage_rl import stage_audit, stage_joint, stage_warmup
@@ -21,6 +19,7 @@ from trainers.cppo_pipeline.stages import (
     run_stages,
 )
 from trainers.engine.layers import ConfigError
+from trainers.harness import Problem, quote
 
 STAGE_FNS: dict[str, Callable[..., object]] = {
     "sft": stage_sft,

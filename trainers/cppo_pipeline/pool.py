@@ -7,13 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.store.training_schema import read_jsonl
 from trainers.cppo_pipeline.negatives import LabelledTuple
+from trainers.harness import DataError, OutDir, read_jsonl
 
 if TYPE_CHECKING:
-    from cppo_bench.problem import Problem
+    from trainers.harness import Problem
 
 POOL = "pool.jsonl"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from cppo_bench.util import env
+from trainers.harness import env
 
 T = TypeVar("T")
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 
-from cppo_bench.store.training_schema import read_jsonl
 from trainers.core.gate_metrics import PREREGISTERED_RULE, AcceptanceRule
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.negatives import (
@@ -26,6 +25,7 @@ from trainers.cppo_pipeline.negatives import (
     split_by_problem,
 )
 from trainers.engine.artifacts import atomic_write_text
+from trainers.harness import read_jsonl
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,6 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.store.training_schema import TAU
-from cppo_bench.util.registry import Registry
 from trainers.core.gate_metrics import (
     PREREGISTERED_RULE,
     AcceptanceRule,
@@ -35,6 +33,7 @@ from trainers.cppo_pipeline import ngram_rm
 from trainers.cppo_pipeline.config import RMStageConfig
 from trainers.cppo_pipeline.negatives import LabelledTuple
 from trainers.cppo_pipeline.sft import checkpointed
+from trainers.harness import TAU, Registry
 
 META = "rm.json"  # kept only to name the old layout in errors; the meta is in artifact.json
 _QUESTION = "\n\nDo these methods follow every rule for this problem? Answer Yes or No.\nAnswer:"
@@ -153,14 +152,14 @@ def _device() -> str:
 
 
 def _create_generative(cfg: RMConfig) -> RewardModel:
-    from cppo_bench.backends.hf import load_model
+    from trainers.harness import load_model
 
     model, tok, _ = load_model(cfg.model, dtype=torch.float32)
     return GenerativeVerifier(model.to(_device()), tok, cfg)
 
 
 def _load_generative(folder: Path, cfg: RMConfig, meta: dict[str, Any]) -> RewardModel:
-    from cppo_bench.backends.hf import load_model
+    from trainers.harness import load_model
 
     model, tok, _ = load_model(str(folder / "model"), dtype=torch.float32)
     return GenerativeVerifier(model.to(_device()), tok, cfg)
@@ -244,9 +243,9 @@ def save(
 ) -> None:
     """An artifact of kind ``reward_model``: weights, the labelled pool it was trained on, and
     its meta (kind, tau, the metrics it was accepted on, config) in the manifest."""
-    from cppo_bench.store.outdir import OutDir
     from trainers.cppo_pipeline.pool import write_pool
     from trainers.engine import artifacts
+    from trainers.harness import OutDir
 
     with artifacts.saving(folder, "reward_model") as tmp:
         own = rm.save(tmp)
@@ -257,12 +256,12 @@ def save(
 
 
 def _meta(folder: Path) -> dict[str, Any]:
-    from cppo_bench.errors import DataError
     from trainers.engine import artifacts
+    from trainers.harness import DataError
 
     artifacts.read_manifest(folder, "reward_model")
     try:
-        from cppo_bench.util import userfiles
+        from trainers.harness import userfiles
 
         meta = userfiles.read_json(folder / META, userfiles.MAX_SMALL)
         GateMetrics(**meta["metrics"])

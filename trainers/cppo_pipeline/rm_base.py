@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline.config import RMStageConfig
+from trainers.harness import quote
 
 
 def resolve(rm_model: str | None, c: RMStageConfig, cuda: bool) -> str | None:

@@ -15,13 +15,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cppo_bench.backends import GenRequest, SamplingParams
-from cppo_bench.backends import chat as chatmod
-from cppo_bench.prompts import render
-from cppo_bench.util import env
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.loss import token_logprobs
 from trainers.cppo_pipeline.sft_funnel import PLAN_PROMPT, SFTExample
+from trainers.harness import GenRequest, SamplingParams, env, render
+from trainers.harness import chat as chatmod
 
 
 def encode_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> list[int]:

@@ -13,11 +13,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cppo_bench.backends import Backend, GenRequest, SamplingParams
-from cppo_bench.plan.contract import format_plans, parse_plans
-from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt, render
 from trainers.cppo_pipeline.judge import Judge, PlanItem, near_duplicate
+from trainers.harness import (
+    Backend,
+    GenRequest,
+    Problem,
+    SamplingParams,
+    format_plans,
+    load_prompt,
+    parse_plans,
+    render,
+)
 
 CANDIDATES_PROMPT = "sft_candidates"
 PLAN_PROMPT = "plan"

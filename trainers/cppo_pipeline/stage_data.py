@@ -10,14 +10,6 @@ from typing import Any
 
 import torch
 
-from cppo_bench.backends import Backend, GenRequest, SamplingParams
-from cppo_bench.backends.hf import HFBackend, load_model
-from cppo_bench.plan.contract import plan_tuple
-from cppo_bench.problem import Problem
-from cppo_bench.prompts import load_prompt, render
-from cppo_bench.store import training_schema as schema
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks, rm_base
 from trainers.cppo_pipeline import reward_model as rmod
 from trainers.cppo_pipeline.config import CPPOPipelineConfig, RMStageConfig
@@ -34,6 +26,20 @@ from trainers.cppo_pipeline.sft import SFTLayout, sft_rows, train_sft
 from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import artifacts
+from trainers.harness import (
+    Backend,
+    GenRequest,
+    HFBackend,
+    OutDir,
+    Problem,
+    SamplingParams,
+    load_model,
+    load_prompt,
+    plan_tuple,
+    quote,
+    render,
+)
+from trainers.harness import training_schema as schema
 
 CHECKPOINT = "planner"  # the SFT planner: an artifact of the one checkpoint format
 SFT_SET = "sft_set.jsonl"

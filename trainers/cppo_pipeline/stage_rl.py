@@ -20,12 +20,6 @@ from typing import Any
 
 import torch
 
-from cppo_bench.backends.base import SamplingParams
-from cppo_bench.backends.hf import load_model
-from cppo_bench.problem import Problem
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.store.training_schema import GATE_LOG, read_metrics
-from cppo_bench.util import userfiles
 from trainers.algorithms.cppo import CPPO, CPPOAlgoConfig, read_recent
 from trainers.core.cppo_ablation import ablation
 from trainers.core.cppo_joint import PlateauRule
@@ -47,6 +41,15 @@ from trainers.engine.algorithm import StepContext
 from trainers.engine.data import TrainingSet
 from trainers.engine.rewards import reward_from_config
 from trainers.engine.rollout import HFRollout
+from trainers.harness import (
+    GATE_LOG,
+    OutDir,
+    Problem,
+    SamplingParams,
+    load_model,
+    read_metrics,
+    userfiles,
+)
 
 REFRESH_LOG = "refresh.jsonl"
 RECENT = "recent_tuples.json"  # the last step's tuples (a resumed refresh relabels them)

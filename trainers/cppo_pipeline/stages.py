@@ -20,15 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.store.training_schema import STAGES, TRAIN_MANIFEST
-from cppo_bench.store.training_schema import read_manifest as read_training_manifest
-from cppo_bench.util.termsafe import quote
 from trainers.cppo_pipeline import ranks
 from trainers.engine.artifacts import atomic_write_text
 from trainers.engine.manifest import provenance
 from trainers.engine.metrics import MetricsLog
+from trainers.harness import STAGES, TRAIN_MANIFEST, DataError, OutDir, quote
+from trainers.harness import read_manifest as read_training_manifest
 
 MANIFEST = TRAIN_MANIFEST
 __all__ = ["MANIFEST", "STAGES", "PipelineStop", "StageContext", "StageResult", "run_stages"]
@@ -87,7 +84,7 @@ StageFn = Callable[[StageContext], StageResult]
 
 def _digest(path: Path) -> str:
     """A file's short content hash, streamed through the one reader ('' when absent)."""
-    from cppo_bench.util import userfiles
+    from trainers.harness import userfiles
 
     if not path.is_file():
         return ""

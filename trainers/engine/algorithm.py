@@ -20,11 +20,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from cppo_bench.methods.base import derive_seed
-from cppo_bench.problem import Problem
 from trainers.core.batch import Region, Row
 from trainers.engine.rewards import Scored
 from trainers.engine.rollout import Rollout, RolloutRequest
+from trainers.harness import Problem, derive_seed
 
 Messages = tuple[dict[str, str], ...]
 

@@ -9,7 +9,7 @@ either the old artifact or the new one: ``recover`` (run by every load and save)
 stranded ``.old-`` folder back, and a folder without a complete manifest is never loaded.
 Weights are safetensors or HF folders: loading never unpickles anything.
 
-Every write goes through the one writer under an output folder (cppo_bench/store/outdir.py,
+Every write goes through the one writer under an output folder (cppo_bench/files/outdir.py,
 docs/untrusted-inputs.md door 3): a run folder may be a stranger's (``--resume``), so a link
 planted at an artifact's name is one line, never followed; the temporary folder a library
 writes into (``save_pretrained``, ``save_state``) is made fresh there.
@@ -26,11 +26,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir, check_real_folder
-from cppo_bench.util import jsonio, userfiles
-from cppo_bench.util.oserrors import os_reason
-from cppo_bench.util.termsafe import quote
+from trainers.harness import (
+    DataError,
+    OutDir,
+    check_real_folder,
+    jsonio,
+    os_reason,
+    quote,
+    userfiles,
+)
 
 MANIFEST = "artifact.json"
 SCHEMA = "cppo-bench-artifact/1"
@@ -254,7 +258,7 @@ def load_tensors(path: Path) -> dict[str, Any]:
 def quiet() -> Iterator[None]:
     """No library chatter while saving: accelerate warns that tied weights are stored once
     (expected: they are tied again on load) and transformers draws a progress bar per shard."""
-    from cppo_bench.backends.default_model import quiet_loading
+    from trainers.harness import quiet_loading
 
     log = logging.getLogger("accelerate")
     level = log.level

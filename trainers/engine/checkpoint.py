@@ -18,11 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
-from cppo_bench.util import userfiles
-from cppo_bench.util.termsafe import quote
 from trainers.engine import artifacts, deepspeed_support, sharding, weight_sync
+from trainers.harness import DataError, OutDir, quote, userfiles
 
 STATE_DIR = "state"
 HF_DIR = "checkpoints"

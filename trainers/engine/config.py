@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cppo_bench.util.termsafe import quote
 from trainers.engine.layers import CONFIG_DIR, ConfigError, build
+from trainers.harness import quote
 
 __all__ = ["CONFIG_DIR", "ConfigError", "TrainConfig", "build_flat", "flat_keys"]
 

@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import SamplingParams
-from cppo_bench.problem import Problem
 from trainers.engine.algorithm import Messages, StepContext
 from trainers.engine.metrics import Timer
 from trainers.engine.rewards import RewardFn
 from trainers.engine.rollout import CONTEXT_FULL, Rollout, RolloutEngine, RolloutRequest
+from trainers.harness import Problem, SamplingParams
+from trainers.harness import chat as chatmod
 
 if TYPE_CHECKING:
     import torch

@@ -28,12 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.benchmarks import BENCHMARKS, load_benchmark
-from cppo_bench.decontam import Source, decontaminate
-from cppo_bench.decontam.sources import load_source
-from cppo_bench.errors import DataError
-from cppo_bench.problem import Problem
-from cppo_bench.util.termsafe import quote
+from trainers.harness import (
+    BENCHMARKS,
+    DataError,
+    Problem,
+    Source,
+    decontaminate,
+    load_benchmark,
+    load_source,
+    quote,
+)
 
 DEFAULT_TRAIN = "demo_train"
 DEFAULT_EVAL = ("demo",)
@@ -72,7 +76,7 @@ def load_training(
     result = load_benchmark(bench, data=data, **options)
     problems = [p for p in result.problems if p.task == "codegen" and p.tests]
     if echo is not None:
-        from cppo_bench.benchmarks.loadreport import load_line
+        from trainers.harness import load_line
 
         left = len(result.problems) - len(problems)
         extra = {"not code generation with tests": left} if left else {}

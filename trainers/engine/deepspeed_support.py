@@ -32,7 +32,7 @@ from typing import Any
 
 def launched() -> bool:
     """Whether ``accelerate launch`` asked for DeepSpeed (its launcher sets this variable)."""
-    from cppo_bench.util import env
+    from trainers.harness import env
 
     return env.flag("ACCELERATE_USE_DEEPSPEED", False)
 
@@ -116,7 +116,7 @@ def reference(path: str, dtype: Any, accelerator: Any) -> Any:
     import torch
     from transformers.integrations import deepspeed as hf_deepspeed
 
-    from cppo_bench.backends.hf import load_model
+    from trainers.harness import load_model
 
     plugin = accelerator.state.deepspeed_plugin
     config = copy.deepcopy(plugin.deepspeed_config)
@@ -177,7 +177,7 @@ def check_state_pickles(folder: Path, trusted: str = "") -> None:
 
     import torch
 
-    from cppo_bench.errors import DataError
+    from trainers.harness import DataError
 
     names = [*STATE_GLOBALS, *(n for n in trusted.split(",") if n.strip())]
     allowed = [obj for obj in map(_resolve, names) if obj is not None]

@@ -12,9 +12,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.outdir import OutDir
 from trainers.engine import checkpoint
+from trainers.harness import DataError, OutDir
 
 STATE_FOLDERS = (checkpoint.STATE_DIR, checkpoint.HF_DIR)
 
@@ -64,7 +63,7 @@ def lost_before_first_state(out: Path) -> str:
     """What a Ctrl-C before the run's first state save lost, and why: the steps trained so
     far (its metrics.jsonl lines) are not resumable, as a state is written every
     `state_every` steps (the manifest's config), not after each one."""
-    from cppo_bench.store.training_schema import read_manifest, read_metrics
+    from trainers.harness import read_manifest, read_metrics
 
     try:
         steps = len(read_metrics(out))

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.util import builder as typed
+from trainers.harness import builder as typed
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; 1 MiB is never a real one
@@ -28,7 +28,7 @@ class ConfigError(typed.BuildError):
 
 def read_preset(path: Path) -> dict[str, Any]:
     """A YAML mapping of config keys (nested for sections); one ConfigError line otherwise."""
-    from cppo_bench.util import userfiles  # the one reader: a FIFO or device is one line
+    from trainers.harness import userfiles  # the one reader: a FIFO or device is one line
 
     path = Path(path)
     try:

@@ -16,12 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.methods.direct import render_messages, stop_strings
-from cppo_bench.problem import Problem
-from cppo_bench.prompts import DEFAULT_VERSION
-from cppo_bench.util.termsafe import echo
-from cppo_bench.verifier import keep_sandboxes
 from trainers.engine import checkpoint, data, manifest, setup, sharding
 from trainers.engine.algorithm import Algorithm, Messages
 from trainers.engine.config import TrainConfig
@@ -31,6 +25,15 @@ from trainers.engine.rewards import RewardFn, reward_from_config
 from trainers.engine.rollout_engines import ROLLOUT_ENGINES
 from trainers.engine.setup import Parts, model_label
 from trainers.engine.trackers import PROJECT, check_tracker, tracker_folder
+from trainers.harness import (
+    DEFAULT_VERSION,
+    DataError,
+    Problem,
+    echo,
+    keep_sandboxes,
+    render_messages,
+    stop_strings,
+)
 
 __all__ = ["RunSpec", "StepState", "TrainResult", "model_label", "train"]
 
@@ -86,7 +89,7 @@ class StepState:
 
 
 def _env(spec: RunSpec, parts: Parts, rollout: Any) -> StepEnv:
-    from cppo_bench.backends.base import SamplingParams
+    from trainers.harness import SamplingParams
 
     cfg, acc = spec.config, parts.accelerator
     version = cfg.prompt_version or DEFAULT_VERSION
@@ -143,8 +146,8 @@ def _longest_prompt(spec: RunSpec, parts: Parts) -> int:
     """Tokens of the run's longest prompt, as the rollouts encode it, plus what the
     algorithm's prompts may carry on top (``Algorithm.prompt_carries``: CPPO's solver prompt
     holds a plan of up to max_tokens)."""
-    from cppo_bench.backends import chat as chatmod
-    from cppo_bench.backends.base import GenRequest, SamplingParams
+    from trainers.harness import GenRequest, SamplingParams
+    from trainers.harness import chat as chatmod
 
     cfg = spec.config
     version = cfg.prompt_version or DEFAULT_VERSION
@@ -209,7 +212,7 @@ def _train(spec: RunSpec) -> TrainResult:
             config=manifest.flat_config(spec),
             init_kwargs=check_tracker(cfg.report_to, out),
         )
-    from cppo_bench.util.progress import progress_bar
+    from trainers.harness import progress_bar
 
     run = StepState(total)
     share = cfg.prompts_per_step // world

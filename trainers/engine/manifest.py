@@ -16,12 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
-from cppo_bench.store.training_schema import TRAIN_MANIFEST, read_manifest
-from cppo_bench.util import env
-from cppo_bench.util.gitinfo import git_commit
-from cppo_bench.util.termsafe import quote
 from trainers.engine.artifacts import atomic_write_text
+from trainers.harness import TRAIN_MANIFEST, DataError, env, git_commit, quote, read_manifest
 
 MANIFEST = TRAIN_MANIFEST
 
@@ -228,6 +224,6 @@ def check_resume_steps(out: Path, start: int, total: int, *, say: bool = True) -
         )
     if say:  # the main process: once per run, to stderr like the loop's other notes
         left = total - start
-        from cppo_bench.util.termsafe import echo
+        from trainers.harness import echo
 
         echo(f"resumed from step {start} of {total} ({out}); {left} step(s) to train", err=True)

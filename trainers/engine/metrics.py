@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from cppo_bench.store.training_schema import METRICS
+from trainers.harness import METRICS
 
 METRICS_FILE = METRICS  # the one name (cppo_bench.store.training_schema)
 VARIANCE_OF = ("reward", "transformed_reward", "combined_reward", "r_mi", "r_correct")
@@ -145,8 +145,8 @@ class MetricsLog:
         """Drop lines past ``step`` (a resumed run recomputes them)."""
         if not self.enabled or not self.path.is_file():
             return
-        from cppo_bench.store.training_schema import read_jsonl
         from trainers.engine.artifacts import atomic_write_text
+        from trainers.harness import read_jsonl
 
         kept = [
             json.dumps(obj, sort_keys=True)
@@ -158,8 +158,7 @@ class MetricsLog:
     def write(self, record: Mapping[str, Any]) -> None:
         if not self.enabled:
             return
-        from cppo_bench.store import fs as storefs
-        from cppo_bench.store.outdir import make_root
+        from trainers.harness import make_root, storefs
 
         make_root(self.path.parent)
         # never through a link planted in a stranger's run folder (`train --resume`)

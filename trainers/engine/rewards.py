@@ -24,10 +24,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from cppo_bench.util import env
-from cppo_bench.util.registry import Registry
-from cppo_bench.verifier import VerifyJob, verify_batch
 from trainers.engine.rollout import Rollout
+from trainers.harness import Registry, VerifyJob, env, verify_batch
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ def _verify(rollouts: Sequence[Rollout], workers: int | None) -> list:
 def through_service(reward: RewardFn, urls: str) -> RewardFn:
     """`reward`, its programs verified by `cppo-bench serve` at `urls` (commas: several,
     the programs spread over them; docs/serve.md)."""
-    from cppo_bench.serve.client import VerifierClient
+    from trainers.harness import VerifierClient
 
     client = VerifierClient(urls)
 
@@ -122,7 +120,7 @@ def on_test_set(reward: RewardFn, tests_dir: str) -> RewardFn:
     added to its own tests (the Scored rollouts are the ones given)."""
     from dataclasses import replace
 
-    from cppo_bench.augment.store import read_test_set, with_tests
+    from trainers.harness import read_test_set, with_tests
 
     ts = read_test_set(tests_dir)
     cache: dict[int, tuple[Any, Any]] = {}  # id -> (the problem, kept alive; with its tests)
@@ -151,7 +149,7 @@ def verify_workers(configured: int) -> int:
     if configured:
         return configured
 
-    from cppo_bench.verifier.cpus import process_cpus
+    from trainers.harness import process_cpus
 
     local = env.world_size("LOCAL_WORLD_SIZE")
     return max(1, len(process_cpus()) // local)
@@ -172,7 +170,7 @@ def _in_process(cfg: Any) -> None:
 @VERIFIERS.register("local")
 def _node_pool(cfg: Any) -> str:
     """The node's one pool, started by local rank 0 and shared by the node's ranks."""
-    from cppo_bench.serve.node import node_service
+    from trainers.harness import node_service
 
     return node_service()
 
@@ -187,10 +185,10 @@ def _by_launch(cfg: Any) -> str | None:
     extra each rank keeps its share of the cores in-process, said on stderr."""
     if env.world_size("LOCAL_WORLD_SIZE") <= 1:
         return None
-    from cppo_bench.serve.node import serve_installed
+    from trainers.harness import serve_installed
 
     if not serve_installed():
-        from cppo_bench.util.termsafe import echo
+        from trainers.harness import echo
 
         echo("node verifier: the serve extra is not installed (pip install "
              "'cppo-bench[serve]'); each rank verifies in-process on its share of the "

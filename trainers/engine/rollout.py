@@ -21,11 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import GenRequest, SamplingParams
-from cppo_bench.backends.hf import HFBackend
-from cppo_bench.methods.base import close_fence
-from cppo_bench.problem import Problem
+from trainers.harness import GenRequest, HFBackend, Problem, SamplingParams, close_fence
+from trainers.harness import chat as chatmod
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cppo_bench.util.registry import Registry
 from trainers.engine.rollout import RolloutEngine
+from trainers.harness import Registry
 
 # name -> factory(model, tokenizer, options) -> RolloutEngine
 ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry(

@@ -42,9 +42,6 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cppo_bench.backends import chat as chatmod
-from cppo_bench.backends.base import SamplingParams
-from cppo_bench.backends.vllm import import_vllm
 from trainers.engine import weight_sync
 from trainers.engine.rollout import (
     CONTEXT_FULL,
@@ -54,6 +51,8 @@ from trainers.engine.rollout import (
     _finish,
     fits_context,
 )
+from trainers.harness import SamplingParams, import_vllm
+from trainers.harness import chat as chatmod
 
 
 def _engine_model_loader(llm: Any) -> Any:
@@ -346,7 +345,7 @@ def _read_config(model_path: str) -> dict[str, Any]:
 
     cfg = Path(model_path) / "config.json"
     if cfg.is_file():
-        from cppo_bench.util import userfiles  # a model folder may be a stranger's
+        from trainers.harness import userfiles  # a model folder may be a stranger's
 
         loaded = userfiles.read_json(cfg, userfiles.MAX_SMALL)
         return loaded if isinstance(loaded, dict) else {}

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.util import env
 from trainers.engine import deepspeed_support, sharding
 from trainers.engine.config import TrainConfig
+from trainers.harness import env
 
 # the oldest torch the engine has run on (2.11 and 2.13 are tested): FSDP2 keeps its parameter
 # groups under another private name before 2.13 (sharding.param_groups), and older releases
@@ -108,9 +108,8 @@ def load_policy(model: str | None, accelerator: Any) -> tuple[Any, Any, str, str
     """(policy, tokenizer, base-model label, folder); ``model`` None: the embedded default."""
     import torch
 
-    from cppo_bench.backends.default_model import ensure_default_model
-    from cppo_bench.backends.hf import load_model
     from trainers.engine.update import disable_dropout
+    from trainers.harness import ensure_default_model, load_model
 
     with accelerator.main_process_first():  # the first process builds the embedded folder
         path = str(ensure_default_model()) if model is None else model
@@ -210,7 +209,7 @@ def model_label(model: str | None) -> str:
     """The base-model label a run records (and `cppo-bench run --base-model` takes): the
     embedded default's name, a local folder's resolved path, or the hub id as given. Every
     trainer and every evaluation hint spells it this one way, so report columns never split."""
-    from cppo_bench.backends.default_model import DEFAULT_MODEL
+    from trainers.harness import DEFAULT_MODEL
 
     if model is None:
         return DEFAULT_MODEL

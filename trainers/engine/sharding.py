@@ -35,7 +35,7 @@ from typing import Any, cast
 
 import torch
 
-from cppo_bench.util import env
+from trainers.harness import env
 
 SHARDED_WEIGHTS = "sharded_model.safetensors"
 SHARDED_OPTIMIZER = "sharded_optimizer.safetensors"
@@ -357,7 +357,7 @@ def save_sharded_state(model: Any, optimizer: Any, folder: Path, main: bool) -> 
     }
     save_file(tensors, str(folder / SHARDED_OPTIMIZER))
     groups = json.dumps(optim["param_groups"], sort_keys=True)
-    from cppo_bench.store.outdir import OutDir
+    from trainers.harness import OutDir
 
     OutDir(folder).write_text(SHARDED_OPTIMIZER_META, groups + "\n")
 
@@ -373,7 +373,7 @@ def read_sharded_state(folder: Path) -> dict[str, Any]:
     for name, tensor in load_file(str(folder / SHARDED_OPTIMIZER)).items():
         fqn, _, key = name.partition("\t")
         state.setdefault(fqn, {})[key] = tensor
-    from cppo_bench.util import userfiles
+    from trainers.harness import userfiles
 
     groups = userfiles.read_json(folder / SHARDED_OPTIMIZER_META, userfiles.MAX_SMALL)
     if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):

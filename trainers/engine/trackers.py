@@ -16,9 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cppo_bench.errors import DataError
-from cppo_bench.util import env
-from cppo_bench.util.registry import Registry
+from trainers.harness import DataError, Registry, env
 
 PROJECT = "cppo-bench-train"  # the tracker project name; tensorboard's folder under --out
 
@@ -42,7 +40,7 @@ def tracker_folder(name: str, out_dir: Path) -> None:
     """The folder tracker `name` writes under ``out_dir``, made through the one writer: a
     link planted there (a stranger's run folder on --resume) is one line, never followed.
     Kept when it is a real folder: a resumed run adds to its logs."""
-    from cppo_bench.store.outdir import OutDir
+    from trainers.harness import OutDir
 
     folder = TRACKERS.get(name).folder
     if folder:
@@ -59,7 +57,7 @@ def check_tracker(name: str, out_dir: Path | None = None) -> dict[str, dict[str,
         return {}
     if not env.raw("WANDB_MODE") and not env.raw("WANDB_API_KEY"):
         os.environ["WANDB_MODE"] = "offline"
-        from cppo_bench.util.termsafe import echo
+        from trainers.harness import echo
 
         echo(
             "note: wandb has no WANDB_API_KEY here: logging offline (WANDB_MODE=offline); "

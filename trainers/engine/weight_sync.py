@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from cppo_bench.util.registry import Registry
+from trainers.harness import Registry
 
 NameMap = Callable[[str], str]
 

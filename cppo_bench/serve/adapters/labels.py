@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cppo_bench.benchmarks.apps import parse_tests
-from cppo_bench.util.jsonio import loads
+from cppo_bench.files.jsonio import loads
 
 MAX_LABEL_CHARS = 64 << 20  # the largest label text read (the problem's own caps apply after)
 

@@ -1,6 +1,6 @@
-"""Door 2 of docs/untrusted-inputs.md, files read from strangers: `cppo_bench/util/userfiles.py`
+"""Door 2 of docs/untrusted-inputs.md, files read from strangers: `cppo_bench/files/userfiles.py`
 is the one reader of user-named paths (the run store's own files go through
-`cppo_bench/store/fs.py`, which applies the same checks plus O_NOFOLLOW). The walk fails on
+`cppo_bench/files/fs.py`, which applies the same checks plus O_NOFOLLOW). The walk fails on
 any other way to read a file (exceptions listed with the reason); the behaviour tests feed
 FIFOs, devices, links to /dev/zero and oversized files to the reader and to the commands
 that take a path, and bound the memory each one costs (ru_maxrss of a fresh process)."""
@@ -18,13 +18,13 @@ import pytest
 from code_walk import dotted as _dotted
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import userfiles
+from cppo_bench.files import userfiles
 
 ROOT = Path(__file__).resolve().parents[2]
 DOORS = {
-    "cppo_bench/util/userfiles.py",
-    "cppo_bench/store/fs.py",
-    "cppo_bench/store/outdir.py",
+    "cppo_bench/files/userfiles.py",
+    "cppo_bench/files/fs.py",
+    "cppo_bench/files/outdir.py",
 }  # doors
 READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd.read_parquet",
               "pq.ParquetFile", "pq.read_table", "datasets.load_from_disk", "yaml.load", "yaml.safe_load", "yaml.full_load", "yaml.load_all", "yaml.safe_load_all",
@@ -34,9 +34,9 @@ READ_CALLS = {"open", "io.open", "json.load", "pd.read_csv", "pd.read_json", "pd
 READ_METHODS = {"read_text", "read_bytes", "open"}
 # Deliberate exceptions: (file, call) -> why it is not a stranger's file
 ALLOWED: dict[tuple[str, str], str] = {
-    ("cppo_bench/store/lock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
-    ("cppo_bench/store/lock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
-    ("cppo_bench/store/lock.py", "os.fdopen"): "its own lock file, opened above",
+    ("cppo_bench/files/lock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
+    ("cppo_bench/files/lock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
+    ("cppo_bench/files/lock.py", "os.fdopen"): "its own lock file, opened above",
     ("cppo_bench/cli/doctor_checks.py", ".read_text"): "/proc and /sys knobs of this machine",
     ("cppo_bench/verifier/inside/mounts.py", "open"): "/proc/self/mountinfo",
     ("cppo_bench/verifier/inside/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
@@ -123,7 +123,7 @@ def test_every_read_of_a_path_goes_through_the_reader() -> None:
         for line, name in reading_calls(ast.parse(path.read_text(encoding="utf-8"))):
             if (rel, name) not in ALLOWED:
                 offenders.append(f"{rel}:{line}: {name}")
-    assert not offenders, "read through cppo_bench.util.userfiles:\n" + "\n".join(offenders)
+    assert not offenders, "read through cppo_bench.files.userfiles:\n" + "\n".join(offenders)
 
 
 def test_the_walk_sees_each_way_around() -> None:
@@ -183,7 +183,7 @@ def test_long_line_is_skipped_without_being_held(tmp_path: Path) -> None:
     with open(path, "wb") as fh:
         fh.write(b'{"a": 1}\n' + b'"' + b"x" * (64 << 20) + b'"\n' + b'{"b": 2}\n')
     code = (
-        "import resource, sys\nfrom cppo_bench.util import userfiles\n"
+        "import resource, sys\nfrom cppo_bench.files import userfiles\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         f"out = [(ln.lineno, ln.text, ln.error) for ln in userfiles.lines({str(path)!r}, 8 << 20)]\n"
         "print(out)\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"

@@ -11,8 +11,8 @@ import pytest
 from small_fs import FULL, PAGE, READ_ONLY, REASON, small_fs, snapshot
 
 from cppo_bench.errors import DataError
-from cppo_bench.store import fs as storefs
-from cppo_bench.store.outdir import OutDir, write_user_file
+from cppo_bench.files import fs as storefs
+from cppo_bench.files.outdir import OutDir, write_user_file
 
 BIG = "x" * (3 * PAGE)  # more than the one page left free
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.errors import DataError, RunLockedError
-from cppo_bench.store.fs import not_replaceable
+from cppo_bench.files.fs import not_replaceable
 
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0

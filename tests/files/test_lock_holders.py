@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from cppo_bench.cli import main
 from cppo_bench.errors import DataError, RunLockedError
-from cppo_bench.store.lock import STALE_AFTER_S, RunLock, lock_path
+from cppo_bench.files.lock import STALE_AFTER_S, RunLock, lock_path
 
 HOST = socket.gethostname()
 NO_PROCESS = [0, -1, -(2**64), 2**31, 2**64, 2**1000]  # ints that name no process here

@@ -16,8 +16,8 @@ from run_scripted import ScriptedBackend, invoke
 import cppo_bench as cb
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.errors import DataError
-from cppo_bench.store import fs as storefs
-from cppo_bench.store.outdir import OutDir, OutDirError
+from cppo_bench.files import fs as storefs
+from cppo_bench.files.outdir import OutDir, OutDirError
 from cppo_bench.store.runs import MANIFEST, iter_runs, read_manifest, slug
 
 

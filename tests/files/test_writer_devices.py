@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cppo_bench.cli import main
-from cppo_bench.store import fs as storefs
-from cppo_bench.store.outdir import OutDir, OutDirError, _own_stream, write_user_file
+from cppo_bench.files import fs as storefs
+from cppo_bench.files.outdir import OutDir, OutDirError, _own_stream, write_user_file
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a device twin needs root")
@@ -307,7 +307,7 @@ def test_a_stale_looking_lock_that_is_a_device_is_never_broken(tmp_path: Path, k
     """The run lock breaks a stale lock by renaming it aside and unlinking it: an old device
     or FIFO at `<run>.lock` would have gone the same way."""
     from cppo_bench.errors import DataError
-    from cppo_bench.store.lock import RunLock, lock_path
+    from cppo_bench.files.lock import RunLock, lock_path
 
     run = tmp_path / "run"
     run.mkdir()

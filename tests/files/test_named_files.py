@@ -22,8 +22,8 @@ from run_scripted import ScriptedBackend, invoke
 
 import cppo_bench as cb
 from cppo_bench.benchmarks import load_benchmark
+from cppo_bench.files import userfiles
 from cppo_bench.store.runs import MANIFEST, iter_runs
-from cppo_bench.util import userfiles
 
 ROOT = Path(__file__).resolve().parents[2]
 # fields of a stored document whose value names a file (schema.py, artifacts.py)
@@ -35,7 +35,7 @@ RESOLVERS = {"inside", "stored_data", "source_of", "reload_args", "userfiles.ins
 # the resolvers themselves: a run's data outside the roots is read there only to compare its
 # bytes with the hash the run recorded (rundata.source_of)
 DOORS = {
-    "cppo_bench/util/userfiles.py",
+    "cppo_bench/files/userfiles.py",
     "cppo_bench/store/datasource.py",
     "cppo_bench/runner/rundata.py",
 }
@@ -101,7 +101,7 @@ def test_yaml_is_parsed_by_the_one_loader_only() -> None:
     offenders = []
     for path in sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")]):
         rel = path.relative_to(ROOT).as_posix()
-        if rel == "cppo_bench/util/userfiles.py":
+        if rel == "cppo_bench/files/userfiles.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and dotted(node.func).startswith("yaml."):

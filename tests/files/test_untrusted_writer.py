@@ -1,7 +1,7 @@
 """Door 3 of docs/untrusted-inputs.md, files written under an output folder: every write
-under `--out` goes through `cppo_bench/store/outdir.py` (report, verify, decontam, augment,
+under `--out` goes through `cppo_bench/files/outdir.py` (report, verify, decontam, augment,
 and the trainers' run and stage folders) or, for the run store and appended logs,
-`cppo_bench/store/fs.py`. The walk (over `cppo_bench/` and `trainers/`) fails on another way
+`cppo_bench/files/fs.py`. The walk (over `cppo_bench/` and `trainers/`) fails on another way
 to write; the behaviour tests plant links in `--out` and name outputs that would leave it
 (the trainers' own: tests/trainers/test_trainer_writes.py)."""
 
@@ -17,10 +17,10 @@ from code_walk import dotted as _dotted
 from report_plant import N, Plant, _write
 
 from cppo_bench.cli import main
-from cppo_bench.store.outdir import OutDir, OutDirError
+from cppo_bench.files.outdir import OutDir, OutDirError
 
 ROOT = Path(__file__).resolve().parents[2]
-DOORS = {"cppo_bench/store/outdir.py", "cppo_bench/store/fs.py"}
+DOORS = {"cppo_bench/files/outdir.py", "cppo_bench/files/fs.py"}
 WRITE_CALLS = {"shutil.rmtree", "os.replace", "os.rename", "json.dump", "shutil.copy",
                "shutil.copyfile", "shutil.move", "os.mkdir", "os.makedirs", "os.symlink",
                "torch.save", "save_file", "save_tensors", "shutil.copytree", "pickle.dump",
@@ -36,7 +36,7 @@ TREES = ("cppo_bench", "trainers")
 FRESH = "writes into the fresh temporary artifact folder OutDir.fresh_folder made"
 # Deliberate exceptions: (file, call) -> why it is not a write under a user's output folder
 ALLOWED: dict[tuple[str, str], str] = {
-    ("cppo_bench/store/lock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
+    ("cppo_bench/files/lock.py", "os.rename"): "moves a stale lock aside, O_EXCL-created",
     ("cppo_bench/verifier/cache.py", ".mkdir"): "its own hash-named verdict cache",
     ("cppo_bench/verifier/cache.py", "json.dump"): "its own verdict cache (O_EXCL temp)",
     ("cppo_bench/verifier/cache.py", "os.replace"): "its own verdict cache",
@@ -122,7 +122,7 @@ def test_every_write_under_an_output_folder_goes_through_the_writer() -> None:
         for line, name in writing_calls(ast.parse(path.read_text(encoding="utf-8"))):
             if (rel, name) not in ALLOWED:
                 offenders.append(f"{rel}:{line}: {name}")
-    assert not offenders, "write through cppo_bench.store.outdir.OutDir:\n" + "\n".join(offenders)
+    assert not offenders, "write through cppo_bench.files.outdir.OutDir:\n" + "\n".join(offenders)
 
 
 def test_the_walk_sees_each_way_around() -> None:
@@ -203,7 +203,7 @@ def test_a_file_the_user_names_goes_through_write_user_file() -> None:
             offenders += [f"{rel}:{line}: option {what} names one output file, but the "
                           "module never calls write_user_file"
                           for line, what in file_output_options(tree)]  # fmt: skip
-    assert not offenders, "write it with cppo_bench.store.outdir.write_user_file:\n" + "\n".join(
+    assert not offenders, "write it with cppo_bench.files.outdir.write_user_file:\n" + "\n".join(
         offenders
     )
 
@@ -287,7 +287,7 @@ def test_out_that_is_not_a_folder_is_one_line(tmp_path: Path, kind: str) -> None
     with pytest.raises(OutDirError) as err:
         OutDir(out)
     assert str(err.value).startswith(f"{out}: ") and "\n" not in str(err.value)
-    from cppo_bench.store.fs import StoreLinkError, make_dirs
+    from cppo_bench.files.fs import StoreLinkError, make_dirs
 
     with pytest.raises(StoreLinkError):  # the run store's root: the same refusal
         make_dirs(out, out / "demo")

@@ -13,7 +13,7 @@ Every read goes through `open_bytes`, which:
 On top: `read_bytes` / `read_text` / `read_json` / `read_yaml` (whole documents, capped),
 `lines` (split on `\\n` only, a cap per line, streamed: nothing is held before it is
 counted). Every failure is a `UserFileError` (a DataError): one line naming the file.
-`tests/util/test_untrusted_reader.py` walks the code and fails on an `open()`, `read_text`,
+`tests/files/test_untrusted_reader.py` walks the code and fails on an `open()`, `read_text`,
 `json.load`, `yaml.load` ... of a path anywhere else (exceptions listed there).
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cppo_bench.errors import DataError
-from cppo_bench.util import jsonio
+from cppo_bench.files import jsonio
 
 MAX_FILE = 1 << 30  # a whole document (benchmark JSON, input_output.json): 1 GiB
 MAX_SMALL = 16 << 20  # a config-like file (report spec, prompt, manifest, audit): 16 MiB

@@ -30,7 +30,7 @@ a run's path), and the folder itself may hold links planted by whoever shared it
   folder itself (`save_pretrained`, accelerate / DeepSpeed `save_state`); `rename` and
   `link` swap artifacts in and point `checkpoints/final` at a sibling.
 
-`tests/util/test_untrusted_writer.py` walks the code and fails on a write under an output
+`tests/files/test_untrusted_writer.py` walks the code and fails on a write under an output
 folder that goes another way (exceptions listed there).
 """
 
@@ -47,8 +47,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from cppo_bench.errors import DataError
-from cppo_bench.store import fs as storefs
-from cppo_bench.util.oserrors import refusal
+from cppo_bench.files import fs as storefs
+from cppo_bench.files.oserrors import refusal
 from cppo_bench.util.termsafe import quote
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, overload
 
 from cppo_bench.errors import DataError, StoreLinkError
-from cppo_bench.util.oserrors import refusal
+from cppo_bench.files.oserrors import refusal
 
 _MODES = {
     "rb": os.O_RDONLY,
@@ -38,7 +38,7 @@ class StoreWriteError(DataError):
 def write_failed(
     path: Path, exc: BaseException, what: str = "cannot write", kept: str = ""
 ) -> StoreWriteError:
-    """The one line for a write the file system refused (`util.oserrors.refusal`)."""
+    """The one line for a write the file system refused (`files.oserrors.refusal`)."""
     return StoreWriteError(refusal(path, exc, what, kept))
 
 
