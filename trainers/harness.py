@@ -75,7 +75,6 @@ HARNESS: dict[str, str] = {
     "TAU": "cppo_bench.store.training_schema:TAU",
     "TRAIN_MANIFEST": "cppo_bench.store.training_schema:TRAIN_MANIFEST",
     "training_schema": "cppo_bench.store.training_schema:",
-    "UnknownNameError": "cppo_bench.errors:UnknownNameError",
     "UserError": "cppo_bench.errors:UserError",
     "userfiles": "cppo_bench.files.userfiles:",
     "validate_plans": "cppo_bench.plan.contract:validate_plans",
@@ -107,7 +106,6 @@ if TYPE_CHECKING:  # the same names, spelled out for the type checker (`X as X`:
     from cppo_bench.decontam import decontaminate as decontaminate
     from cppo_bench.decontam.sources import load_source as load_source
     from cppo_bench.errors import DataError as DataError
-    from cppo_bench.errors import UnknownNameError as UnknownNameError
     from cppo_bench.errors import UserError as UserError
     from cppo_bench.files import fs as storefs  # noqa: F401  (re-exported)
     from cppo_bench.files import jsonio as jsonio
