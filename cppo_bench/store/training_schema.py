@@ -55,6 +55,8 @@ TRAINING_MANIFEST = sch.SCHEMAS.register("training_manifest")(
             "outputs": sch.mapping,
             "consumed": sch.mapping,
             "summary": sch.mapping,
+            # where the verifier reward ran (trainers/engine/rewards.verifier_mode)
+            "reward_verified_by": sch.optional(sch.one_of("inprocess", "node pool", "service")),
         },
         optional=frozenset(
             {
@@ -73,6 +75,7 @@ TRAINING_MANIFEST = sch.SCHEMAS.register("training_manifest")(
                 "outputs",
                 "consumed",
                 "summary",
+                "reward_verified_by",
             }
         ),  # fmt: skip
         open_ended=True,

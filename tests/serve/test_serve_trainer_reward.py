@@ -4,6 +4,7 @@ pointed at a service trains with every reward verified there."""
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,9 @@ def test_a_toy_run_pointed_at_the_service_trains(services, tmp_path: Path, toy_m
     assert result is not None
     # one step: 4 prompts x 8 samples, every one verified by the service
     assert programs_verified(svc) - before == 32
-    assert (tmp_path / "run").is_dir()
+    # the manifest says where the rewards were verified, not just the setting
+    manifest = json.loads((tmp_path / "run" / "train_manifest.json").read_text())
+    assert manifest["reward_verified_by"] == "service"
 
 
 @pytest.mark.parametrize(
@@ -129,6 +132,8 @@ def test_where_rewards_are_verified_by_setting_and_launch(
     assert [s.passed for s in scored] == [True, False] * 4
     assert bool(asked) is pooled and bool(here) is not pooled
     assert (programs_verified(services[0]) - before == len(scored)) is pooled
+    # what the training manifest records is what happened at those doors
+    assert rewards.verifier_mode(setting) == ("node pool" if pooled else "inprocess")
 
 
 def test_named_settings_are_not_urls_and_others_are_checked() -> None:
@@ -162,3 +167,13 @@ def test_without_the_serve_extra_the_default_verifies_in_process_and_says_so(
     assert [s.passed for s in scored] == [True, False] * 4 and here
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "serve extra is not installed" in err[0]
+
+
+def test_the_manifest_schema_knows_where_a_reward_ran() -> None:
+    from cppo_bench.store.training_schema import TRAINING_MANIFEST
+
+    base = {"kind": "training"}
+    for mode in ("inprocess", "node pool", "service", None):
+        assert not TRAINING_MANIFEST.check({**base, "reward_verified_by": mode}), mode
+    for bad in ("elsewhere", 3, ["service"]):
+        assert TRAINING_MANIFEST.check({**base, "reward_verified_by": bad}), bad

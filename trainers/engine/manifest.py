@@ -71,6 +71,12 @@ def flat_config(spec: Any) -> dict[str, Any]:
     return {**dataclasses.asdict(spec.config), **dataclasses.asdict(spec.algorithm.config)}
 
 
+def _verified_by(setting: str) -> str:
+    from trainers.engine.rewards import verifier_mode  # the reward's own decision
+
+    return verifier_mode(setting)
+
+
 def write(
     out: Path,
     spec: Any,
@@ -107,6 +113,11 @@ def write(
         "total_steps": total_steps,
         **provenance(),
         "topology": topology(accelerator, model),
+        # where the verifier reward ran (the config's "" default does not say): None for a
+        # reward the run was given in code
+        "reward_verified_by": None
+        if getattr(spec, "reward", None) is not None
+        else _verified_by(getattr(cfg, "reward_verifier", "")),
         "started_at": previous.get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "resumed_at_steps": [
             *previous.get("resumed_at_steps", []),

@@ -175,6 +175,15 @@ def _node_pool(cfg: Any) -> str:
     return node_service()
 
 
+def _auto_uses_the_pool() -> bool:
+    """What the default decides here: several processes on this node and the serve extra."""
+    if env.world_size("LOCAL_WORLD_SIZE") <= 1:
+        return False
+    from trainers.harness import serve_installed
+
+    return bool(serve_installed())
+
+
 @VERIFIERS.register("auto")
 def _by_launch(cfg: Any) -> str | None:
     """The default (""): the node's pool when a launcher started several processes on this
@@ -183,18 +192,27 @@ def _by_launch(cfg: Any) -> str | None:
     itself (nothing to share, no server to start or hop through). verify_workers counts
     in-process sandboxes: it applies to "inprocess" and a single process. Without the serve
     extra each rank keeps its share of the cores in-process, said on stderr."""
-    if env.world_size("LOCAL_WORLD_SIZE") <= 1:
-        return None
-    from trainers.harness import serve_installed
-
-    if not serve_installed():
+    if _auto_uses_the_pool():
+        return _node_pool(cfg)
+    if env.world_size("LOCAL_WORLD_SIZE") > 1:
         from trainers.harness import echo
 
         echo("node verifier: the serve extra is not installed (pip install "
              "'cppo-bench[serve]'); each rank verifies in-process on its share of the "
              "cores", err=True)  # fmt: skip
-        return None
-    return _node_pool(cfg)
+    return None
+
+
+def verifier_mode(setting: str) -> str:
+    """Where reward_verifier=``setting`` has rewards verified in this process's launch:
+    "inprocess", "node pool" or "service" (URLs). The training manifest records it, since the
+    setting alone ("", the default) does not say which one a run used."""
+    if setting not in VERIFIERS:
+        return "service"
+    name = VERIFIERS.canonical(setting)
+    if name == "auto":
+        return "node pool" if _auto_uses_the_pool() else "inprocess"
+    return {"local": "node pool", "inprocess": "inprocess"}.get(name, name)
 
 
 def reward_from_config(cfg) -> RewardFn:  # noqa: ANN001 - a TrainConfig
