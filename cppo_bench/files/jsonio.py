@@ -94,8 +94,13 @@ def depth_error(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """`json.loads` that raises only ValueError (json.JSONDecodeError for syntax), and
     refuses values nested deeper than `max_depth`."""
+    return _decoded(text, max_depth)
+
+
+def _decoded(text: str | bytes, max_depth: int, **hooks: Any) -> Any:
+    """json.loads with `hooks`, a RecursionError and a nesting past `max_depth` as ValueError."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, **hooks)
     except RecursionError:
         raise ValueError(f"invalid JSON (nested more than {max_depth} levels deep)") from None
     why = depth_error(value, max_depth)
@@ -120,12 +125,5 @@ def loads_counted(text: str | bytes, max_values: int, max_depth: int = MAX_DEPTH
             raise TooMany(f"more than {max_values} JSON values")
         return value
 
-    try:
-        value = json.loads(text, object_hook=tick, parse_int=lambda s: tick(int(s)),
-                           parse_float=lambda s: tick(float(s)))  # fmt: skip
-    except RecursionError:
-        raise ValueError(f"invalid JSON (nested more than {max_depth} levels deep)") from None
-    why = depth_error(value, max_depth)
-    if why:
-        raise ValueError(f"invalid JSON ({why})")
-    return value
+    return _decoded(text, max_depth, object_hook=tick, parse_int=lambda s: tick(int(s)),
+                    parse_float=lambda s: tick(float(s)))  # fmt: skip

@@ -11,7 +11,6 @@ because no real server fails on cue.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests_paths import free_port
 
 from cppo_bench.backends import BACKENDS, GenRequest, SamplingParams
 from cppo_bench.backends import default_model as dm
@@ -34,12 +34,6 @@ def chat(text: str, **params: object) -> GenRequest:
         params=SamplingParams(**params),  # type: ignore[arg-type]
         messages=({"role": "user", "content": text},),
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- fast: pure helpers and a scripted server ---------------------------------------------
