@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import bench_options, open_backend, parse_kv
+from cppo_bench.api.names import open_backend
+from cppo_bench.cli.options import bench_options, parse_kv
 from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import echo, safe
 

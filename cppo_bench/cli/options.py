@@ -1,9 +1,11 @@
-"""What the CLI commands share: one KEY=VALUE parser, one --bench/--data/-o option set, and
-one way to open a backend that is always closed again."""
+"""What the CLI commands share: the link from a command to the config object it builds
+(`configured`), one KEY=VALUE parser, one --bench/--data/-o option set, one --runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,11 +51,10 @@ def bench_options(func: F | None = None, *, required: bool = True) -> Any:
         kwargs["option_pairs"] = tuple(pairs)
         return func(*args, **kwargs)
 
-    from cppo_bench.benchmarks import BENCHMARKS
-    from cppo_bench.cli.run_help import names
+    from cppo_bench.api.names import listing
 
     options = [
-        click.option("--bench", required=required, help=f"Benchmark: {names(BENCHMARKS)}."),
+        click.option("--bench", required=required, help=f"Benchmark: {listing('benchmark')}."),
         click.option(
             "--data",
             "data_path",
@@ -98,27 +99,6 @@ def bench_options(func: F | None = None, *, required: bool = True) -> Any:
     return wrapper
 
 
-def backend_factory(name: str) -> Callable[..., Any]:
-    """A registered backend name, or `package.module:factory` (cppo_bench.backends.opening)."""
-    from cppo_bench.backends import opening
-
-    return opening.backend_factory(name)
-
-
-def default_model_label(name: str, factory: Callable[..., Any]) -> str:
-    from cppo_bench.backends.opening import default_model_label as label
-
-    return label(name, factory)
-
-
-def open_backend(name: str, model: str | None, options: dict[str, Any]) -> Any:
-    """The backend `name` for `model`, closed when the block ends (backends.opening)."""
-    from cppo_bench.backends.opening import open_backend as opened
-
-    backend_factory(name)  # an unimportable factory: one click line before anything starts
-    return opened(name, model, options)
-
-
 def runs_option(
     *old: str, default: str | None = "runs", must_exist: bool = False, help: str
 ) -> Callable[[F], F]:
@@ -153,3 +133,69 @@ def runs_option(
         return func
 
     return wrap
+
+
+@dataclass(frozen=True)
+class Configured:
+    """What a command builds: its config class, the parameter -> field names that differ, the
+    parameters the command parses into fields (KEY=VALUE lists, --like) and those that only
+    shape what it prints (--quiet, --format)."""
+
+    cls: type
+    names: Mapping[str, str]
+    parsed: frozenset[str]
+    view: frozenset[str]
+
+    def field(self, param: str) -> str:
+        return self.names.get(param, param)
+
+
+ATTRIBUTE = "cppo_bench_config"
+_UNSET = getattr(click.core, "UNSET", None)  # click >= 8.3: an option given no default
+
+
+def configured(
+    cls: type,
+    *,
+    names: Mapping[str, str] | None = None,
+    parsed: Iterable[str] = (),
+    view: Iterable[str] = (),
+) -> Callable[[click.Command], click.Command]:
+    """Put above ``@click.command()``: the command builds one ``cls`` (a config of
+    cppo_bench.api) and calls the API with it. Each option that sets a field takes its help
+    and default from the field (said once, in the config), so --help, the API and
+    docs/options.md cannot disagree; an option whose own default differs from the field's is
+    refused here, at import (tests/cli/test_thin_cli.py imports every command)."""
+    from cppo_bench.api.config import default_of, help_of
+
+    link = Configured(cls, dict(names or {}), frozenset(parsed), frozenset(view))
+
+    def attach(cmd: click.Command) -> click.Command:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for param in cmd.params:
+            field = fields.get(link.field(param.name or ""))
+            if field is None or param.name in link.parsed or not isinstance(param, click.Option):
+                continue
+            if not param.help:
+                param.help = help_of(field)
+            default = default_of(field)
+            if default is dataclasses.MISSING or param.multiple or param.is_flag:
+                continue
+            unset = param.default is None or param.default is _UNSET
+            if unset and default is not None:
+                param.default, param.show_default = default, True
+            elif not unset and param.default != default:
+                raise TypeError(
+                    f"{cmd.name} {param.opts[0]}: default {param.default!r} is not "
+                    f"{cls.__name__}.{field.name}'s {default!r}: give it in the config only"
+                )
+        setattr(cmd, ATTRIBUTE, link)
+        return cmd
+
+    return attach
+
+
+def config_of(cmd: click.Command) -> Configured | None:
+    """The config a command builds (``configured``), or None."""
+    found = getattr(cmd, ATTRIBUTE, None)
+    return found if isinstance(found, Configured) else None

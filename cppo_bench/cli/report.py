@@ -39,7 +39,7 @@ def _judge(backend: str | None, model: str | None) -> AbstractContextManager[Any
     the report is done; None without --judge-backend."""
     if backend is None:
         return nullcontext(None)
-    from cppo_bench.cli.options import open_backend
+    from cppo_bench.api.names import open_backend
 
     return open_backend(backend, model, {})
 

@@ -9,30 +9,16 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import backend_factory, bench_options, parse_kv, runs_option
+from cppo_bench.api.run import RunConfig
+from cppo_bench.cli.options import bench_options, configured, parse_kv, runs_option
 from cppo_bench.cli.run_like import METHOD_FLAGS
-from cppo_bench.cli.testsets import apply_tests, load_tests, tests_option
-from cppo_bench.errors import BackendError
+from cppo_bench.cli.testsets import tests_option
 from cppo_bench.util.termsafe import echo, quote
-
-# flag -> method option it sets (only the methods that have the option accept it)
-
-
-def parse_seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"{quote(text)} is not a comma-separated list of integers"
-        ) from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise click.BadParameter(f"{quote(text)}: give distinct seeds, e.g. 0,1,2")
-    return seeds
 
 
 def say_what_was_loaded(bench: str, loaded: Any, limit: int | None) -> None:
     """Read / kept / dropped-and-why (stderr), and how many of the kept ones --limit uses."""
-    from cppo_bench.benchmarks.loadreport import load_line
+    from cppo_bench.api.data import load_line
 
     echo(load_line(bench, loaded), err=True)
     n = len(loaded.problems)
@@ -54,10 +40,9 @@ def resume_command() -> str:
 
 def strict_plans(method: str, method_options: dict[str, Any]) -> None:
     """--strict-plans: no fill rule; an invalid tuple's branches count as failed."""
-    from cppo_bench.methods import METHODS
+    from cppo_bench.api.names import method_takes
 
-    fields = getattr(METHODS.get(method).options_type, "__dataclass_fields__", {})
-    if "fill" not in fields:
+    if not method_takes(method, "fill"):
         raise click.UsageError(
             f"--strict-plans: method {quote(method)} has no plan tuples to be strict about "
             "(it applies to cppo)"
@@ -71,10 +56,10 @@ def backend_as_model(opts: dict[str, Any]) -> None:
     """`--model hf` (a backend name given as the model, as lm-eval's `--model hf` reads) is
     the backend, with its default model: recognised here instead of asking the hub for a
     model called 'hf' (which retries for a minute before failing)."""
-    from cppo_bench.backends import BACKENDS
+    from cppo_bench.api.names import registry
 
     model = opts["model"]
-    if model is None or model not in BACKENDS.names() or Path(model).exists():
+    if model is None or model not in registry("backend").names() or Path(model).exists():
         return
     source = click.get_current_context().get_parameter_source("backend")
     if source is not None and source.name != "DEFAULT" and opts["backend"] != model:
@@ -127,22 +112,23 @@ def acknowledged_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-_LOCK_WAIT = click.option(
-    "--lock-wait",
-    type=click.FloatRange(min=0),
-    default=0.0,
-    show_default=True,
-    help="Seconds to wait for a run another process holds (else stop at once, naming it).",
-)
+_LOCK_WAIT = click.option("--lock-wait", type=click.FloatRange(min=0))
 
 
 def _method_help() -> str:
-    from cppo_bench.cli.run_help import names
-    from cppo_bench.methods import METHODS
+    from cppo_bench.api.names import listing
 
-    return "One of: " + names(METHODS) + "."
+    return "One of: " + listing("method") + "."
 
 
+# the parameters folded into one field: method flags and -m into method_options, -b and its
+# two flags into backend_options, -o into loader_options, the checkpoint flags into tags
+_PARSED = (*METHOD_FLAGS, "strict_plans", "method_option", "backend_option", "base_url",
+           "batch_size", "option_pairs", "trained", "base_model", "train_seed", "like", "seeds")  # fmt: skip
+
+
+@configured(RunConfig, names={"data_path": "data", "tests_dir": "tests"}, parsed=_PARSED,
+            view=("quiet",))  # fmt: skip
 @click.command()
 @click.option("--method", default=None, help=_method_help())
 @bench_options(required=False)
@@ -156,23 +142,18 @@ def _method_help() -> str:
     "store.",
 )
 @tests_option
-@click.option("--model", default=None, help="Model id or path (default: the backend's default).")
-@click.option("--backend", default="hf", show_default=True, help="hf, vllm, openai or mod:factory.")
+@click.option("--model")
+@click.option("--backend")
 @click.option(
     "-k",
     "--k",
     "--n",  # lm-eval / LiveCodeBench spelling
     "k",
-    default=4,
-    show_default=True,
     type=click.IntRange(1),
-    help="Attempts per problem: the pass@K budget.",
 )
 @click.option(
     "--limit",
     type=click.IntRange(1),
-    default=None,
-    help="First N problems only; a larger N later extends the same run.",
 )
 @click.option(
     "--shard",
@@ -182,14 +163,12 @@ def _method_help() -> str:
     "merge with `cppo-bench runs merge`.",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated; one run each.")
-@click.option("--temperature", default=0.7, show_default=True, type=float, help="0 = greedy; >= 0.")
-@click.option("--top-p", "--top_p", "top_p", default=0.95, show_default=True, type=float)
+@click.option("--temperature", type=float)
+@click.option("--top-p", "--top_p", "top_p", type=float)
 @click.option(
     "--max-tokens",
     "--max_tokens",
     "max_tokens",
-    default=2048,
-    show_default=True,
     type=click.IntRange(1),
 )
 @runs_option(
@@ -227,12 +206,9 @@ def _method_help() -> str:
 )
 @click.option(
     "--chunk-size",
-    default=16,
-    show_default=True,
     type=click.IntRange(1),
-    help="Problems per batch; a killed run loses at most one chunk.",
 )
-@click.option("--workers", type=click.IntRange(1), default=None, help="Verifier processes.")
+@click.option("--workers", type=click.IntRange(1))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option(
     "--new-run",
@@ -256,13 +232,13 @@ def run(**opts: Any) -> None:
     generations are served from the run's generation cache.
     """
     from cppo_bench.api import run as run_api
+    from cppo_bench.api.config import build_config
     from cppo_bench.cli.run_view import (
         RichReporter,
         print_interrupted,
         print_seed_table,
         print_summary,
     )
-    from cppo_bench.store.runs import parse_shard
 
     if opts["like"] is not None:
         from cppo_bench.cli.run_like import apply_like
@@ -271,38 +247,35 @@ def run(**opts: Any) -> None:
     for flag, name in (("--method", "method"), ("--bench", "bench")):
         if opts[name] is None:  # required, unless --like gives it
             raise click.MissingParameter(param_hint=f"'{flag}'", param_type="option")
-    seeds = parse_seeds(opts["seeds"])
-    try:
-        shard = None if opts["shard"] is None else parse_shard(opts["shard"])
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--shard") from None
-    from cppo_bench.methods import (
-        METHODS,  # before any progress output: an unknown method is a one-line error, nothing else
-    )
-
-    METHODS.get(opts["method"])
     method_options = {f: opts[f] for f in METHOD_FLAGS if opts[f] is not None}
     method_options.update(parse_kv(opts["method_option"], "-m/--method-option"))
     if opts["strict_plans"]:
         strict_plans(opts["method"], method_options)
     backend_as_model(opts)
-    test_set = load_tests(opts["tests_dir"], opts["bench"])  # before the data: fails fast
     backend_options = parse_kv(opts["backend_option"], "-b/--backend-option")
     for name in ("base_url", "batch_size"):
         if opts[name] is not None:
             backend_options[name] = opts[name]
-    backend_factory(opts["backend"])  # an unknown or unimportable factory: one line, before loading
+    settings = {field: opts[field] for field in RunConfig.__dataclass_fields__ if field in opts}
+    config = build_config(RunConfig, {
+        **settings,
+        "data": opts["data_path"],
+        "tests": opts["tests_dir"],
+        "method_options": method_options,
+        "backend_options": backend_options,
+        "loader_options": parse_kv(opts["option_pairs"]),
+        "tags": checkpoint_tags(opts),
+    })  # fmt: skip
     skipped: list[int] = [0]
 
     def loaded(result: Any) -> None:
         skipped[0] = len(result.errors)
-        say_what_was_loaded(opts["bench"], result, opts["limit"])
-        apply_tests(result.problems, test_set)  # says how many problems the set covers
+        say_what_was_loaded(config.bench, result, config.limit)
 
     @contextmanager
     def session(seed: int) -> Any:
-        title = f"{opts['method']} seed {seed}" + (f" shard {opts['shard']}" if shard else "")
-        with RichReporter(title, opts["k"], opts["quiet"]) as rep:
+        title = f"{config.method} seed {seed}" + (f" shard {opts['shard']}" if config.shard else "")
+        with RichReporter(title, config.k, opts["quiet"]) as rep:
             try:
                 yield rep
             except KeyboardInterrupt:
@@ -310,39 +283,14 @@ def run(**opts: Any) -> None:
                 print_interrupted(rep.run_dir, rep.total, resume_command())
                 raise
 
-    try:
-        with acknowledged_interrupts():
-            done = run_api(
-                opts["method"],
-                opts["bench"],
-                model=opts["model"],
-                backend=opts["backend"],
-                k=opts["k"],
-                seeds=seeds,
-                out=opts["runs"],
-                data=opts["data_path"],
-                limit=opts["limit"],
-                shard=shard,
-                temperature=opts["temperature"],
-                top_p=opts["top_p"],
-                max_tokens=opts["max_tokens"],
-                method_options=method_options,
-                backend_options=backend_options,
-                loader_options=parse_kv(opts["option_pairs"]),
-                chunk_size=opts["chunk_size"],
-                workers=opts["workers"],
-                tags=checkpoint_tags(opts),
-                lock_wait=opts["lock_wait"],
-                tests=test_set,
-                new_run=opts["new_run"],
-                session=session,
-                on_loaded=loaded,
-                on_result=lambda result: print_summary(result, skipped=skipped[0]),
-            )
-    except TypeError as exc:  # a backend factory refusing an option
-        if "argument" not in str(exc):
-            raise
-        raise BackendError(f"backend {quote(opts['backend'])}: {exc}") from None
+    with acknowledged_interrupts():
+        done = run_api(
+            config,
+            session=session,
+            on_loaded=loaded,
+            on_result=lambda result: print_summary(result, skipped=skipped[0]),
+            on_note=lambda line: echo(line, err=True),
+        )
     if len(done.results) > 1:
         print_seed_table(list(done.results))
 

@@ -80,7 +80,7 @@ def serve(bench: str | None, data_path: str | None, option_pairs: tuple[str, ...
                          ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)  # fmt: skip
     problems: dict = {}
     if bench is not None:
-        loaded = api.load_result(bench, data_path, unique=False, **parse_kv(option_pairs))
+        loaded = api.data.load_result(bench, data_path, unique=False, **parse_kv(option_pairs))
         for e in loaded.errors[:10]:
             echo(f"skipped record: {safe(e)}", err=True)
         problems, _ = problem_index(loaded.problems)

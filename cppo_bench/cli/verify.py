@@ -300,7 +300,7 @@ def verify(bench: str, data_path: str | None, option_pairs: tuple[str, ...],
     options = parse_kv(option_pairs)
     if programs is not None:
         options = selection_for(bench, options, named_problems(programs))
-    loaded = api.load_result(bench, data_path, unique=False, **options)
+    loaded = api.data.load_result(bench, data_path, unique=False, **options)
     for skipped in loaded.errors[:10]:
         echo(f"skipped record: {safe(skipped)}", err=True)
     problems, ambiguous = problem_index(apply_tests(loaded.problems, test_set))

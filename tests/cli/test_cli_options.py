@@ -10,8 +10,9 @@ import pytest
 import run_scripted
 from run_scripted import ScriptedBackend
 
+from cppo_bench.api.names import open_backend
 from cppo_bench.cli.data import show
-from cppo_bench.cli.options import open_backend, parse_kv
+from cppo_bench.cli.options import parse_kv
 from cppo_bench.cli.run import run
 from cppo_bench.cli.verify import verify
 

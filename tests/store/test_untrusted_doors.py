@@ -196,8 +196,8 @@ def test_manifest_with_a_million_repeated_ids_is_linear() -> None:
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--temperature", "nan"], "option 'temperature': nan is not finite"),
-    (["--temperature", "inf"], "option 'temperature': inf is not finite"),
+    (["--temperature", "nan"], "temperature: must be a finite number, got nan"),
+    (["--temperature", "inf"], "temperature: must be a finite number, got inf"),
     (["--top-p", "2"], "option 'top_p'"),
     (["--k", "100000000"], "option 'k': 100000000 is outside 1..65536"),
     (["--model", "m\u2066x"], "option 'model': holds a control character"),

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("__main__",),
 ]
 LEVEL = {unit: i for i, units in enumerate(LAYERS) for unit in units}
-PUBLIC_TOP = {"__init__.py", "__main__.py", "api.py", "errors.py", "problem.py"}
+PUBLIC_TOP = {"__init__.py", "__main__.py", "errors.py", "problem.py"}  # and api/, a package
 
 
 def _module(path: Path) -> str:

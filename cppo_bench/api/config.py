@@ -1,0 +1,61 @@
+"""One config object per command: how an API function's settings are declared and built.
+
+Each API function that a CLI command calls takes one frozen dataclass of settings
+(``RunConfig`` for `run`, ...). Its fields are the command's settings: their type, default and
+help text are said once, here, and the CLI takes its defaults and help from them
+(`cppo_bench.cli.options.configured`), and the option reference (docs/options.md) is
+generated from them. A config is built by the one strict builder (cppo_bench.util.builder), so
+the CLI, a Python caller and a stored manifest meet the same type rules and the same one-line
+error naming the setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from cppo_bench.util.builder import build
+
+C = TypeVar("C")
+
+HELP = "help"
+
+
+def setting(default: Any, help: str) -> Any:
+    """A config field with its default and its help text (one sentence, as --help shows it);
+    a mutable default (a dict) is given as a factory."""
+    if isinstance(default, dict | list | set):
+        value = default
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata={HELP: help})
+    return dataclasses.field(default=default, metadata={HELP: help})
+
+
+def required(help: str) -> Any:
+    """A config field with no default: the caller must give it."""
+    return dataclasses.field(metadata={HELP: help})
+
+
+def help_of(field: dataclasses.Field[Any]) -> str:
+    return str(field.metadata.get(HELP, ""))
+
+
+def default_of(field: dataclasses.Field[Any]) -> Any:
+    """The field's default value (a fresh one for a factory), or dataclasses.MISSING."""
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+def build_config(cls: type[C], values: Mapping[str, Any], *, from_text: bool = False) -> C:
+    """``cls`` from ``values`` through the strict builder: an unknown setting, a wrong type or
+    the config's own check (its ``__post_init__``) is one line naming the setting. A value of
+    None means "not given" (the config's default applies), as an unset CLI option is None.
+    A config may say how the text forms a user types become its types (a ``normalize``
+    staticmethod: seeds "0,1,2", a shard "3/8"); it runs first, for every caller."""
+    normalize = getattr(cls, "normalize", None)
+    if normalize is not None:
+        values = normalize(values)
+    given = {key: value for key, value in values.items() if value is not None}
+    built: C = build(cls, given, label="setting", from_text=from_text)
+    return built
