@@ -27,3 +27,23 @@ __all__ = [
     "samples",
     "verify",
 ]
+
+# `stats` subcommands: one config each (cppo_bench.api.stats; the statistics on a frame are
+# cppo_bench.stats, public as `cb.stats`)
+from cppo_bench.api.diversity import DiversityConfig  # noqa: E402
+from cppo_bench.api.stats import (  # noqa: E402
+    BootstrapConfig,
+    PassKConfig,
+    SeedsConfig,
+    StatsConfig,
+    TokensConfig,
+)
+
+__all__ += [
+    "BootstrapConfig",
+    "DiversityConfig",
+    "PassKConfig",
+    "SeedsConfig",
+    "StatsConfig",
+    "TokensConfig",
+]

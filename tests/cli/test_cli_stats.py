@@ -116,7 +116,8 @@ def test_bad_input_is_one_clean_line(tmp_path):
     assert "bad.csv:3: 'outcomes' must be a string of 0/1" in res.output
     assert "Traceback" not in res.output
     both = run("passk", "--csv", str(bad), "--runs", str(tmp_path))
-    assert both.exit_code == 2 and "exactly one of" in both.output
+    # checked by the API (a Python caller meets it too): a user error, one line, status 1
+    assert both.exit_code == 1 and "exactly one of" in both.output
     good = tmp_path / "good.csv"
     good.write_text("method,problem_id,passed\ncppo,p1,1\n")
     assert "no results for benchmark 'x'" in run("passk", "--csv", str(good), "--bench", "x").output
@@ -157,7 +158,7 @@ def test_run_store_passk_and_surface_diversity(tmp_path):
     fixed = next(x for x in res.output.splitlines() if "fixed" in x)
     assert "1.000" in cppo and "0.000" in fixed  # disjoint plans vs one plan four times
     bad = run("diversity", "--runs", str(tmp_path), "--measures", "surf,size")
-    assert bad.exit_code == 2
+    assert bad.exit_code == 1 and "measures[1]: 'size' is not one of surf" in bad.output
     missing = run("diversity", "--runs", str(tmp_path), "--encoder", str(tmp_path / "nope"))
     assert missing.exit_code == 1 and "not a sentence-transformers folder" in missing.output
 
