@@ -15,7 +15,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from cppo_bench.errors import DataError
 from cppo_bench.util.builder import build
+from cppo_bench.util.termsafe import quote
 
 C = TypeVar("C")
 
@@ -59,3 +61,15 @@ def build_config(cls: type[C], values: Mapping[str, Any], *, from_text: bool = F
     given = {key: value for key, value in values.items() if value is not None}
     built: C = build(cls, given, label="setting", from_text=from_text)
     return built
+
+
+def take_config(cls: type[C], config: C | None, settings: Mapping[str, Any]) -> C:
+    """An API function's config: the one given, or one built from its keyword settings
+    (not both), so Python callers may give either."""
+    if config is None:
+        return build_config(cls, settings)
+    if settings:
+        raise DataError(f"give a {cls.__name__} or settings, not both")
+    if not isinstance(config, cls):
+        raise DataError(f"expected a {cls.__name__}, got {quote(type(config).__name__)}")
+    return config

@@ -8,8 +8,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from cppo_bench.api.config import setting
-from cppo_bench.api.stats import Note, Progress, StatsConfig, config_of, results
+from cppo_bench.api.config import setting, take_config
+from cppo_bench.api.stats import Note, Progress, StatsConfig, results
 from cppo_bench.errors import BackendError, DataError, UserError
 from cppo_bench.util.termsafe import quote
 
@@ -61,7 +61,7 @@ def diversity(
     from cppo_bench.diversity.summary import summarise_diversity
     from cppo_bench.stats.read import rows_of
 
-    c = config_of(DiversityConfig, config, settings)
+    c = take_config(DiversityConfig, config, settings)
     say: Callable[[str], None] = on_note or (lambda line: None)
     rows = rows_of(results(c, on_note=on_note))
     encoder = None

@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
-from cppo_bench.api.config import build_config, required, setting
+from cppo_bench.api.config import required, setting, take_config
 from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
     import pandas as pd
 
-C = TypeVar("C")
 Note = Callable[[str], None]
 Progress = Callable[[int], None]
 
@@ -213,17 +212,6 @@ class TokensConfig(ScoredConfig):
         _positive("k", self.k)
 
 
-def config_of(cls: type[C], config: C | None, settings: Mapping[str, Any]) -> C:
-    """The config given, or one built from keyword settings (not both)."""
-    if config is None:
-        return build_config(cls, settings)
-    if settings:
-        raise DataError(f"give a {cls.__name__} or settings, not both")
-    if not isinstance(config, cls):
-        raise DataError(f"expected a {cls.__name__}, got {quote(type(config).__name__)}")
-    return config
-
-
 def results(
     config: StatsConfig, *, on_note: Note | None = None, progress: Progress | None = None
 ) -> pd.DataFrame:
@@ -278,7 +266,7 @@ def passk(
     ``.attrs["ks"]`` holds the k scored."""
     from cppo_bench.stats import DEFAULT_KS, allowed_ks, pass_at_k, pass_at_k_by
 
-    c = config_of(PassKConfig, config, settings)
+    c = take_config(PassKConfig, config, settings)
     frame = results(c, on_note=on_note, progress=progress)
     left: list[str] = []
     if c.k is None:  # a default k the runs cannot give: named, not a stop
@@ -305,7 +293,7 @@ def bootstrap(
     comparison of nothing (no benchmark has `a` and a baseline) is one DataError."""
     from cppo_bench.stats import bootstrap as compare
 
-    c = config_of(BootstrapConfig, config, settings)
+    c = take_config(BootstrapConfig, config, settings)
     frame = results(c, on_note=on_note, progress=progress)
     table = compare(frame, c.a, c.b, k=c.k, resamples=c.resamples, alpha=c.alpha,
                             **c.scoring())  # fmt: skip
@@ -328,7 +316,7 @@ def seeds(
     from cppo_bench.metrics import seed_difference_ci
     from cppo_bench.stats import seeds as differences
 
-    c = config_of(SeedsConfig, config, settings)
+    c = take_config(SeedsConfig, config, settings)
     if c.deltas is not None:
         ci = seed_difference_ci(list(c.deltas), c.confidence)
         table = pd.DataFrame([{
@@ -356,6 +344,6 @@ def tokens(
     """`cppo-bench stats tokens`: `cb.stats.tokens` on the results of `config`."""
     from cppo_bench.stats import tokens as decoded
 
-    c = config_of(TokensConfig, config, settings)
+    c = take_config(TokensConfig, config, settings)
     frame = results(c, on_note=on_note, progress=progress)
     return decoded(frame, k=c.k, **c.scoring())
