@@ -47,3 +47,9 @@ __all__ += [
     "StatsConfig",
     "TokensConfig",
 ]
+
+
+# `report`, `decontam`, `augment`, `audit`: one config each (cppo_bench.api.<command>)
+from cppo_bench.api.report import ReportConfig  # noqa: E402
+
+__all__ += ["ReportConfig"]
