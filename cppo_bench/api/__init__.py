@@ -50,6 +50,7 @@ __all__ += [
 
 
 # `report`, `decontam`, `augment`, `audit`: one config each (cppo_bench.api.<command>)
+from cppo_bench.api.decontam import DecontamConfig  # noqa: E402
 from cppo_bench.api.report import ReportConfig  # noqa: E402
 
-__all__ += ["ReportConfig"]
+__all__ += ["DecontamConfig", "ReportConfig"]
