@@ -48,9 +48,10 @@ __all__ += [
     "TokensConfig",
 ]
 
-
 # `report`, `decontam`, `augment`, `audit`: one config each (cppo_bench.api.<command>)
+from cppo_bench.api.audit import AuditConfig  # noqa: E402
+from cppo_bench.api.augment import AugmentConfig  # noqa: E402
 from cppo_bench.api.decontam import DecontamConfig  # noqa: E402
 from cppo_bench.api.report import ReportConfig  # noqa: E402
 
-__all__ += ["DecontamConfig", "ReportConfig"]
+__all__ += ["AuditConfig", "AugmentConfig", "DecontamConfig", "ReportConfig"]
