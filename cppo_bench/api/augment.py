@@ -125,6 +125,10 @@ def augment(
     from cppo_bench.verifier import Limits
 
     c = take_config(AugmentConfig, config, settings)
+    if c.oracle == "model":  # an unknown or unimportable backend: before the set is made
+        from cppo_bench.api.names import check_backend
+
+        check_backend(c.generator_backend)
     loaded = load_result(c.bench, c.data, limit=c.limit, **c.loader_options)
     problems = [p for p in loaded.problems if p.task == "codegen"]
     ts = open_test_set(Path(c.out), {

@@ -195,8 +195,8 @@ class SeedsConfig(ScoredConfig):
     def __post_init__(self) -> None:
         if self.deltas is None and not (self.a and self.b):
             raise ValueError("give deltas, or a and b with runs or csv")
-        if self.deltas is not None and not self.deltas:
-            raise ValueError("deltas: give at least one difference")
+        if self.deltas is not None and len(self.deltas) < 2:  # a t interval needs two
+            raise ValueError(f"deltas: give two differences at least, got {len(self.deltas)}")
         _positive("k", self.k)
         if not 0 < self.confidence < 1:
             raise ValueError(f"confidence must be in (0, 1), got {quote(self.confidence)}")

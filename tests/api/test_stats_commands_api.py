@@ -99,6 +99,8 @@ def test_seeds_with_given_deltas_is_the_t_interval() -> None:
         api.seeds(runs="runs", a="cppo")
     with pytest.raises(DataError, match="deltas '0.1,y'"):
         api.seeds(deltas="0.1,y")
+    with pytest.raises(DataError, match="deltas: give two differences at least, got 1"):
+        api.seeds(deltas="0.1")  # was a ValueError traceback from the t interval
 
 
 def test_bootstrap_and_diversity_take_their_configs(tmp_path: Path) -> None:

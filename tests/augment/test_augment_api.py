@@ -14,7 +14,7 @@ from cppo_bench.api import build_config
 from cppo_bench.api.audit import AuditConfig, audit
 from cppo_bench.api.augment import AugmentConfig, augment
 from cppo_bench.cli import main
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, UserError
 from tests.augment.test_augment import max_problem, total_problem
 
 
@@ -58,10 +58,14 @@ def test_a_config_keywords_and_the_command_make_the_same_test_set(tmp_path: Path
         ({"time_limit": 0}, "time_limit must be > 0"),
         ({"oracle": "human"}, "setting oracle: 'human' is not one of references, model"),
         ({"per_problems": 3}, "unknown setting key per_problems"),
+        (
+            {"oracle": "model", "generator_model": "m", "generator_backend": "nosuch"},
+            "unknown backend 'nosuch'; known: hf",
+        ),
     ],
 )
 def test_a_bad_augment_setting_is_one_line(tmp_path: Path, settings: dict, named: str) -> None:
-    with pytest.raises(DataError) as caught:
+    with pytest.raises(UserError) as caught:  # DataError; UnknownNameError for the backend
         augment(bench="demo", out=str(tmp_path / "o"), **settings)
     assert named in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "o").exists()
