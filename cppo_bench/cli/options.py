@@ -146,7 +146,7 @@ class Configured:
 
     cls: type
     names: Mapping[str, str]
-    parsed: frozenset[str]
+    parsed: Mapping[str, str]  # parameter -> the field it is parsed into ("" if several)
     view: frozenset[str]
 
     def field(self, param: str) -> str:
@@ -161,17 +161,22 @@ def configured(
     cls: type,
     *,
     names: Mapping[str, str] | None = None,
-    parsed: Iterable[str] = (),
+    parsed: Mapping[str, str] | Iterable[str] = (),
     view: Iterable[str] = (),
 ) -> Callable[[Cmd], Cmd]:
     """Put above ``@click.command()``: the command builds one ``cls`` (a config of
-    cppo_bench.api) and calls the API with it. Each option that sets a field takes its help
+    cppo_bench.api) and calls the API with it. ``names``: parameter -> field where they
+    differ; ``parsed``: parameter -> the field the command parses it into (KEY=VALUE lists,
+    flags that build a dict); ``view``: parameters that only shape what is printed. Each option that sets a field takes its help
     and default from the field (said once, in the config), so --help, the API and
     docs/options.md cannot disagree; an option whose own default differs from the field's is
     refused here, at import (tests/cli/test_thin_cli.py imports every command)."""
     from cppo_bench.api.config import default_of, help_of
 
-    link = Configured(cls, dict(names or {}), frozenset(parsed), frozenset(view))
+    into = dict(parsed) if isinstance(parsed, Mapping) else dict.fromkeys(parsed, "")
+    # bench_options folds its --release/--start-date/--end-date into -o pairs: parsed too
+    into |= {flag: into.get("option_pairs", "") for flag in LOADER_FLAGS}
+    link = Configured(cls, dict(names or {}), into, frozenset(view))
 
     def attach(cmd: Cmd) -> Cmd:
         fields = {f.name: f for f in dataclasses.fields(cls)}
