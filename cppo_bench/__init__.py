@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "samples": "cppo_bench.api:samples",
     "rejudge": "cppo_bench.api:rejudge",
     "Run": "cppo_bench.api:Run",
+    "RunConfig": "cppo_bench.api:RunConfig",
+    "api": "cppo_bench.api:",
     "load_runs": "cppo_bench.stats.read:load_runs",
     "stats": "cppo_bench.stats:",
     "Problem": "cppo_bench.problem:Problem",
@@ -42,9 +44,11 @@ __all__ = [
     "DataError",
     "Problem",
     "Run",
+    "RunConfig",
     "Verdict",
     "VerifierClient",
     "__version__",
+    "api",
     "load_benchmark",
     "load_runs",
     "rejudge",
@@ -55,8 +59,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from cppo_bench import stats
-    from cppo_bench.api import Run, load_benchmark, rejudge, run, samples, verify
+    from cppo_bench import api, stats
+    from cppo_bench.api import Run, RunConfig, load_benchmark, rejudge, run, samples, verify
     from cppo_bench.errors import DataError
     from cppo_bench.problem import Problem
     from cppo_bench.serve.client import VerifierClient

@@ -17,6 +17,7 @@ __all__ = [
     "KeyValueError",
     "ModelLoadError",
     "RunLockedError",
+    "SettingError",
     "StoreLinkError",
     "UnknownNameError",
     "UnsafeName",
@@ -38,6 +39,15 @@ class UnknownNameError(UserError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; we want plain text
         return str(self.args[0])
+
+
+class SettingError(DataError):
+    """A setting of a command's config (cppo_bench.api) that is wrong: ``setting`` names the
+    field, so the CLI can name the flag the user typed instead ("--shard: ...")."""
+
+    def __init__(self, setting: str, why: str) -> None:
+        super().__init__(f"setting {setting}: {why}")
+        self.setting, self.why = setting, why
 
 
 class KeyValueError(UserError, ValueError):

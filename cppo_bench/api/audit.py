@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cppo_bench.api.config import required, setting, take_config
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, SettingError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,11 +42,11 @@ class AuditConfig:
 
     def __post_init__(self) -> None:
         if not self.runs:
-            raise ValueError("runs: give at least one run directory")
+            raise SettingError("runs", "give at least one run directory")
         if self.resamples < 1:
-            raise ValueError(f"resamples must be >= 1, got {self.resamples}")
+            raise SettingError("resamples", f"must be >= 1, got {self.resamples}")
         if self.workers is not None and self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
+            raise SettingError("workers", f"must be >= 1, got {self.workers}")
 
 
 @dataclass(frozen=True)

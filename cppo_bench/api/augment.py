@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cppo_bench.api.config import required, setting, take_config
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, SettingError
 from cppo_bench.util.termsafe import quote
 
 # progress(total, already_done) -> a context yielding the function told each problem done
@@ -55,15 +55,17 @@ class AugmentConfig:
 
     def __post_init__(self) -> None:
         if self.oracle == "model" and not self.generator_model:
-            raise ValueError("oracle model needs generator_model (--generator-model)")
+            raise SettingError(
+                "generator_model", "needed with oracle model (whose references it writes)"
+            )
         for name, low, high in (("per_problem", 1, 1000), ("references", 2, 20)):
             if not low <= getattr(self, name) <= high:
-                raise ValueError(f"{name} must be in [{low}, {high}], got {getattr(self, name)}")
+                raise SettingError(name, f"must be in [{low}, {high}], got {getattr(self, name)}")
         if not self.time_limit > 0:
-            raise ValueError(f"time_limit must be > 0, got {quote(self.time_limit)}")
+            raise SettingError("time_limit", f"must be > 0, got {quote(self.time_limit)}")
         for name in ("limit", "workers"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise SettingError(name, f"must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any, TypeVar
 
-from cppo_bench.errors import DataError
-from cppo_bench.util.builder import build
+from cppo_bench.errors import DataError, SettingError
+from cppo_bench.util.builder import BuildError, build
 from cppo_bench.util.termsafe import quote
 
 C = TypeVar("C")
@@ -58,9 +59,29 @@ def build_config(cls: type[C], values: Mapping[str, Any], *, from_text: bool = F
     normalize = getattr(cls, "normalize", None)
     if normalize is not None:
         values = normalize(values)
-    given = {key: value for key, value in values.items() if value is not None}
-    built: C = build(cls, given, label="setting", from_text=from_text)
+    # a path is given as text (click's Path type, a caller's pathlib.Path): the builder's
+    # `str` refuses anything else, and a config holds plain data
+    given = {key: str(value) if isinstance(value, PurePath) else value
+             for key, value in values.items() if value is not None}  # fmt: skip
+    try:
+        built: C = build(cls, given, label="setting", from_text=from_text)
+    except BuildError as exc:
+        raise _named(exc, cls) from None
     return built
+
+
+def _named(exc: BuildError, cls: type) -> DataError:
+    """The builder's line as a SettingError naming the top-level field it is about ("setting
+    seeds[1]: ..." is about `seeds`), so the CLI can say the flag; else the line as it is."""
+    text = str(exc)
+    for prefix in ("setting ", "unknown setting key "):
+        if text.startswith(prefix):
+            name = text[len(prefix) :].split(":", 1)[0].split(" ", 1)[0]
+            top = name.split(".", 1)[0].split("[", 1)[0]
+            if top in {f.name for f in dataclasses.fields(cls)}:
+                why = text[len(prefix) + len(name) :].lstrip(": ")
+                return SettingError(top, f"{name[len(top) :].lstrip('.')} {why}".strip())
+    return exc
 
 
 def take_config(cls: type[C], config: C | None, settings: Mapping[str, Any]) -> C:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cppo_bench.api.config import required, setting, take_config
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, SettingError
 from cppo_bench.util.termsafe import quote
 
 SPEC = "BENCH, BENCH=PATH, or a JSONL file of Problem dicts."
@@ -53,16 +53,18 @@ class DecontamConfig:
     def __post_init__(self) -> None:
         for role in ("train", "eval"):
             if not getattr(self, role):
-                raise ValueError(f"{role}: give at least one source ({SPEC})")
+                raise SettingError(role, f"give at least one source ({SPEC})")
         if self.ngram < 1:
-            raise ValueError(f"ngram must be >= 1, got {quote(self.ngram)}")
+            raise SettingError("ngram", f"must be >= 1, got {quote(self.ngram)}")
         if not 0.0 < self.threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {quote(self.threshold)}")
+            raise SettingError("threshold", f"must be in (0, 1], got {quote(self.threshold)}")
         if self.max_df < 0 or self.max_df == 1:  # 1: every shared n-gram would be boilerplate
-            raise ValueError(f"max_df must be 0 (none) or >= 2, got {quote(self.max_df)}")
+            raise SettingError("max_df", f"must be 0 (none) or >= 2, got {quote(self.max_df)}")
         for scope, options in self.loader_options.items():
             if not isinstance(options, Mapping):
-                raise ValueError(f"loader_options {quote(scope)}: expected a mapping of options")
+                raise SettingError(
+                    "loader_options", f"{quote(scope)}: expected a mapping of options"
+                )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from cppo_bench.api.config import setting, take_config
 from cppo_bench.api.stats import Note, Progress, StatsConfig, results
-from cppo_bench.errors import BackendError, DataError, UserError
+from cppo_bench.errors import BackendError, DataError, SettingError, UserError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ class DiversityConfig(StatsConfig):
 
     def __post_init__(self) -> None:
         if not self.measures:
-            raise ValueError(f"measures: give any of {', '.join(MEASURES)}")
+            raise SettingError("measures", f"give any of {', '.join(MEASURES)}")
         if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {quote(self.batch_size)}")
+            raise SettingError("batch_size", f"must be >= 1, got {quote(self.batch_size)}")
 
 
 def diversity(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cppo_bench.api.config import setting, take_config
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, SettingError
 from cppo_bench.util.termsafe import quote
 
 FORMATS = ("md", "tex", "csv")
@@ -77,9 +77,9 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         if not self.formats:
-            raise ValueError(f"formats: choose from {', '.join(FORMATS)} (comma-separated)")
+            raise SettingError("formats", f"choose from {', '.join(FORMATS)} (comma-separated)")
         if self.resamples < 1:
-            raise ValueError(f"resamples must be >= 1, got {quote(self.resamples)}")
+            raise SettingError("resamples", f"must be >= 1, got {quote(self.resamples)}")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cppo_bench.api.config import build_config, required, setting
-from cppo_bench.errors import BackendError, DataError
+from cppo_bench.errors import BackendError, DataError, SettingError
 from cppo_bench.problem import LoadResult
 from cppo_bench.util.termsafe import quote
 
@@ -72,7 +72,7 @@ class RunConfig:
         out = dict(values)
         if "out" in out:
             if out.get("runs") is not None:
-                raise DataError("give runs or out (its old name), not both")
+                raise SettingError("runs", "give runs or out (its old name), not both")
             out["runs"] = out.pop("out")
         if out.get("seeds") is not None:
             out["seeds"] = _seeds(out["seeds"])
@@ -80,10 +80,7 @@ class RunConfig:
             try:
                 out["shard"] = parse_shard(out["shard"])
             except ValueError as exc:
-                raise DataError(f"shard: {exc}") from None
-        for key in ("runs", "data", "tests"):
-            if isinstance(out.get(key), Path):
-                out[key] = str(out[key])
+                raise SettingError("shard", str(exc)) from None
         return out
 
     def __post_init__(self) -> None:
@@ -123,12 +120,12 @@ def _seeds(seeds: int | str | Sequence[int]) -> list[int]:
         try:
             seeds = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
-            raise DataError(
-                f"seeds {quote(seeds)}: not a comma-separated list of integers"
+            raise SettingError(
+                "seeds", f"{quote(seeds)} is not a comma-separated list of integers"
             ) from None
     out = list(seeds)  # each an integer: the builder checks (never 1.5 read as 1)
     if not out or len(set(out)) != len(out):
-        raise DataError(f"seeds {quote(list(seeds))}: give distinct seeds, e.g. 0,1,2")
+        raise SettingError("seeds", f"{quote(list(seeds))}: give distinct seeds, e.g. 0,1,2")
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cppo_bench.api.config import required, setting, take_config
-from cppo_bench.errors import DataError
+from cppo_bench.errors import DataError, SettingError
 from cppo_bench.util.termsafe import quote
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _numbers(name: str, text: Any, kind: type) -> Any:
         return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
         what = "integers" if kind is int else "numbers"
-        raise DataError(f"{name} {quote(text)}: not a comma-separated list of {what}") from None
+        raise SettingError(name, f"{quote(text)}: not a comma-separated list of {what}") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +101,7 @@ class ScoredConfig(StatsConfig):
 
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
-        raise ValueError(f"{name} must be >= 1, got {quote(value)}")
+        raise SettingError(name, f"must be >= 1, got {quote(value)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +135,9 @@ class PassKConfig(ScoredConfig):
 
     def __post_init__(self) -> None:
         if self.k is not None and (not self.k or min(self.k) < 1):
-            raise ValueError(f"every k must be >= 1, got {quote(','.join(map(str, self.k)))}")
+            raise SettingError(
+                "k", f"every k must be >= 1, got {quote(','.join(map(str, self.k)))}"
+            )
         _positive("resamples", self.resamples)
 
 
@@ -164,11 +166,11 @@ class BootstrapConfig(ScoredConfig):
 
     def __post_init__(self) -> None:
         if not self.a:
-            raise ValueError("a: give at least one method to test")
+            raise SettingError("a", "give at least one method to test")
         _positive("k", self.k)
         _positive("resamples", self.resamples)
         if not 0 <= self.alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {quote(self.alpha)}")
+            raise SettingError("alpha", f"must be in [0, 1], got {quote(self.alpha)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,10 +198,10 @@ class SeedsConfig(ScoredConfig):
         if self.deltas is None and not (self.a and self.b):
             raise ValueError("give deltas, or a and b with runs or csv")
         if self.deltas is not None and len(self.deltas) < 2:  # a t interval needs two
-            raise ValueError(f"deltas: give two differences at least, got {len(self.deltas)}")
+            raise SettingError("deltas", f"give two differences at least, got {len(self.deltas)}")
         _positive("k", self.k)
         if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence must be in (0, 1), got {quote(self.confidence)}")
+            raise SettingError("confidence", f"must be in (0, 1), got {quote(self.confidence)}")
 
 
 @dataclass(frozen=True, kw_only=True)

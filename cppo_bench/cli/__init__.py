@@ -95,7 +95,14 @@ class LazyGroup(click.Group):
         except UserError as exc:
             # THE place a user-fixable error becomes its one line (errors.py): commands add
             # context by raising another UserError, never by catching and printing
-            raise click.ClickException(safe(str(exc))) from None
+            message = str(exc)
+            setting = getattr(exc, "setting", None)
+            if isinstance(setting, str):  # a config field: say the flag the user typed
+                from cppo_bench.cli.options import flag_of
+
+                flag = flag_of(ctx, setting)
+                message = f"{flag}: {getattr(exc, 'why', '')}" if flag else message
+            raise click.ClickException(safe(message)) from None
         except OSError as exc:
             if isinstance(exc, BrokenPipeError):  # `| head` closed the pipe: not an error here
                 raise

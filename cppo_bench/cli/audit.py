@@ -18,7 +18,7 @@ EXISTING = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 @configured(AuditConfig, names={"tests_dir": "tests", "data_path": "data"},
-            parsed=("option_pairs",), view=("quiet",))  # fmt: skip
+            parsed={"option_pairs": "loader_options"}, view=("quiet",))  # fmt: skip
 @click.command("audit")
 @click.argument("runs", nargs=-1, required=True, type=EXISTING)
 @click.option("--tests", "tests_dir", required=True, type=EXISTING)

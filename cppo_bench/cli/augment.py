@@ -14,7 +14,7 @@ from cppo_bench.cli.options import bench_options, configured, parse_kv
 from cppo_bench.util.termsafe import echo, safe
 
 
-@configured(AugmentConfig, names={"data_path": "data"}, parsed=("option_pairs",),
+@configured(AugmentConfig, names={"data_path": "data"}, parsed={"option_pairs": "loader_options"},
             view=("quiet",))  # fmt: skip
 @click.command("augment")
 @bench_options

@@ -32,7 +32,7 @@ def scoped_options(pairs: tuple[str, ...]) -> dict[str, dict]:
 
 
 @configured(DecontamConfig, names={"train_specs": "train", "eval_specs": "eval",
-            "out_dir": "out"}, parsed=("option_pairs",))  # fmt: skip
+            "out_dir": "out"}, parsed={"option_pairs": "loader_options"})  # fmt: skip
 @click.command("decontam")
 @click.option("--train", "train_specs", multiple=True, required=True)
 @click.option("--eval", "eval_specs", multiple=True, required=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,10 @@ from typing import Any, TypeVar
 import click
 
 from cppo_bench.util.keyvals import KeyValueError, parse_pairs
+from cppo_bench.util.termsafe import quote
 
 F = TypeVar("F", bound=Callable[..., Any])
+Cmd = TypeVar("Cmd", bound=click.Command)
 
 
 def parse_kv(
@@ -143,7 +146,7 @@ class Configured:
 
     cls: type
     names: Mapping[str, str]
-    parsed: frozenset[str]
+    parsed: Mapping[str, str]  # parameter -> the field it is parsed into ("" if several)
     view: frozenset[str]
 
     def field(self, param: str) -> str:
@@ -158,19 +161,24 @@ def configured(
     cls: type,
     *,
     names: Mapping[str, str] | None = None,
-    parsed: Iterable[str] = (),
+    parsed: Mapping[str, str] | Iterable[str] = (),
     view: Iterable[str] = (),
-) -> Callable[[click.Command], click.Command]:
+) -> Callable[[Cmd], Cmd]:
     """Put above ``@click.command()``: the command builds one ``cls`` (a config of
-    cppo_bench.api) and calls the API with it. Each option that sets a field takes its help
+    cppo_bench.api) and calls the API with it. ``names``: parameter -> field where they
+    differ; ``parsed``: parameter -> the field the command parses it into (KEY=VALUE lists,
+    flags that build a dict); ``view``: parameters that only shape what is printed. Each option that sets a field takes its help
     and default from the field (said once, in the config), so --help, the API and
     docs/options.md cannot disagree; an option whose own default differs from the field's is
     refused here, at import (tests/cli/test_thin_cli.py imports every command)."""
     from cppo_bench.api.config import default_of, help_of
 
-    link = Configured(cls, dict(names or {}), frozenset(parsed), frozenset(view))
+    into = dict(parsed) if isinstance(parsed, Mapping) else dict.fromkeys(parsed, "")
+    # bench_options folds its --release/--start-date/--end-date into -o pairs: parsed too
+    into |= {flag: into.get("option_pairs", "") for flag in LOADER_FLAGS}
+    link = Configured(cls, dict(names or {}), into, frozenset(view))
 
-    def attach(cmd: click.Command) -> click.Command:
+    def attach(cmd: Cmd) -> Cmd:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for param in cmd.params:
             field = fields.get(link.field(param.name or ""))
@@ -186,13 +194,40 @@ def configured(
                 param.default, param.show_default = default, True
             elif not unset and param.default != default:
                 raise TypeError(
-                    f"{cmd.name} {param.opts[0]}: default {param.default!r} is not "
-                    f"{cls.__name__}.{field.name}'s {default!r}: give it in the config only"
+                    f"{cmd.name} {param.opts[0]}: default {quote(param.default)} is not "
+                    f"{cls.__name__}.{field.name}'s {quote(default)}: give it in the config only"
                 )
         setattr(cmd, ATTRIBUTE, link)
+        callback = cmd.callback
+        if callback is not None:
+
+            @functools.wraps(callback)
+            def running(*args: Any, **kwargs: Any) -> Any:
+                ctx = click.get_current_context(silent=True)
+                if ctx is not None:  # for the one catch site: which flag a setting is
+                    ctx.meta[RUNNING] = cmd
+                return callback(*args, **kwargs)
+
+            cmd.callback = running
         return cmd
 
     return attach
+
+
+RUNNING = "cppo_bench.running_command"
+
+
+def flag_of(ctx: click.Context, setting: str) -> str | None:
+    """The flag that sets config field `setting` of the command running in `ctx` (its long
+    spelling), for an error line that names what the user typed; None when no flag does."""
+    cmd = ctx.meta.get(RUNNING)
+    link = None if cmd is None else config_of(cmd)
+    if cmd is None or link is None:
+        return None
+    for param in cmd.params:
+        if isinstance(param, click.Option) and link.field(param.name or "") == setting:
+            return next((o for o in param.opts if o.startswith("--")), param.opts[0])
+    return None
 
 
 def config_of(cmd: click.Command) -> Configured | None:

@@ -28,7 +28,7 @@ def _skipped(done: Any) -> str:
             "line(s) left out, named above")  # fmt: skip
 
 
-@configured(ReportConfig, names={"specs_dir": "specs"}, parsed=("formats",))
+@configured(ReportConfig, names={"specs_dir": "specs"}, parsed={"formats": "formats"})
 @click.command("report")
 @click.option("--runs", type=PATH)
 @click.option("--out", type=PATH)

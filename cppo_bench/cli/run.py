@@ -121,10 +121,15 @@ def _method_help() -> str:
     return "One of: " + listing("method") + "."
 
 
-# the parameters folded into one field: method flags and -m into method_options, -b and its
-# two flags into backend_options, -o into loader_options, the checkpoint flags into tags
-_PARSED = (*METHOD_FLAGS, "strict_plans", "method_option", "backend_option", "base_url",
-           "batch_size", "option_pairs", "trained", "base_model", "train_seed", "like", "seeds")  # fmt: skip
+# parameter -> the field it is parsed into
+_PARSED = {
+    **dict.fromkeys((*METHOD_FLAGS, "strict_plans", "method_option"), "method_options"),
+    **dict.fromkeys(("backend_option", "base_url", "batch_size"), "backend_options"),
+    **dict.fromkeys(("trained", "base_model", "train_seed"), "tags"),
+    "option_pairs": "loader_options",
+    "seeds": "seeds",
+    "like": "",  # every field a stored run recorded
+}
 
 
 @configured(RunConfig, names={"data_path": "data", "tests_dir": "tests"}, parsed=_PARSED,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cppo_bench.errors import DataError
 from cppo_bench.util.termsafe import echo, markup
 
 
@@ -157,9 +156,9 @@ def print_summary(result: Any, skipped: int = 0) -> None:
         f"pass@{k}",
         f"{_fmt(s['pass_at_k'])} ({solved}/{s['problems']}) solved, seed {m.seed}{cover}",
     )
-    from cppo_bench.benchmarks.testsource import manifest_line
+    from cppo_bench.api.run_summary import tests_line, validity_text
 
-    tests = manifest_line(m)
+    tests = tests_line(m)
     if tests:
         table.add_row("tests", escape(tests))
     if s["maj_at_k"] is not None:
@@ -190,139 +189,26 @@ def print_summary(result: Any, skipped: int = 0) -> None:
 
 def print_interrupted(run_dir: Path | None, total: int, resume: str) -> None:
     """What an interrupted run kept, and the command that resumes it (to stderr)."""
-
-    from cppo_bench.store.gencache import GEN_CACHE
-    from cppo_bench.store.runs import read_records
+    from cppo_bench.api.run_summary import kept
 
     if run_dir is None:
         echo("interrupted before any generation: nothing stored", err=True)
     else:
-        try:
-            records = len(read_records(run_dir))
-        except DataError:
-            records = 0
-        cache = run_dir / GEN_CACHE
-        gens = 0
-        if cache.exists():
-            from cppo_bench.files import fs as storefs
-            from cppo_bench.files.jsonio import split_lines
-
-            try:  # the store's reader: no link followed, a line at a time
-                with storefs.open_file(cache, "rb") as fh:
-                    gens = sum(1 for line in split_lines(fh) if not line.torn)
-            except (OSError, DataError):
-                gens = 0
+        got = kept(run_dir)
         echo(
-            f"interrupted: stored {records} of {total} problems (verified, in records.jsonl) "
-            f"and {gens} finished generations (in {GEN_CACHE}) under {run_dir}",
+            f"interrupted: stored {got.records} of {total} problems (verified, in records.jsonl) "
+            f"and {got.generations} finished generations (in {got.cache_name}) under {run_dir}",
             err=True,
         )
     echo(f"resume with: {resume}", err=True)
 
 
-def validity_text(records: list[Any]) -> str:
-    """The tuple validity / fallback line of a run ('' for a method with nothing to say)."""
-    from cppo_bench.plan.validity import run_tally
-
-    return run_tally(records).text()
-
-
 def print_seed_table(results: list[Any]) -> None:
-    """The seeds' pass@K with the study's one uncertainty rule (`seed_summary`)."""
+    """The seeds' pass@K with the study's one uncertainty rule (api.run_summary.seed_summary)."""
+    from cppo_bench.api.run_summary import seed_summary
     from cppo_bench.util.termsafe import console as Console  # escapes data it prints
 
     Console().print(seed_summary(results), highlight=False)
-
-
-def seed_summary(results: list[Any]) -> str:
-    """'pass@4 over seeds: 0.500 ± 0.102 (bootstrap SE, n=24, 3 seeds; seed 0: ...)': the
-    number `stats passk` and `report` give for the same runs, by the same call
-    (`cell_uncertainty`, the study's rule: sampling seeds of an untrained model are averaged
-    per problem, bootstrap SE over problems; a trained checkpoint's seeds: std over them)."""
-    import numpy as np
-
-    from cppo_bench.metrics.table import OutcomeRow, row_scores
-    from cppo_bench.metrics.uncertainty import cell_uncertainty
-
-    k = results[0].manifest.k
-    per_seed = ", ".join(f"seed {r.manifest.seed}: {_fmt(r.summary['pass_at_k'])}" for r in results)
-    scores: list[dict[str, float]] = []
-    for r in results:
-        m = r.manifest
-        rows = [OutcomeRow(m.bench, m.method, m.seed, rec.problem_id, outcomes=tuple(rec.outcomes))
-                for rec in r.records]  # fmt: skip
-        values = row_scores(rows, k, estimator="first", select="first") if rows else ()
-        scores.append(dict(zip((x.problem_id for x in rows), map(float, values), strict=True)))
-    shared = sorted(set.intersection(*(set(s) for s in scores))) if scores else []
-    if not shared:
-        return f"pass@{k} over seeds: - (no problem every seed recorded; {per_seed})"
-    matrix = np.array([[s[p] for p in shared] for s in scores])
-    trained = bool(results[0].manifest.extra.get("trained"))
-    u = cell_uncertainty(matrix, trained, n_total=results[0].manifest.dataset_size or 0)
-    return f"pass@{k} over seeds: {u} ({per_seed})"
-
-
-def run_rows(out: Path, bench: str | None = None, method: str | None = None) -> list[dict]:
-    """One row per stored run (shards merged); an unreadable run is listed with the reason,
-    not skipped, and so is what keeps a sharded run from merging."""
-    from cppo_bench.benchmarks import BENCHMARKS
-    from cppo_bench.methods import METHODS
-    from cppo_bench.metrics.uncertainty import is_partial
-    from cppo_bench.plan.validity import run_tally
-    from cppo_bench.store.index import scan
-    from cppo_bench.store.summary import summarize
-
-    # an alias (livecodebench, plan-and-solve) finds the runs stored under the one name
-    bench = BENCHMARKS.canonical(bench) if bench else bench
-    method = METHODS.canonical(method) if method else method
-    store = scan(out)
-    rows: list[dict] = [
-        {"path": str(p), "status": f"unreadable: {why}"} for p, why in store.unreadable
-    ]
-    for run in store.runs:
-        m = run.manifest
-        if (bench and m.bench != bench) or (method and m.method != method):
-            continue
-        try:
-            records = run.records()
-        except DataError as exc:
-            rows.append({"path": str(run.path), "status": f"unreadable: {exc}"})
-            continue
-        s = summarize(list(records.values()), m.k)
-        tally = run_tally(records.values())
-        total = max(len(m.problem_ids), m.selected)
-        done = len(records)
-        status = "complete" if done >= total and not run.problems else "incomplete"
-        if status == "complete" and is_partial(done, m.dataset_size):
-            # the run finished what it was asked (--limit/--shard), not the benchmark: stats
-            # and report call this partial, and so does the listing
-            status = f"partial: {done}/{m.dataset_size} of the benchmark"
-        if run.skipped:  # beside the numbers: they leave these lines out (named as warnings)
-            status += f", {len(run.skipped)} bad line(s) skipped"
-        row = {
-            "path": str(run.path),
-            "bench": m.bench,
-            "method": m.method,
-            "model": m.model,
-            "k": m.k,
-            "seed": m.seed,
-            "done": done,
-            "total": total,
-            "pass_at_k": s["pass_at_k"],
-            "maj_at_k": s["maj_at_k"],
-            "status": status,
-            "created_at": m.created_at,
-            "validity": tally.to_dict(),
-            "validity_text": tally.text(),
-            "skipped": list(run.skipped),
-        }
-        if isinstance(m.extra.get("rejudged"), dict):
-            row["rejudged_from"] = str(m.extra["rejudged"].get("from"))
-        if run.shards:
-            row["shards"] = [str(p) for p, _ in run.shards]
-            row["problems"] = list(run.problems)
-        rows.append(row)
-    return rows
 
 
 def print_runs(rows: list[dict], out: Path) -> None:

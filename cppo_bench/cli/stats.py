@@ -17,7 +17,8 @@ from cppo_bench.cli.stats_common import call, scoring_options, settings, source_
 from cppo_bench.util.termsafe import echo, safe
 
 # the parameters named otherwise than their field, and those that only shape printing
-NAMES = {"csv_path": "csv", "k_text": "k", "cands": "a", "bases": "b"}
+NAMES = {"csv_path": "csv", "from_date": "start_date", "to_date": "end_date", "k_text": "k",
+         "cands": "a", "bases": "b"}  # fmt: skip
 VIEW = ("as_json",)
 
 

@@ -15,7 +15,10 @@ from cppo_bench.util.termsafe import echo, markup
 
 F = TypeVar("F", bound=Callable[..., Any])
 PATH = click.Path(exists=True, path_type=Path)
-NAMES = {"csv_path": "csv", "as_json": ""}  # parameter -> field ("": prints only)
+# parameter -> field ("": prints only); the window's dates are not called start_date/end_date
+# here: those parameter names are bench_options' loader flags, which `configured` takes as
+# folded into -o pairs
+NAMES = {"csv_path": "csv", "from_date": "start_date", "to_date": "end_date", "as_json": ""}
 
 
 def source_options(fn: F) -> F:
@@ -25,8 +28,8 @@ def source_options(fn: F) -> F:
         click.option("--bench"),
         click.option("--runs", type=PATH),
         click.option("--csv", "csv_path", type=PATH),
-        click.option("--start-date", "--start_date", "start_date", metavar="YYYY-MM-DD"),
-        click.option("--end-date", "--end_date", "end_date", metavar="YYYY-MM-DD"),
+        click.option("--start-date", "--start_date", "from_date", metavar="YYYY-MM-DD"),
+        click.option("--end-date", "--end_date", "to_date", metavar="YYYY-MM-DD"),
         click.option("--platform"),
     ]):  # fmt: skip
         fn = option(fn)

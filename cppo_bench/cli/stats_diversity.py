@@ -9,10 +9,10 @@ import click
 from cppo_bench.api.config import build_config
 from cppo_bench.api.diversity import DiversityConfig
 from cppo_bench.cli.options import configured
-from cppo_bench.cli.stats_common import call, settings, source_options, table
+from cppo_bench.cli.stats_common import NAMES, call, settings, source_options, table
 
 
-@configured(DiversityConfig, names={"csv_path": "csv"}, parsed=("measures",))
+@configured(DiversityConfig, names=NAMES, parsed={"measures": "measures"})
 @click.command("diversity")
 @source_options
 @click.option("--measures", default="surf,sem", show_default=True, help="Any of surf, sem, alg.")

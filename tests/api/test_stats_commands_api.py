@@ -74,7 +74,7 @@ def test_a_config_and_keywords_are_the_same_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"k": "1,x"}, "k '1,x': not a comma-separated list of integers"),
+        ({"k": "1,x"}, "setting k: '1,x': not a comma-separated list of integers"),
         ({"k": [0]}, "every k must be >= 1"),
         ({"estimator": "best"}, "setting estimator: 'best' is not one of auto, first, unbiased"),
         ({"resamples": 1.5}, "setting resamples: expected int"),
@@ -89,6 +89,15 @@ def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, settings: dict, nam
     assert named in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_bad_setting_on_the_command_line_names_the_flag(tmp_path: Path) -> None:
+    two_branch_store(tmp_path)
+    for args, line in ((["passk", "--k", "0"], "Error: --k: every k must be >= 1, got '0'"),
+                       (["passk", "--k", "1,x"], "Error: --k: '1,x': not a comma-separated"),
+                       (["seeds", "--deltas", "0.1"], "Error: --deltas: give two differences")):  # fmt: skip
+        res = CliRunner().invoke(main, ["stats", *args, "--runs", str(tmp_path)])
+        assert res.exit_code == 1 and res.output.splitlines()[-1].startswith(line), res.output
+
+
 def test_seeds_with_given_deltas_is_the_t_interval() -> None:
     deltas = [0.194, 0.207, 0.232]
     (row,) = api.seeds(deltas="0.194,0.207,0.232", confidence=0.9).to_dict("records")
@@ -97,9 +106,9 @@ def test_seeds_with_given_deltas_is_the_t_interval() -> None:
     assert (row["low"], row["high"]) == (pytest.approx(low), pytest.approx(high))
     with pytest.raises(DataError, match="give deltas, or a and b"):
         api.seeds(runs="runs", a="cppo")
-    with pytest.raises(DataError, match="deltas '0.1,y'"):
+    with pytest.raises(DataError, match="setting deltas: '0.1,y'"):
         api.seeds(deltas="0.1,y")
-    with pytest.raises(DataError, match="deltas: give two differences at least, got 1"):
+    with pytest.raises(DataError, match="setting deltas: give two differences at least, got 1"):
         api.seeds(deltas="0.1")  # was a ValueError traceback from the t interval
 
 
@@ -107,7 +116,7 @@ def test_bootstrap_and_diversity_take_their_configs(tmp_path: Path) -> None:
     two_branch_store(tmp_path)
     with pytest.raises(DataError, match="nothing to compare"):
         api.bootstrap(runs=str(tmp_path), a="direct")  # no baseline in the store
-    with pytest.raises(DataError, match="setting measures\\[0\\]: 'size' is not one of"):
+    with pytest.raises(DataError, match="setting measures: \\[0\\] 'size' is not one of"):
         diversity(runs=str(tmp_path), measures="size")
     assert DiversityConfig(runs="r").measures == ("surf", "sem")
     with pytest.raises(DataError, match="no results for benchmark 'nope'"):

@@ -52,10 +52,10 @@ def test_a_config_keywords_and_the_command_make_the_same_test_set(tmp_path: Path
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"oracle": "model"}, "oracle model needs generator_model (--generator-model)"),
-        ({"per_problem": 0}, "per_problem must be in [1, 1000], got 0"),
-        ({"references": 1}, "references must be in [2, 20], got 1"),
-        ({"time_limit": 0}, "time_limit must be > 0"),
+        ({"oracle": "model"}, "setting generator_model: needed with oracle model"),
+        ({"per_problem": 0}, "setting per_problem: must be in [1, 1000], got 0"),
+        ({"references": 1}, "setting references: must be in [2, 20], got 1"),
+        ({"time_limit": 0}, "setting time_limit: must be > 0"),
         ({"oracle": "human"}, "setting oracle: 'human' is not one of references, model"),
         ({"per_problems": 3}, "unknown setting key per_problems"),
         (
@@ -69,6 +69,9 @@ def test_a_bad_augment_setting_is_one_line(tmp_path: Path, settings: dict, named
         augment(bench="demo", out=str(tmp_path / "o"), **settings)
     assert named in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "o").exists()
+    cli = CliRunner().invoke(main, ["augment", "--bench", "demo", "--out", str(tmp_path / "o"),
+                                    "--oracle", "model"])  # fmt: skip
+    assert cli.output.startswith("Error: --generator-model: needed with oracle model"), cli.output
 
 
 def test_audit_names_the_run_it_cannot_audit(tmp_path: Path) -> None:
@@ -78,7 +81,7 @@ def test_audit_names_the_run_it_cannot_audit(tmp_path: Path) -> None:
     with pytest.raises(DataError) as caught:
         audit(AuditConfig(runs=(str(tmp_path / "run"),), tests=str(tmp_path / "set")))
     assert str(caught.value).startswith(f"{tmp_path / 'run'}: ")
-    with pytest.raises(DataError, match="runs: give at least one run directory"):
+    with pytest.raises(DataError, match="setting runs: give at least one run directory"):
         audit(runs=[], tests=str(tmp_path / "set"))
     with pytest.raises(DataError, match="setting resamples: expected int"):
         audit(runs=str(tmp_path / "run"), tests=str(tmp_path / "set"), resamples="many")

@@ -158,7 +158,7 @@ def test_run_store_passk_and_surface_diversity(tmp_path):
     fixed = next(x for x in res.output.splitlines() if "fixed" in x)
     assert "1.000" in cppo and "0.000" in fixed  # disjoint plans vs one plan four times
     bad = run("diversity", "--runs", str(tmp_path), "--measures", "surf,size")
-    assert bad.exit_code == 1 and "measures[1]: 'size' is not one of surf" in bad.output
+    assert bad.exit_code == 1 and "--measures: [1] 'size' is not one of surf" in bad.output
     missing = run("diversity", "--runs", str(tmp_path), "--encoder", str(tmp_path / "nope"))
     assert missing.exit_code == 1 and "not a sentence-transformers folder" in missing.output
 

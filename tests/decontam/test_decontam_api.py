@@ -47,12 +47,12 @@ def test_a_config_and_keywords_remove_the_same_problems(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"max_df": 1}, "max_df must be 0 (none) or >= 2, got 1"),
-        ({"threshold": 0.0}, "threshold must be in (0, 1], got 0.0"),
+        ({"max_df": 1}, "setting max_df: must be 0 (none) or >= 2, got 1"),
+        ({"threshold": 0.0}, "setting threshold: must be in (0, 1], got 0.0"),
         ({"metric": "cosine"}, "setting metric: 'cosine' is not one of containment, jaccard"),
-        ({"eval": []}, "eval: give at least one source"),
+        ({"eval": []}, "setting eval: give at least one source"),
         ({"ngrams": 3}, "unknown setting key ngrams"),
-        ({"loader_options": {"": 3}}, "loader_options '': expected a mapping"),
+        ({"loader_options": {"": 3}}, "setting loader_options: '': expected a mapping"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, settings: dict, named: str) -> None:
@@ -63,4 +63,4 @@ def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, settings: dict, nam
     assert not (tmp_path / "o").exists()  # refused before anything loads or is written
     cli = CliRunner().invoke(main, ["decontam", "--train", "demo", "--eval", "demo", "--out",
                                     str(tmp_path / "o"), "--max-df", "1"])  # fmt: skip
-    assert cli.exit_code == 1 and "max_df must be 0 (none) or >= 2" in cli.output
+    assert cli.exit_code == 1 and "Error: --max-df: must be 0 (none) or >= 2, got 1" in cli.output

@@ -44,9 +44,9 @@ def test_a_config_and_keywords_make_the_same_report(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"formats": "md,pdf"}, "setting formats[1]: 'pdf' is not one of md, tex, csv"),
+        ({"formats": "md,pdf"}, "setting formats: [1] 'pdf' is not one of md, tex, csv"),
         ({"spread": "sd"}, "setting spread: 'sd' is not one of study, seed-std, bootstrap-se"),
-        ({"resamples": 0}, "resamples must be >= 1"),
+        ({"resamples": 0}, "setting resamples: must be >= 1, got 0"),
         ({"format": "md"}, "unknown setting key format"),
         ({"runs": "nowhere"}, "nowhere: no run store here"),
     ],

@@ -174,7 +174,8 @@ def test_command_input_errors_are_one_line(tmp_path):
     result = runner.invoke(main, ["report", "--runs", str(tmp_path), "--formats", "md,docx"])
     # checked by ReportConfig (a Python caller meets it too): a user error, status 1
     assert (
-        result.exit_code == 1 and "formats[1]: 'docx' is not one of md, tex, csv" in result.output
+        result.exit_code == 1
+        and "--formats: [1] 'docx' is not one of md, tex, csv" in result.output
     )
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "x.yaml").write_text("name: x\ntitle: X\nkind: pie\n")

@@ -28,7 +28,7 @@ READERS = [
     ROOT / "cppo_bench" / "runner" / "samples.py",
     ROOT / "cppo_bench" / "runner" / "rundata.py",
     ROOT / "cppo_bench" / "augment" / "audit.py",
-    ROOT / "cppo_bench" / "api.py",
+    *sorted((ROOT / "cppo_bench" / "api").glob("*.py")),
 ]
 EXTRA_KEYS = set(MANIFEST_EXTRA.fields) | set(RECORD_EXTRA.fields)
 # the readers of plan validity reports, and the name they give one tuple's report

@@ -9,29 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from cppo_bench.util.layers import LAYERS
 from tests.helpers.import_graph import graph, imports, module_name
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "cppo_bench"
 
-# bottom -> top; a unit may import its own layer's units or any lower layer's, never a higher
-# one. A unit is a top-level module or sub-package of cppo_bench ("__init__" is the package
-# front). The same order is drawn in docs/concepts.md ("## Layers").
-LAYERS: list[tuple[str, ...]] = [
-    ("errors", "util", "files"),
-    ("problem", "plan"),
-    ("benchmarks", "prompts", "backends", "verifier"),
-    ("methods",),
-    ("store",),
-    ("metrics", "diversity", "decontam"),
-    ("augment",),
-    ("runner", "lm_eval_tasks", "serve"),
-    ("stats", "report"),
-    ("api",),
-    ("__init__",),
-    ("cli",),
-    ("__main__",),
-]
+# bottom -> top (cppo_bench/util/layers.py, the one house plan, drawn in docs/concepts.md)
 LEVEL = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 PUBLIC_TOP = {"__init__.py", "__main__.py", "errors.py", "problem.py"}  # and api/, a package
 
