@@ -44,7 +44,7 @@ NOT_YET_MODULES: set[str] = {
 NOT_YET_COMMANDS: set[str] = {
     "audit", "augment", "data list", "data show", "decontam", "doctor", "lm-eval",
     "model path", "report", "samples", "serve", "stats bootstrap", "stats diversity",
-    "stats passk", "stats seeds", "stats tokens", "train", "verify",
+    "stats passk", "stats seeds", "stats tokens", "verify",
 }  # fmt: skip
 
 
