@@ -144,11 +144,20 @@ def main() -> None:
     )
     for r in results:
         print(
-            f"chunk {r['chunk']:>5}: peak {r['peak_bytes'] / 2**20:8.0f} MiB "
-            f"({r['peak_bytes'] / base['peak_bytes']:.2f}x), step {r['seconds']:.2f} s "
-            f"({r['seconds'] / base['seconds']:.2f}x), entropy {r['entropy']:.6f} "
+            f"chunk {r['chunk']:>5}: peak {max(0, r['peak_bytes']) / 2**20:8.0f} MiB "
+            f"({ratio(r['peak_bytes'], base['peak_bytes'])}), step {r['seconds']:.2f} s "
+            f"({ratio(r['seconds'], base['seconds'])}), entropy {r['entropy']:.6f} "
             f"(chunk 0: {base['entropy']:.6f})"
         )
+
+
+def ratio(value: float, baseline: float) -> str:
+    """value / baseline, or why there is none: a step small enough that the process's peak
+    RSS never rose (ru_maxrss counts pages, and the earlier peak can cover the step) has no
+    measured peak, and a 0 baseline no ratio."""
+    if baseline <= 0 or value < 0:
+        return "no ratio: below what the peak counter resolves"
+    return f"{value / baseline:.2f}x"
 
 
 if __name__ == "__main__":

@@ -8,14 +8,15 @@ has the meaning of the CLI option of the same name (docs/training.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainers.engine.layers import ConfigError, merge, read_preset
-from trainers.harness import quote
+from trainers.harness import DataError, UserError, build_config, quote
 from trainers.recipes import RECIPES, TrainJob, TrainOutcome, check_known, printable
+from trainers.request import TrainRequest
 
 PRESETS = ("auto", "study", "demo")
 
@@ -89,69 +90,111 @@ def recorded_config(algo: str, folder: Path) -> dict[str, Any] | None:
 
 
 def train(
-    algo: str,
+    algo: str | TrainRequest,
     *,
-    config: str | Path | None = None,
-    preset: str = "auto",
-    model: str | None = None,
-    bench: str = "demo_train",
-    data: str | None = None,
-    split: str | None = None,
-    eval_specs: Sequence[str] = (),
-    allow_overlap: bool = False,
-    out: str | Path | None = None,
-    resume: bool = False,
-    seed: int = 0,
-    stages: Sequence[str] = (),
-    quiet: bool = True,
-    options: Mapping[str, Any] | None = None,
     echo: Callable[[str], None] = lambda line: None,
     manifest: Mapping[str, Any] | None = None,
-    **overrides: Any,
+    **settings: Any,
 ) -> TrainOutcome:
-    """Train ``algo`` (cppo, pkpo, passk_rl, upskill); keyword ``overrides`` are config keys
-    (nested mappings for CPPO sections: ``rm={"epochs": 3}``). Returns the final checkpoint,
-    its step count and the base-model label its evaluation takes."""
+    """Train ``algo`` (cppo, pkpo, passk_rl, upskill): give a TrainRequest, or its fields as
+    keywords (``config``, ``preset``, ``model``, ``bench``, ``data``, ``split``,
+    ``eval_specs``, ``allow_overlap``, ``out``, ``resume``, ``seed``, ``stages``, ``quiet``,
+    ``options``); any other keyword is a config key (nested mappings for CPPO sections:
+    ``rm={"epochs": 3}``), as ``overrides`` holds them. Returns the final checkpoint, its step
+    count and the base-model label its evaluation takes. ``echo`` hears the lines worth
+    saying; ``manifest``: extra fields for the run's manifest (the command line)."""
+    request = algo if isinstance(algo, TrainRequest) else request_of(algo, settings)
+    if isinstance(algo, TrainRequest) and settings:
+        raise ConfigError("train: give a TrainRequest or settings, not both")
+    try:
+        return _train(request, echo, dict(manifest or {}))
+    except ValueError as exc:  # from deep inside: the user's input, as its one line (edge)
+        if isinstance(exc, UserError):
+            raise
+        raise DataError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def request_of(algo: str, settings: Mapping[str, Any]) -> TrainRequest:
+    """The TrainRequest of ``train``'s keywords: its fields by name, the rest config keys."""
+    fields = set(TrainRequest.__dataclass_fields__) - {"algo", "overrides"}
+    values = {k: v for k, v in settings.items() if k in fields}
+    overrides = {k: v for k, v in settings.items() if k not in fields}
+    if "overrides" in settings:
+        overrides = merge(dict(settings["overrides"] or {}), overrides)
+    request: TrainRequest = build_config(
+        TrainRequest, {"algo": algo, **values, "overrides": overrides}
+    )
+    return request
+
+
+def folder_of(request: TrainRequest) -> Path:
+    return (
+        Path(request.out)
+        if request.out is not None
+        else default_out(request.algo, request.model, request.seed)
+    )
+
+
+def resolved(request: TrainRequest) -> Resolved:
+    """The config the request's run will use (a plain --resume: the one its folder records,
+    with this request's --config / --set over it)."""
+    base = recorded_config(request.algo, folder_of(request)) if request.resume else None
+    return resolve(
+        request.algo, config=request.config, preset=request.preset, model=request.model,
+        overrides=request.overrides, base=base, bench=request.bench,
+    )  # fmt: skip
+
+
+def check(request: TrainRequest) -> tuple[Any, int | None]:
+    """The preflight's plan of the request's run (stages, layouts, per-GPU memory against
+    the card) and the card's memory; ``plan.problems`` refuse the run (trainers.preflight)."""
+    from trainers.preflight import preflight
+
+    options = {k: v for k, v in request.options.items() if k in ("rm_model", "judge")}
+    return preflight(request.algo, resolved(request).config, request.model, options,
+                     folder_of(request), request.gpu_memory, list(request.stages))  # fmt: skip
+
+
+def _train(
+    request: TrainRequest, echo: Callable[[str], None], manifest: dict[str, Any]
+) -> TrainOutcome:
     from trainers.engine import data as datamod
 
-    recipe = RECIPES.get(algo)
-    check_known(recipe, stages)
-    folder = Path(out) if out is not None else default_out(algo, model, seed)
-    base = recorded_config(algo, folder) if resume else None
-    resolved = resolve(
-        algo, config=config, preset=preset, model=model, overrides=overrides, base=base,
-        bench=bench,
-    )  # fmt: skip
-    if base is not None:
+    r = request
+    recipe = RECIPES.get(r.algo)
+    check_known(recipe, r.stages)
+    folder = folder_of(r)
+    config = resolved(r)
+    if r.resume and recorded_config(r.algo, folder) is not None:
         echo(f"--resume: the config recorded in {folder}, with this command's --config / --set")
-    problems, source = datamod.load_training(bench, data, split, echo=echo)
-    training = datamod.decontaminated(problems, source, list(eval_specs), allow_overlap)
-    if resolved.preset == "demo":
+    problems, source = datamod.load_training(r.bench, r.data, r.split, echo=echo)
+    training = datamod.decontaminated(problems, source, list(r.eval_specs), r.allow_overlap)
+    if config.preset == "demo":
         echo("preset demo: short CPU settings (trainers/configs); preset study for the study's")
     if training.removed:
-        verb = "kept (allow_overlap)" if allow_overlap else "removed"
+        verb = "kept (allow_overlap)" if r.allow_overlap else "removed"
         echo(
             f"decontamination: {len(training.removed)} training problem(s) {verb}; "
             "listed in the manifest"
         )
     job = TrainJob(
-        algo,
-        resolved.config,
+        r.algo,
+        config.config,
         training,
         folder,
-        model,
-        seed,
-        resume,
-        quiet,
-        tuple(stages),
-        dict(options or {}),
-        {"allow_overlap": allow_overlap, "preset": resolved.preset, **dict(manifest or {})},
+        r.model,
+        r.seed,
+        r.resume,
+        r.quiet,
+        tuple(r.stages),
+        dict(r.options),
+        {"allow_overlap": r.allow_overlap, "preset": config.preset, **manifest},
     )
     try:
         return recipe.run(job, echo)
     except KeyboardInterrupt:  # say what was kept and how to resume, then stop as before
         from trainers.engine import interrupt
 
-        argv = (manifest or {}).get("argv")
+        argv = manifest.get("argv")
         interrupt.report(folder, list(argv) if argv else None, echo)
         raise

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from trainers.harness import DataError, UserError, echo
+from trainers.harness import DataError, build_config, configured, echo, nest, parse_kv
+from trainers.request import TrainRequest
 
 ALGOS = ("cppo", "pkpo", "passk_rl", "upskill")
 # cppo's own options: parameter name -> the flag a user typed
@@ -23,14 +24,20 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
              "rm_model": "--rm-model", "rm_kind": "--rm"}  # fmt: skip
 
 
+# parameter -> the TrainRequest field it is parsed into
+_PARSED = {
+    **dict.fromkeys(("sets", "report_to", "rm_kind", "reward_tests", "tests_dir"), "overrides"),
+    **dict.fromkeys(("base_url", "rm_model", "judge_spec"), "options"),
+    "progress": "quiet",
+    "stages": "stages",  # "sft,rm", read by TrainRequest.normalize
+}
+
+
+@configured(TrainRequest, names={"config_file": "config"}, parsed=_PARSED,
+            view=("print_config", "dry_run"))  # fmt: skip
 @click.command("train")
 @click.argument("algo", type=click.Choice(ALGOS), default="pkpo", required=False)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="YAML preset of config keys over the study's defaults (sections for cppo).",
-)
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--set",
     "sets",
@@ -46,26 +53,11 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
     help="Print the stages, their layouts and per-GPU memory estimates, and exit (no weights "
     "are loaded); 2 when the preflight refuses the run.",
 )
-@click.option(
-    "--gpu-memory",
-    default=None,
-    metavar="SIZE",
-    help="The card's memory for the estimates (80GiB, 141GB); default: the first CUDA "
-    "device's, none on a CPU (memory then not compared).",
-)
-@click.option(
-    "--model",
-    default=None,
-    help="Policy to train: HF folder, .gguf or hub id (default: embedded SmolLM2-135M).",
-)
-@click.option(
-    "--bench",
-    default="demo_train",
-    show_default=True,
-    help="Training set loader (demo_train, codecontests, apps, ... or a JSONL path via --data).",
-)
-@click.option("--data", default=None, help="Local copy for --bench (its train split).")
-@click.option("--split", default=None, help="Loader split (default: train where there is one).")
+@click.option("--gpu-memory", metavar="SIZE")
+@click.option("--model")
+@click.option("--bench")
+@click.option("--data")
+@click.option("--split")
 @click.option(
     "--eval",
     "eval_specs",
@@ -74,26 +66,11 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
     help="Evaluation set to decontaminate against (repeatable; default: demo and "
     "every other benchmark available offline).",
 )
-@click.option(
-    "--allow-overlap",
-    is_flag=True,
-    help="Keep training problems that overlap an evaluation set (still listed).",
-)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Run folder (default: runs/train/ALGO-MODEL-seedS).",
-)
-@click.option("--resume", is_flag=True, help="Continue the run in --out from its last state.")
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option(
-    "--preset",
-    type=click.Choice(["auto", "study", "demo"]),
-    default="auto",
-    show_default=True,
-    help="demo: a few short CPU steps; auto = demo when neither --model nor --config.",
-)
+@click.option("--allow-overlap", is_flag=True)
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--resume", is_flag=True)
+@click.option("--seed", type=int)
+@click.option("--preset", type=click.Choice(["auto", "study", "demo"]))
 @click.option(
     "--report-to",
     type=click.Choice(["none", "tensorboard", "wandb"]),
@@ -115,7 +92,7 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
     help="Which tests the training reward judges with: the dataset's own (default) or also "
     "the augmented set given with --tests (a policy then cannot learn the weak tests).",
 )
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--quiet", is_flag=True)
 @click.option("--progress/--no-progress", "progress", default=True, hidden=True)
 @click.option(
     "--stages",
@@ -142,91 +119,64 @@ CPPO_ONLY = {"stages": "--stages", "judge_spec": "--judge", "base_url": "--base-
 )
 def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its options)
     """Train ALGO (cppo, pkpo, passk_rl, upskill) with the study's settings; see docs."""
-    from trainers.api import resolve
+    from trainers.api import resolved
     from trainers.api import train as api_train
-    from trainers.cppo_pipeline.pipeline import parse_stages
     from trainers.cppo_pipeline.stages import PipelineStop
-    from trainers.harness import nest, parse_kv
 
     given = [name for name in CPPO_ONLY if opts[name] is not None]
     if algo != "cppo" and given:
         raise click.UsageError(f"{CPPO_ONLY[given[0]]} is for cppo only")
-    quiet = bool(opts["quiet"]) or not opts["progress"]
+    request = build_config(TrainRequest, {
+        **{name: opts[name] for name in _AS_IS},
+        "algo": algo,
+        "config": opts["config_file"],
+        "eval_specs": list(opts["eval_specs"]),
+        "quiet": bool(opts["quiet"]) or not opts["progress"],
+        "options": {k: opts[k] for k in ("base_url", "rm_model") if opts[k]}
+        | ({"judge": opts["judge_spec"]} if opts["judge_spec"] else {}),
+        "overrides": _overrides(algo, opts),
+    })  # fmt: skip
+    if opts["print_config"]:  # what a run (or a plain --resume of --out) would use
+        config = resolved(request)
+        printed = {"algo": algo, "preset": config.preset, "config": config.as_dict()}
+        echo(json.dumps(printed, indent=2), lines=True)
+        return
+    plan_ok = _preflight(request, bool(opts["dry_run"]))
+    if opts["dry_run"]:
+        sys.exit(0 if plan_ok else 2)
     try:
-        overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))
-        if opts["report_to"]:
-            key = (
-                {"engine": {"report_to": opts["report_to"]}}
-                if algo == "cppo"
-                else {"report_to": opts["report_to"]}
-            )
-            overrides = {**overrides, **key}
-        if opts["rm_kind"]:
-            overrides.setdefault("rm", {})["kind"] = opts["rm_kind"]
-        overrides = _reward_tests(algo, opts, overrides)
-        stages = parse_stages(str(opts["stages"])) if opts["stages"] else []
-        if opts["print_config"]:  # what a run (or a plain --resume of --out) would use
-            from trainers.api import default_out, recorded_config
-
-            folder = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))
-            resolved = resolve(
-                algo,
-                config=opts["config_file"],
-                preset=str(opts["preset"]),
-                model=opts["model"],
-                overrides=overrides,
-                base=recorded_config(algo, Path(folder)) if opts["resume"] else None,
-                bench=str(opts["bench"]),
-            )
-            echo(
-                json.dumps(
-                    {"algo": algo, "preset": resolved.preset, "config": resolved.as_dict()},
-                    indent=2,
-                ),
-                lines=True,
-            )
-            return
-        plan_ok = _preflight(algo, opts, overrides, stages)
-        if opts["dry_run"]:
-            sys.exit(0 if plan_ok else 2)
         outcome = api_train(
-            algo,
-            config=opts["config_file"],
-            preset=str(opts["preset"]),
-            model=opts["model"],
-            bench=str(opts["bench"]),
-            data=opts["data"],
-            split=opts["split"],
-            eval_specs=tuple(opts["eval_specs"]),
-            allow_overlap=bool(opts["allow_overlap"]),
-            out=opts["out"],
-            resume=bool(opts["resume"]),
-            seed=int(opts["seed"]),
-            stages=stages,
-            quiet=quiet,
-            options={k: opts[k] for k in ("base_url", "rm_model") if opts[k]}
-            | ({"judge": opts["judge_spec"]} if opts["judge_spec"] else {}),
-            echo=lambda line: echo(line, err=True),
-            manifest={"argv": sys.argv[1:]},
-            **overrides,
+            request, echo=lambda line: echo(line, err=True), manifest={"argv": sys.argv[1:]}
         )
     except PipelineStop as stop:
         echo(f"cppo-bench train cppo: {stop}", err=True)
         if stop.revisit:
             echo(f"revisit stage: {stop.revisit}", err=True)
         sys.exit(3)
-    except ValueError as exc:  # a UserError goes on to the CLI's one catch site as it is
-        if isinstance(exc, UserError):
-            raise
-        raise DataError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if outcome.checkpoint is not None:
         echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
         echo(
             f"evaluate: cppo-bench run --method {outcome.eval_method} "
-            f"{shlex.join(_evaluate_with(str(opts['bench'])))} "
+            f"{shlex.join(_evaluate_with(request.bench))} "
             f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
-            f"--base-model {shlex.quote(outcome.base_model)} --train-seed {opts['seed']}"
+            f"--base-model {shlex.quote(outcome.base_model)} --train-seed {request.seed}"
         )
+
+
+# the parameters that are TrainRequest fields under their own name
+_AS_IS = ("preset", "model", "bench", "data", "split", "allow_overlap", "out", "resume", "seed",
+          "stages", "gpu_memory")  # fmt: skip
+
+
+def _overrides(algo: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """The config keys the command line sets: --set, and the flags that are config keys."""
+    overrides = nest(parse_kv(tuple(opts["sets"]), "--set", dotted=True))
+    if opts["report_to"]:
+        key = {"report_to": opts["report_to"]}
+        overrides = {**overrides, **({"engine": key} if algo == "cppo" else key)}
+    if opts["rm_kind"]:
+        overrides.setdefault("rm", {})["kind"] = opts["rm_kind"]
+    return _reward_tests(algo, opts, overrides)
 
 
 def _evaluate_with(bench: str) -> tuple[str, ...]:
@@ -253,28 +203,17 @@ def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:
     return {**overrides, "reward_tests": str(folder)}
 
 
-def _preflight(algo: str, opts: dict, overrides: dict, stages: list[str]) -> bool:
+def _preflight(request: TrainRequest, dry_run: bool) -> bool:
     """trainers.preflight before any stage: with --dry-run the plan is printed; problems are
     one line each (a real run stops at the first, exit 1; a dry run lists all, returns False)."""
-    from trainers.api import default_out, recorded_config, resolve
-    from trainers.preflight import preflight
+    from trainers.api import check
 
-    out = opts["out"] or default_out(algo, opts["model"], int(opts["seed"]))
-    resolved = resolve(  # the config the run will use, as --print-config resolves it
-        algo, config=opts["config_file"], preset=str(opts["preset"]), model=opts["model"],
-        overrides=overrides, bench=str(opts["bench"]),
-        base=recorded_config(algo, Path(out)) if opts["resume"] else None,
-    )  # fmt: skip
-    options = {k: opts[k] for k in ("rm_model",) if opts[k]}
-    options |= {"judge": opts["judge_spec"]} if opts["judge_spec"] else {}
-    plan, card = preflight(
-        algo, resolved.config, opts["model"], options, out, opts["gpu_memory"], stages
-    )
-    if opts["dry_run"]:
+    plan, card = check(request)
+    if dry_run:
         echo("\n".join(plan.lines(card)), lines=True)
         for problem in plan.problems:
             echo(f"refused: {problem}", err=True)
         return not plan.problems
     if plan.problems:
-        raise click.ClickException(plan.problems[0])
+        raise DataError(plan.problems[0])
     return True

@@ -17,10 +17,12 @@ HARNESS: dict[str, str] = {
     "BACKENDS": "cppo_bench.backends:BACKENDS",
     "BENCHMARKS": "cppo_bench.benchmarks:BENCHMARKS",
     "binary_arrays": "cppo_bench.metrics.roc:binary_arrays",
+    "build_config": "cppo_bench.api.config:build_config",
     "builder": "cppo_bench.util.builder:",
     "chat": "cppo_bench.backends.chat:",
     "check_real_folder": "cppo_bench.files.outdir:check_real_folder",
     "close_fence": "cppo_bench.methods.base:close_fence",
+    "configured": "cppo_bench.cli.options:configured",
     "DataError": "cppo_bench.errors:DataError",
     "decontaminate": "cppo_bench.decontam:decontaminate",
     "DEFAULT_MODEL": "cppo_bench.backends.default_model:DEFAULT_MODEL",
@@ -64,8 +66,10 @@ HARNESS: dict[str, str] = {
     "read_test_set": "cppo_bench.augment.store:read_test_set",
     "Registry": "cppo_bench.util.registry:Registry",
     "serve_installed": "cppo_bench.serve.node:serve_installed",
+    "setting": "cppo_bench.api.config:setting",
     "render": "cppo_bench.prompts:render",
     "render_messages": "cppo_bench.methods.direct:render_messages",
+    "required": "cppo_bench.api.config:required",
     "roc_auc": "cppo_bench.metrics.roc:roc_auc",
     "SamplingParams": "cppo_bench.backends.base:SamplingParams",
     "Source": "cppo_bench.decontam:Source",
@@ -85,6 +89,9 @@ HARNESS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # the same names, spelled out for the type checker (`X as X`: re-exported)
+    from cppo_bench.api.config import build_config as build_config
+    from cppo_bench.api.config import required as required
+    from cppo_bench.api.config import setting as setting
     from cppo_bench.augment.store import read_test_set as read_test_set
     from cppo_bench.augment.store import with_tests as with_tests
     from cppo_bench.backends import BACKENDS as BACKENDS
@@ -101,6 +108,7 @@ if TYPE_CHECKING:  # the same names, spelled out for the type checker (`X as X`:
     from cppo_bench.benchmarks import BENCHMARKS as BENCHMARKS
     from cppo_bench.benchmarks import load_benchmark as load_benchmark
     from cppo_bench.benchmarks.loadreport import load_line as load_line
+    from cppo_bench.cli.options import configured as configured
     from cppo_bench.cli.options import parse_kv as parse_kv
     from cppo_bench.decontam import Source as Source
     from cppo_bench.decontam import decontaminate as decontaminate

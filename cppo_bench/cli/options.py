@@ -189,6 +189,8 @@ def configured(
             default = default_of(field)
             if default is dataclasses.MISSING or param.multiple or param.is_flag:
                 continue
+            if not isinstance(default, bool | int | float | str | type(None)):
+                continue  # a list or mapping is given in its text form, parsed by the config
             unset = param.default is None or param.default is _UNSET
             if unset and default is not None:
                 param.default, param.show_default = default, True

@@ -41,8 +41,7 @@ NOT_YET_MODULES: set[str] = {
     "testsets.py", "verify.py",
 }  # fmt: skip
 NOT_YET_COMMANDS: set[str] = {
-    "data list", "data show", "doctor", "lm-eval", "model path", "samples", "serve", "train",
-    "verify",
+    "data list", "data show", "doctor", "lm-eval", "model path", "samples", "serve", "verify",
 }  # fmt: skip
 
 

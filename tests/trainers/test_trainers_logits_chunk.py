@@ -221,3 +221,18 @@ def test_upskill_completion_logprobs_chunked_over_several_groups(root: Path) -> 
     assert [len(x) for x in chunked] == [4, 2, 1]
     for a, b in zip(chunked, plain, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_benchmark_prints_a_step_too_small_to_measure() -> None:
+    # a tiny step may never raise the process's peak RSS (ru_maxrss): its peak is 0 or below,
+    # and the table must say so, not divide by it (it crashed the smallest mode under load)
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "logits_chunk.py"
+    spec = importlib.util.spec_from_file_location("logits_chunk_script", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.ratio(4096, 0).startswith("no ratio")
+    assert script.ratio(-4096, 8192).startswith("no ratio")
+    assert script.ratio(4096, 8192) == "0.50x"

@@ -67,3 +67,22 @@ def test_plain_resume_takes_the_recorded_config(tmp_path: Path) -> None:
     assert fresh["lr"] != 2e-6 and config["lr"] == 2e-6  # the run's, not the preset's
     assert config["max_steps"] == 9 and config["n"] == 8  # a --set still applies on top
     assert "gone_key" not in config
+
+
+def test_a_resume_of_a_finished_run_reports_the_same_checkpoint(
+    tmp_path: Path, toy_model: Path
+) -> None:
+    # a resume with no step left saves nothing: it reports the folder `final` names, as the
+    # run itself did (the step folder, never the link a later resume moves)
+    from toy_task import run
+
+    from trainers.engine.checkpoint import final_folder
+
+    out = tmp_path / "run"
+    first = run(out, toy_model, steps=1, parity_reward=True)
+    again = run(out, toy_model, steps=1, resume=True, parity_reward=True)
+    assert first.checkpoint is not None and first.checkpoint.name.startswith("step-")
+    assert again.checkpoint == first.checkpoint == final_folder(out)
+    (out / "checkpoints" / "final").unlink()
+    (out / "checkpoints" / "final").symlink_to("/etc")  # a planted link: no checkpoint
+    assert final_folder(out) is None

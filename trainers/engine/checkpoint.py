@@ -14,6 +14,7 @@ temporary folder, manifest last, fsynced, swapped in by rename). Layout under ``
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,19 @@ def load_state(
         except Exception as exc:  # a full state of the wrong shapes or names
             raise _one_line(folder, exc) from None
     return state
+
+
+def final_folder(out_dir: Path) -> Path | None:
+    """The step folder ``checkpoints/final`` links to (None without one); a link this code
+    did not make (a target that is not a plain ``step-*`` name beside it) is no checkpoint."""
+    final = Path(out_dir) / HF_DIR / "final"
+    if not final.is_symlink():
+        return final if final.is_dir() else None
+    target = os.readlink(final)
+    if os.sep in target or not target.startswith("step-"):
+        return None
+    folder = final.parent / target
+    return folder if folder.is_dir() else None
 
 
 def save_hf(

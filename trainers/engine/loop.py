@@ -235,8 +235,9 @@ def _train(spec: RunSpec) -> TrainResult:
             if run.stopped is not None:
                 break
     if run.saved is None and accelerator.is_main_process:
-        final = out / checkpoint.HF_DIR / "final"
-        run.saved = final if final.exists() else None
+        # nothing saved in this invocation (a resume of a finished run): the folder `final`
+        # names, as a fresh run reports it; never the link, whose target a later resume moves
+        run.saved = checkpoint.final_folder(out)
     return TrainResult(out, run.total, run.saved, run.metrics, parts.base_label, run.stopped)
 
 
