@@ -174,11 +174,13 @@ def configured(
     from cppo_bench.api.config import default_of, help_of
 
     into = dict(parsed) if isinstance(parsed, Mapping) else dict.fromkeys(parsed, "")
-    # bench_options folds its --release/--start-date/--end-date into -o pairs: parsed too
-    into |= {flag: into.get("option_pairs", "") for flag in LOADER_FLAGS}
-    link = Configured(cls, dict(names or {}), into, frozenset(view))
 
     def attach(cmd: Cmd) -> Cmd:
+        folded = dict(into)
+        if any(p.name == "option_pairs" for p in cmd.params):
+            # bench_options folds its --release/--start-date/--end-date into the -o pairs
+            folded |= {flag: folded.get("option_pairs", "") for flag in LOADER_FLAGS}
+        link = Configured(cls, dict(names or {}), folded, frozenset(view))
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for param in cmd.params:
             field = fields.get(link.field(param.name or ""))
