@@ -69,7 +69,7 @@ def serve(bench: str | None, data_path: str | None, option_pairs: tuple[str, ...
     except ModuleNotFoundError as exc:
         raise BackendError(f"serve needs {exc.name}: pip install 'cppo-bench[serve]'") from None
     from cppo_bench import api
-    from cppo_bench.cli.verify import problem_index
+    from cppo_bench.api.programs import problem_index
     from cppo_bench.serve.config import ServeConfig
 
     config = ServeConfig(host=host, port=port, token=_token(token_file), workers=workers,

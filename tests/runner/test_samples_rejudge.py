@@ -110,12 +110,12 @@ def test_verify_run_rejudges_into_a_new_run_and_never_touches_the_source(stored,
 
 def test_verify_run_refuses_a_mismatched_bench(stored):
     result = invoke(["verify", "--run", str(stored), "--bench", "apps"])
-    assert result.exit_code == 2 and "is a demo run" in result.output
+    assert result.exit_code == 1 and "is a demo run" in result.output
 
 
 def test_verify_without_bench_or_run_says_what_is_missing():
     result = invoke(["verify", "--reference"])
-    assert result.exit_code == 2 and "--bench" in result.output
+    assert result.exit_code == 1 and "missing bench" in result.output
 
 
 def test_a_wrong_program_is_named_as_such(stored):
