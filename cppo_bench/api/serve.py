@@ -13,6 +13,19 @@ from typing import Any
 from cppo_bench.api.config import build_config, setting
 from cppo_bench.errors import BackendError, DataError
 
+# setting -> (lowest, highest) it may be: the sizes are counts, the time limit CPU seconds
+RANGES: dict[str, tuple[float, float]] = {
+    "port": (0, 65535),
+    "workers": (1, 4096),
+    "lanes": (1, 4096),
+    "queue_size": (1, 1 << 20),
+    "max_programs": (1, 1 << 20),
+    "max_tests": (1, 1 << 20),
+    "max_body_mb": (1, 1 << 16),
+    "max_output_mb": (1, 1 << 16),
+    "max_time_limit": (0.001, 60),
+}
+
 
 @dataclass(frozen=True)
 class ServeConfig:
@@ -50,6 +63,10 @@ class ServeConfig:
     def __post_init__(self) -> None:
         if self.bench is None and (self.data is not None or self.loader_options):
             raise ValueError("data and loader options go with bench")
+        for name, (low, high) in RANGES.items():  # the CLI's ranges, for every caller
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{name} {value}: give {low} to {high}")
 
     def server_config(self) -> Any:
         """The server's checked config (token read, loopback rule, ranges: one line each)."""

@@ -85,6 +85,8 @@ class VerifyConfig:
     def __post_init__(self) -> None:
         from cppo_bench.verifier import Limits
 
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers {self.workers}: give 1 or more")
         if self.run is not None:
             if self.programs is not None or self.reference:
                 raise ValueError("run judges a stored run: no programs or reference")

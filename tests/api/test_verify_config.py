@@ -54,6 +54,7 @@ def test_a_config_and_keywords_give_the_same_verdicts(tmp_path: Path) -> None:
     ({"bench": "demo", "reference": True, "time_limit": float("nan")}, "time_limit: "),
     ({"bench": "demo"}, "give exactly one of programs"),
     ({"reference": True}, "missing bench"),
+    ({"bench": "demo", "reference": True, "workers": 0}, "workers 0"),
     ({"bench": "demo", "reference": True, "runs": "r"}, "runs goes with run"),
     ({"bench": "demo", "reference": True, "workres": 2}, "workres"),
     ({"bench": "demo", "reference": "yes please"}, "reference"),

@@ -30,8 +30,13 @@ def test_the_server_config_is_what_the_settings_say(tmp_path: Path) -> None:
     ({"loader_options": {"difficulty": "all"}}, "go with bench"),
     ({"port": "http"}, "setting port"),
     ({"workers": 1, "lanes": 2}, "2 lanes need at least as many workers"),
-    ({"max_tests": 0}, "max_tests must be at least 1"),
+    ({"max_tests": 0}, "max_tests 0: give 1 to"),
     ({"hots": "127.0.0.1"}, "hots"),
+    ({"workers": 0}, "workers 0: give 1 to"),  # click's ranges hold for a Python caller too
+    ({"max_time_limit": 0.0}, "max_time_limit 0.0: give 0.001 to 60"),
+    ({"max_time_limit": 1e9}, "max_time_limit"),
+    ({"max_output_mb": 0}, "max_output_mb 0"),
+    ({"port": 70000}, "port 70000"),
 ])  # fmt: skip
 def test_a_bad_setting_is_one_line_before_anything_binds(monkeypatch, settings, says) -> None:
     monkeypatch.delenv("CPPO_SERVE_TOKEN", raising=False)
