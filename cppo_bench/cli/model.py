@@ -1,4 +1,5 @@
-"""`cppo-bench model`: the embedded default model as a plain Hugging Face folder."""
+"""`cppo-bench model`: the embedded default model as a plain Hugging Face folder
+(cppo_bench.api.model)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ def model() -> None:
 def path() -> None:
     """Print the embedded model's Hugging Face folder, building it on first use; give it to
     any tool that takes a model path (lm-eval's pretrained=, vLLM, transformers)."""
-    from cppo_bench.backends.default_model import ensure_default_model, quiet_loading
+    from cppo_bench.api.model import default_model_path
 
-    with quiet_loading():
-        folder = ensure_default_model()
-    echo(str(folder))
+    echo(str(default_model_path()))

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from cppo_bench.cli.options import parse_kv
+from cppo_bench.api.samples import SamplesConfig
+from cppo_bench.cli.options import configured, parse_kv
 
 
 def _print(rows: list[dict[str, Any]], full: bool) -> None:
@@ -93,41 +94,37 @@ def _messages(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
 
 
+@configured(SamplesConfig, names={"run_dir": "run", "data_path": "data"}, parsed=("option_pairs",),
+            view=("full", "as_json"))  # fmt: skip
 @click.command("samples")
 @click.option(
-    "--run",
-    "run_dir",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="A run directory (see `cppo-bench runs`).",
+    "--run", "run_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
-@click.option("--problem", default=None, help="Only this problem id.")
-@click.option(
-    "--data",
-    "data_path",
-    type=click.Path(exists=True),
-    help="The benchmark file the run was made from (for statements and failing tests; "
-    "default: the run's own data source when it is still there).",
-)
+@click.option("--problem")
+@click.option("--data", "data_path", type=click.Path(exists=True))
 @click.option("-o", "--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="Loader option for --data, as for `run`.")  # fmt: skip
-@click.option("--failed", is_flag=True, help="Only problems no attempt solved.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N problems shown.")
+@click.option("--failed", is_flag=True)
+@click.option("--limit", type=click.IntRange(1))
 @click.option("--full", is_flag=True, help="Whole programs and statements (default: clipped).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per problem (JSONL).")
-def samples(run_dir: Path, problem: str | None, data_path: str | None,
-            option_pairs: tuple[str, ...], failed: bool, limit: int | None, full: bool,
-            as_json: bool) -> None:  # fmt: skip
+def samples(**opts: Any) -> None:
     """Show a run's samples per problem: statement, plans, programs, verdicts and the first
     failing test (lm-eval's --log_samples, read back from the run store)."""
-    from cppo_bench.runner.samples import sample_rows
+    from cppo_bench.api.config import build_config
+    from cppo_bench.api.samples import samples as sample_rows
     from cppo_bench.util.termsafe import echo, json_line
 
-    rows = sample_rows(run_dir, problem, data=data_path, loader_options=parse_kv(option_pairs))
-    if failed:
-        rows = [r for r in rows if not r["passed"]]
-    rows = rows[:limit] if limit else rows
-    if as_json:
+    config = build_config(SamplesConfig, {
+        "run": opts["run_dir"],
+        "problem": opts["problem"],
+        "data": opts["data_path"],
+        "loader_options": parse_kv(opts["option_pairs"]),
+        "failed": opts["failed"],
+        "limit": opts["limit"],
+    })  # fmt: skip
+    rows = sample_rows(config)
+    if opts["as_json"]:
         for row in rows:
             echo(json_line(row), whole=True)
         return
@@ -137,4 +134,4 @@ def samples(run_dir: Path, problem: str | None, data_path: str | None,
             "tests are not shown",
             err=True,
         )
-    _print(rows, full)
+    _print(rows, opts["full"])

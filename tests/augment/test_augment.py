@@ -334,7 +334,7 @@ def test_verify_reads_tests_and_a_bad_test_set_is_one_line(tmp_path):
     assert '"passed": false' in res.output and "8 tests added to 2 of 2 problems" in res.output
     res = invoke(["verify", "--bench", "apps", "--data", str(data), "--programs", str(progs),
                   "--tests", str(tmp_path / "set")])  # fmt: skip
-    assert res.exit_code != 0 and "not for --bench 'apps'" in res.output
+    assert res.exit_code != 0 and "not for 'apps'" in res.output
     lines = (tmp_path / "set" / "tests.jsonl").read_text().splitlines()
     (tmp_path / "set" / "tests.jsonl").write_text(
         "\n".join([lines[0], '{"problem_id": "x", "tests": [{"input": 1}]}', lines[1]]) + "\n"

@@ -7,10 +7,10 @@ import json
 
 from click.testing import CliRunner
 
+from cppo_bench.api.data import summary_rows
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.benchmarks._io import data_files
 from cppo_bench.cli import main
-from cppo_bench.cli.data import summary_rows
 
 
 def _apps_row(pid: int, difficulty: str) -> dict:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cppo_bench.api.programs import named_problems, problem_index, read_programs
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.benchmarks.livecodebench import MAX_DECOMPRESSED, decode_private_tests
 from cppo_bench.cli import main
-from cppo_bench.cli.verify import named_problems, problem_index, read_programs
 from cppo_bench.problem import MAX_TESTS, Problem, load_problem_jsonl
 from cppo_bench.problem import Test as Case
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from cppo_bench.api.data import summary_rows
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.cli import main
-from cppo_bench.cli.data import summary_rows
 from cppo_bench.cli.options import parse_kv as parse_options
 from cppo_bench.problem import Problem
 
@@ -131,3 +131,25 @@ def test_parse_options() -> None:
     }  # fmt: skip
     with pytest.raises(Exception, match="twice"):
         parse_options(("a=1", "a=2"))
+
+
+def test_show_api_from_a_config_and_from_keywords(shared_data: Path) -> None:
+    from cppo_bench.api import build_config
+    from cppo_bench.api.data import DataConfig, benchmarks, show
+    from cppo_bench.benchmarks import BENCHMARKS
+    from cppo_bench.errors import DataError
+
+    folder = shared_data / "apps" / "folder_layout"
+    config = build_config(DataConfig, {"bench": "apps", "data": folder,
+                                       "loader_options": {"difficulty": "all"}})  # fmt: skip
+    by_config = show(config)
+    # the oracle: the loader itself, read directly
+    assert by_config.problems == load_benchmark("apps", str(folder), difficulty="all").problems
+    assert show("apps", data=str(folder), loader_options={"difficulty": "all"}, limit=2).problems \
+        == by_config.problems[:2]  # fmt: skip
+    assert [b.name for b in benchmarks()] == BENCHMARKS.names()
+    for settings, needle in (({"limit": 0}, "limit 0"), ({"strict": "yes"}, "strict"),
+                             ({"bnech": "x"}, "bnech")):  # fmt: skip
+        with pytest.raises(DataError) as err:
+            show("apps", **settings)
+        assert needle in str(err.value) and "\n" not in str(err.value)

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from cppo_bench.cli import doctor_checks as doc
+from cppo_bench.api import doctor as doc
 from cppo_bench.cli import main
 from tests.helpers.tests_paths import REPO
 
@@ -176,3 +176,16 @@ def test_a_crashing_check_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(doc.CHECKS, "gpus", boom)
     check = by_name(doc.run_checks())["gpus"]
     assert check.status == doc.MISSING and "driver exploded" in check.detail
+
+
+def test_the_api_returns_what_the_command_prints() -> None:
+    from cppo_bench.errors import DataError
+
+    found = doc.doctor(["chromium", "lm-eval"])
+    assert [c.name for c in found.checks] == ["chromium", "lm-eval"]
+    assert sum(found.counts.values()) == 2
+    assert found.counts == {s: sum(c.status == s for c in found.checks)
+                            for s in (doc.OK, doc.WEAK, doc.MISSING, doc.INFO)}  # fmt: skip
+    with pytest.raises(DataError) as err:  # an unknown check: one line naming it
+        doc.doctor(["chromiun"])
+    assert "chromiun" in str(err.value) and "\n" not in str(err.value)

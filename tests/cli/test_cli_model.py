@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from cppo_bench.api.lmeval import needs_default_model, with_default_model
 from cppo_bench.cli import main
-from cppo_bench.cli.lmeval import needs_default_model, with_default_model
 
 
 @pytest.fixture
@@ -57,3 +57,29 @@ def test_lm_eval_without_model_evaluates_the_embedded_model(model_dir, monkeypat
         "--model_args",
         "pretrained=/m",
     ]
+
+
+def test_lm_eval_api_from_a_config_and_from_arguments(model_dir, monkeypatch):
+    import importlib.util
+    import subprocess
+
+    from cppo_bench.api import build_config
+    from cppo_bench.api.lmeval import LmEvalConfig, lm_eval
+    from cppo_bench.errors import DataError
+
+    if importlib.util.find_spec("lm_eval") is None:
+        pytest.skip("needs the lmeval extra: pip install -e '.[lmeval]'")
+    calls: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 3)
+    notes: list[str] = []
+    config = build_config(LmEvalConfig, {"args": ["ls", "tasks"]})
+    assert lm_eval(config, on_note=notes.append) == 3  # the child's own exit status
+    assert lm_eval(["ls", "tasks"]) == 3 and calls[0] == calls[1] and notes == []
+    assert calls[0][-4:] == ["ls", "tasks", "--include_path", calls[0][-1]]
+    lm_eval(["run", "--tasks", "cppo_demo"], on_note=notes.append)
+    assert notes == [f"lm-eval: no model named; evaluating the embedded model {model_dir}"]
+    with pytest.raises(DataError) as err:  # a bad setting: one line naming it
+        lm_eval(LmEvalConfig(args=("run", "--include_path", "x")))
+    assert "include_path" in str(err.value) and len(calls) == 3
+    with pytest.raises(DataError, match="setting args"):
+        build_config(LmEvalConfig, {"args": "run"})

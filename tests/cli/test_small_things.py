@@ -90,7 +90,7 @@ def test_run_help_lists_every_method_in_full():
 
 
 def test_doctor_checks_for_chromium(monkeypatch):
-    import cppo_bench.cli.doctor_checks as doc
+    import cppo_bench.api.doctor as doc
 
     monkeypatch.setattr(doc.shutil, "which", lambda name: None)
     check = doc.check_chromium()

@@ -37,7 +37,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cppo_bench/files/lock.py", "open"): "/proc/<pid>/stat of a lock holder (the kernel's)",
     ("cppo_bench/files/lock.py", "os.open"): "creates its own lock file (O_EXCL|O_NOFOLLOW)",
     ("cppo_bench/files/lock.py", "os.fdopen"): "its own lock file, opened above",
-    ("cppo_bench/cli/doctor_checks.py", ".read_text"): "/proc and /sys knobs of this machine",
+    ("cppo_bench/api/doctor.py", ".read_text"): "/proc and /sys knobs of this machine",
     ("cppo_bench/verifier/inside/mounts.py", "open"): "/proc/self/mountinfo",
     ("cppo_bench/verifier/inside/procs.py", "open"): "/proc/<pid> files of sandboxed processes",
     ("cppo_bench/verifier/inside/warm.py", "open"): "/proc/<pid>/status of a kept test child",

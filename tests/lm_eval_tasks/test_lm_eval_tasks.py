@@ -208,9 +208,8 @@ def test_cli_path_is_fast_to_import():
 
 
 def test_cli_adds_include_path_and_refuses_a_second_one():
-    import click
-
-    from cppo_bench.cli.lmeval import lm_eval_argv
+    from cppo_bench.api.lmeval import lm_eval_argv
+    from cppo_bench.errors import DataError
 
     argv = lm_eval_argv(["run", "--tasks", "cppo_demo"])
     assert argv[1:] == [
@@ -223,7 +222,7 @@ def test_cli_adds_include_path_and_refuses_a_second_one():
         include_path(),
     ]
     for bad in (["--include_path", "x"], ["--include_path=x"]):
-        with pytest.raises(click.ClickException, match="include_path"):
+        with pytest.raises(DataError, match="include_path"):
             lm_eval_argv(["run", *bad])
 
 

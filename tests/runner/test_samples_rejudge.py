@@ -110,15 +110,39 @@ def test_verify_run_rejudges_into_a_new_run_and_never_touches_the_source(stored,
 
 def test_verify_run_refuses_a_mismatched_bench(stored):
     result = invoke(["verify", "--run", str(stored), "--bench", "apps"])
-    assert result.exit_code == 2 and "is a demo run" in result.output
+    assert result.exit_code == 1 and "is a demo run" in result.output
 
 
 def test_verify_without_bench_or_run_says_what_is_missing():
     result = invoke(["verify", "--reference"])
-    assert result.exit_code == 2 and "--bench" in result.output
+    assert result.exit_code == 1 and "missing bench" in result.output
 
 
 def test_a_wrong_program_is_named_as_such(stored):
     rows = cb.samples(stored)
     codes = {a["code"].strip() for r in rows for a in r["attempts"] if not a["passed"]}
     assert WRONG.split("\n")[1] in codes
+
+
+def test_samples_from_a_config_and_from_keywords(stored):
+    from cppo_bench.api import build_config
+    from cppo_bench.api.samples import SamplesConfig
+
+    records = read_records(stored)  # the oracle: the stored branches' own pass/fail
+    unsolved = [pid for pid, rec in records.items() if not any(b.passed for b in rec.branches)]
+    config = build_config(SamplesConfig, {"run": stored, "failed": True})
+    by_config = [r["problem_id"] for r in cb.samples(config)]
+    assert by_config == [r["problem_id"] for r in cb.samples(stored, failed=True)]
+    assert sorted(by_config) == sorted(unsolved)
+    assert (
+        len(cb.samples(stored, limit=2))
+        == 2
+        == len(cb.samples(SamplesConfig(str(stored), limit=2)))
+    )
+    for bad, needle in (({"limit": 0}, "limit 0"), ({"failed": "no"}, "failed"),
+                        ({"problem": 7}, "problem")):  # fmt: skip
+        with pytest.raises(cb.DataError) as err:
+            cb.samples(stored, **bad)
+        assert needle in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(cb.DataError, match="not both"):
+        cb.samples(config, limit=1)

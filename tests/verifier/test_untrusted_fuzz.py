@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cppo_bench.api.programs import read_programs
 from cppo_bench.benchmarks import load_benchmark
 from cppo_bench.benchmarks.livecodebench import decode_private_tests
 from cppo_bench.benchmarks.safe_pickle import UnsafePickleError, safe_loads
-from cppo_bench.cli.verify import read_programs
 from cppo_bench.errors import DataError
 from cppo_bench.problem import load_problem_jsonl
 from cppo_bench.store.gencache import GenCache

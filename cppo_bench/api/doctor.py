@@ -1,4 +1,5 @@
 """`cppo-bench doctor`: what this machine can do, what is missing, and the line that adds it.
+`doctor` runs the checks and returns a `Diagnosis`; the CLI only prints it.
 
 Each check is a small function returning a `Check`; `CHECKS` lists them by name in the order
 they are printed. Nothing here installs, downloads or builds anything: the sandbox check
@@ -247,7 +248,13 @@ CHECKS: dict[str, Callable[[], Check]] = {
 
 def run_checks(names: list[str] | None = None) -> list[Check]:
     """Every check (or those named), each failing on its own: a crash in one is reported as
-    that check's detail, not as the end of the report."""
+    that check's detail, not as the end of the report. An unknown name is one line."""
+    from cppo_bench.errors import DataError
+    from cppo_bench.util.termsafe import quote
+
+    unknown = [n for n in names or () if n not in CHECKS]
+    if unknown:
+        raise DataError(f"no check {quote(unknown[0])}; the checks: {', '.join(CHECKS)}")
     out = []
     for name in names or list(CHECKS):
         try:
@@ -258,5 +265,25 @@ def run_checks(names: list[str] | None = None) -> list[Check]:
 
 
 def summary(checks: list[Check]) -> dict[str, Any]:
+    """The checks and how many have each status, as `doctor --json` prints them."""
     counts = {s: sum(c.status == s for c in checks) for s in (OK, WEAK, MISSING, INFO)}
     return {"checks": [c.to_dict() for c in checks], "counts": counts}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What `doctor` found: each check in the order printed, and the count per status."""
+
+    checks: list[Check]
+    counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checks": [c.to_dict() for c in self.checks], "counts": dict(self.counts)}
+
+
+def doctor(checks: list[str] | None = None) -> Diagnosis:
+    """What `cppo-bench doctor` reports: every check (or those named in `checks`), each
+    with its status, detail and the line that adds what is missing. Never raises for what a
+    check finds: a crash in one is that check's detail."""
+    found = run_checks(checks)
+    return Diagnosis(found, summary(found)["counts"])
