@@ -63,6 +63,9 @@ def build_config(cls: type[C], values: Mapping[str, Any], *, from_text: bool = F
     # `str` refuses anything else, and a config holds plain data
     given = {key: str(value) if isinstance(value, PurePath) else value
              for key, value in values.items() if value is not None}  # fmt: skip
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if default_of(field) is dataclasses.MISSING and field.name not in given:
+            raise SettingError(field.name, "missing (this setting has no default)")
     try:
         built: C = build(cls, given, label="setting", from_text=from_text)
     except BuildError as exc:

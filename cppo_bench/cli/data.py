@@ -35,7 +35,12 @@ def list_benchmarks() -> None:
     Console().print(table)
 
 
-@configured(DataConfig, names={"data_path": "data"}, parsed=("option_pairs",), view=("as_json",))
+@configured(
+    DataConfig,
+    names={"data_path": "data"},
+    parsed={"option_pairs": "loader_options"},
+    view=("as_json",),
+)
 @data.command("show")
 @bench_options
 @click.option("--limit", type=click.IntRange(min=1))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from cppo_bench.api.output import write_user_file
 from cppo_bench.cli.options import config_of
 
 HEADER = """# Every command and option
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if now == text:
             continue
         if args == ["--write"]:
-            path.write_text(text, encoding="utf-8")
+            write_user_file(path, text)
             print(f"wrote {path}")
         else:
             stale.append(path)

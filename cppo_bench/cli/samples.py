@@ -94,7 +94,7 @@ def _messages(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
 
 
-@configured(SamplesConfig, names={"run_dir": "run", "data_path": "data"}, parsed=("option_pairs",),
+@configured(SamplesConfig, names={"run_dir": "run", "data_path": "data"}, parsed={"option_pairs": "loader_options"},
             view=("full", "as_json"))  # fmt: skip
 @click.command("samples")
 @click.option(

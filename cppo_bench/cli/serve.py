@@ -13,7 +13,7 @@ from cppo_bench.cli.options import bench_options, configured, parse_kv
 from cppo_bench.util.termsafe import echo
 
 
-@configured(ServeConfig, names={"data_path": "data"}, parsed=("option_pairs",))
+@configured(ServeConfig, names={"data_path": "data"}, parsed={"option_pairs": "loader_options"})
 @click.command("serve")
 @bench_options(required=False)
 @click.option("--host")

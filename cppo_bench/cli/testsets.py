@@ -10,12 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cppo_bench.api.testsets import read_tests
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-# `audit` reads its set here until it builds a config of its own (issue 48: being converted)
-load_tests = read_tests
 
 
 def tests_option(func: F) -> F:

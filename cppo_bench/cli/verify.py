@@ -61,7 +61,7 @@ def print_rejudged(source: str, done: Any) -> None:
 
 
 @configured(VerifyConfig, names={"data_path": "data", "tests_dir": "tests", "run_dir": "run"},
-            parsed=("option_pairs",), view=("out",))  # fmt: skip
+            parsed={"option_pairs": "loader_options"}, view=("out",))  # fmt: skip
 @click.command("verify")
 @bench_options(required=False)
 @tests_option

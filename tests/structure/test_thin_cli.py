@@ -34,18 +34,13 @@ ALLOWED = (
     "cppo_bench.util.keyvals",  # the one KEY=VALUE parser
     "cppo_bench.util.layers",  # the house plan, which cli/reference.py draws in the docs
 )
-# not yet converted (issue 48 item 2 in progress): each entry is a debt, and an entry that
-# no longer needs to be here fails the test, so the list only shrinks
-NOT_YET_MODULES: set[str] = {
-    "data.py", "doctor_checks.py", "lmeval.py", "model.py", "samples.py", "serve.py",
-    "testsets.py", "verify.py",
-}  # fmt: skip
-NOT_YET_COMMANDS: set[str] = {
-    "data list", "data show", "doctor", "lm-eval", "model path", "samples", "serve", "verify",
-}  # fmt: skip
 
 
 KNOWN = {module_name(p, REPO) for p in (REPO / "cppo_bench").rglob("*.py")}
+
+
+# parameters that are no setting: a command with only these has nothing to configure
+NO_SETTINGS = {"help", "as_json"}
 
 
 def _harness_imports(path: Path) -> set[str]:
@@ -55,17 +50,14 @@ def _harness_imports(path: Path) -> set[str]:
 
 
 def test_cli_modules_import_only_the_api() -> None:
-    wrong, done = [], []
+    wrong = []
     for path in sorted(CLI.glob("*.py")):
         bad = sorted(m for m in _harness_imports(path) if not m.startswith(ALLOWED))
-        if bad and path.name not in NOT_YET_MODULES:
+        if bad:
             wrong.append(f"{path.name}: {', '.join(bad)}")
-        if not bad and path.name in NOT_YET_MODULES:
-            done.append(path.name)
     assert not wrong, "a CLI module asks the harness directly (give the API a function):\n" + (
         "\n".join(wrong)
     )
-    assert not done, f"converted: remove from NOT_YET_MODULES: {done}"
 
 
 def _commands(group: click.Group, ctx: click.Context, prefix: str = "") -> list:
@@ -88,15 +80,13 @@ def _all_commands() -> list:
 
 
 def test_every_command_builds_one_config() -> None:
-    missing, extra, done = [], [], []
+    missing, extra = [], []
     for path, cmd in _all_commands():
         link = config_of(cmd)
         if link is None:
-            if path not in NOT_YET_COMMANDS:
+            if {p.name for p in cmd.params} - NO_SETTINGS:
                 missing.append(path)
             continue
-        if path in NOT_YET_COMMANDS:
-            done.append(path)
         fields = {f.name for f in dataclasses.fields(link.cls)}
         reached = {link.field(p.name or "") for p in cmd.params} | set(link.parsed.values())
         unset = sorted(fields - reached - set(getattr(link.cls, "NOT_ON_THE_CLI", ())))
@@ -115,7 +105,6 @@ def test_every_command_builds_one_config() -> None:
             extra.append(f"{path}: its callback does not build its config (build_config)")
     assert not missing, f"commands with no config (cli.options.configured): {missing}"
     assert not extra, "\n".join(extra)
-    assert not done, f"converted: remove from NOT_YET_COMMANDS: {done}"
 
 
 def test_configured_takes_help_and_default_from_the_config() -> None:
