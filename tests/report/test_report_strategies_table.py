@@ -173,3 +173,33 @@ def test_bad_significance_groups_or_interval_name_the_file(
     with pytest.raises(DataError, match=says) as err:
         parse_spec("specs/t.yaml", data)
     assert str(err.value).startswith("specs/t.yaml: ")
+
+
+def test_a_tier_is_never_tested_against_a_higher_tier(tmp_path: Path) -> None:
+    """Planted pass@4 0.25 < 0.5 < 0.75 < 1.0 for the base, pass@1, PKPO and CPPO: PKPO is
+    tested against pass@1 GRPO (the strongest row below its tier), never against CPPO, the
+    strongest row of the cell; CPPO against PKPO, the strongest of every other row."""
+    from report_plant import N, Plant, _write
+
+    from cppo_bench.report.build import compute
+
+    runs = tmp_path / "runs"
+    planted = {None: 0.25, "pass1": 0.5, "pkpo": 0.75, "cppo": 1.0}
+    for tag, rate in planted.items():
+        solved = round(rate * N)
+        outcomes = [[i < solved] + [False] * 3 for i in range(N)]
+        method = "cppo" if tag == "cppo" else "direct"
+        for seed in [0] if tag is None else [0, 1, 2]:
+            _write(runs, Plant(method, "org/ModelA", "strategies", seed, outcomes,
+                               trained=tag, planner=[0] * N, solver=[0] * N))  # fmt: skip
+    specs = Path(__file__).resolve().parents[2] / "benchmarks" / "specs"
+    table = next(t for t in compute(runs, specs_dir=specs).tables if t.name == TABLE)
+    j = next(j for j, c in enumerate(table.columns) if c.header[-1] == "pass@4")
+    cells = {row.labels[0]: row.cells[j] for row in table.rows}
+    beaten = {
+        label: next(n for n in cells[label].notes if "strongest baseline" in n)
+        for label in ("PKPO", "CPPO")
+    }
+    assert beaten["PKPO"].endswith("the cell, pass@1 GRPO (hierarchical bootstrap)")
+    assert beaten["CPPO"].endswith("the cell, PKPO (hierarchical bootstrap)")
+    assert cells["pass@1 GRPO"].p_value is None  # a baseline is not tested
