@@ -86,9 +86,8 @@ def main() -> None:
     fixture = REPO / "benchmarks" / "fixtures" / "strategy_task.py"
     times: dict[str, float] = {"base": _call([sys.executable, str(fixture), str(base)])}
     evals = 0.0
-    for m in ("direct", "skills"):  # the untrained base, as each method family samples
-        if any(METHODS[x][2] == m for x in methods):
-            evals += _evaluate(out, base, m, [], limit)
+    for m in dict.fromkeys(METHODS[x][2] for x in methods):  # the base, as each samples
+        evals += _evaluate(out, base, m, [], limit)
     for name in methods:
         algo, preset, method = METHODS[name]
         for seed in seeds:
