@@ -3,14 +3,18 @@
 For each method and training seed: `cppo-bench train` from the one random base with the
 method's preset (trainers/configs/strategies.*.yaml), then `cppo-bench run` of the checkpoint
 on the held-out split (K = 4: independent samples for the direct-sampling trainers, the four
-skill prefixes for UpSkill), and of the untrained base; then `cppo-bench stats passk` over
-the run store prints pass@1 / pass@4 per method (mean and std over training seeds). Every
-step is the documented command in a subprocess; a finished step is skipped on a rerun.
+skill prefixes for UpSkill), and of the untrained base; then `cppo-bench report` over the
+run store writes the study's tables and figures (OUT/report/) and this prints its table for
+this task (benchmarks/specs/strategies_main.yaml: one row per method, its training
+seeds pooled; pass@1 / pass@4 with hierarchical bootstrap intervals and p-values) and how
+long each phase took. Every step is the documented command in a subprocess; a finished
+training is skipped on a rerun, and a finished evaluation only reloads its stored records.
 
-    python benchmarks/learning.py                       # 3 seeds, every method (not yet timed)
+    python benchmarks/learning.py                       # 3 seeds, every method
     python benchmarks/learning.py --smallest            # 1 seed, 8 steps: a smoke run, minutes
 
-CPPO is not in the table: its pipeline cannot run on this task yet (docs/learning.md, "CPPO").
+A method evaluated with `--method cppo` and tagged `--trained cppo` fills the table's CPPO
+row (with its plan validity) as soon as METHODS names it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ METHODS = {
     "passk_rl": ("passk_rl", "strategies.passk_rl.yaml", "direct"),
     "upskill": ("upskill", "strategies.upskill.yaml", "skills"),
 }
+TABLE = "strategies_main"  # this task's table: benchmarks/specs/, beside the study's specs
 SAMPLING = ["-k", "4", "--max-tokens", "1", "--temperature", "1", "--top-p", "1"]
 
 
@@ -45,11 +50,20 @@ def _call(cmd: list[str]) -> float:
     return time.monotonic() - t0
 
 
-def _evaluate(out: Path, model: Path, method: str, tag: list[str], limit: list[str]) -> None:
+def _evaluate(out: Path, model: Path, method: str, tag: list[str], limit: list[str]) -> float:
     cmd = [_cli(), "run", "--method", method, "--bench", "strategies", "-o", "split=heldout"]
     cmd += ["--model", str(model), *SAMPLING, "--out", str(out / "store"), *limit]
     cmd += ["-b", "device=cpu", "-b", "dtype=float32", *tag]
-    _call(cmd)
+    return _call(cmd)
+
+
+def _report(out: Path) -> float:
+    """`cppo-bench report` over the run store, then its table for this task, as written."""
+    cmd = [_cli(), "report", "--runs", str(out / "store"), "--out", str(out / "report")]
+    spent = _call([*cmd, "--specs", str(REPO / "benchmarks" / "specs")])
+    table = out / "report" / "tables" / f"{TABLE}.md"
+    print(f"\n{table}:\n\n{table.read_text(encoding='utf-8')}", flush=True)
+    return spent
 
 
 def main() -> None:
@@ -59,6 +73,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     ap.add_argument("--smallest", action="store_true", help="1 seed, 8 steps, 16 problems")
     args = ap.parse_args()
+    start = time.monotonic()
     seeds = [0] if args.smallest else [int(s) for s in args.seeds.split(",")]
     methods = args.methods.split(",")
     unknown = sorted(set(methods) - set(METHODS))
@@ -69,11 +84,10 @@ def main() -> None:
     out = args.out.resolve()
     base = out / "base"
     fixture = REPO / "benchmarks" / "fixtures" / "strategy_task.py"
-    _call([sys.executable, str(fixture), str(base)])
-    times: dict[str, float] = {}
-    for m in ("direct", "skills"):  # the untrained base, as each method family samples
-        if any(METHODS[x][2] == m for x in methods):
-            _evaluate(out, base, m, [], limit)
+    times: dict[str, float] = {"base": _call([sys.executable, str(fixture), str(base)])}
+    evals = 0.0
+    for m in dict.fromkeys(METHODS[x][2] for x in methods):  # the base, as each samples
+        evals += _evaluate(out, base, m, [], limit)
     for name in methods:
         algo, preset, method = METHODS[name]
         for seed in seeds:
@@ -83,12 +97,15 @@ def main() -> None:
                 cmd = [_cli(), "train", algo, "--model", str(base), "--bench", "strategies"]
                 cmd += ["--config", f"trainers/configs/{preset}", "--seed", str(seed)]
                 cmd += ["--out", str(run), "--quiet", *extra]
-                times[f"{name}-s{seed}"] = _call(cmd)
+                times[f"train {name}-s{seed}"] = _call(cmd)
             tag = ["--trained", name, "--base-model", str(base), "--train-seed", str(seed)]
-            _evaluate(out, run / "checkpoints" / "final", method, tag, limit)
+            evals += _evaluate(out, run / "checkpoints" / "final", method, tag, limit)
+    times["evaluations (all)"] = evals
+    times["report"] = _report(out)
+    print("time per phase (this invocation; a training finished earlier is not rerun):")
     for key, spent in times.items():
-        print(f"train {key}: {spent:.0f} s")
-    _call([_cli(), "stats", "passk", "--runs", str(out / "store"), "--k", "1,4"])
+        print(f"  {key}: {spent:.0f} s")
+    print(f"  total: {time.monotonic() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -246,7 +246,12 @@ def identity_notes(runs: CellRuns) -> list[str]:
     are named by the differing field, never pooled without a word."""
     from cppo_bench.store.identity import identity_fields, varying
 
-    skip = ("seed", "model", "trained", "base_model", "train_seed")
+    skip: tuple[str, ...] = ("seed", "model", "trained", "base_model", "train_seed")
+    every_run = [*runs.by_seed.values(), *runs.ignored]
+    if every_run and all(r.trained for r in every_run):
+        # each training seed is its own checkpoint: the model the backend served differs
+        # by design (an untrained row's seeds must still serve one model, so it stays)
+        skip += ("served_model",)
     notes = []
     used = [identity_fields(r.manifest) for r in runs.by_seed.values()]
     if len(used) > 1 and (keys := varying(used, skip=skip)):

@@ -44,6 +44,8 @@ def label_parts(cell: Cell) -> dict[str, str | None]:
     from cppo_bench.metrics.uncertainty import KIND_TAGS, is_partial
 
     kind = KIND_TAGS.get(cell.spread_kind or "") if cell.spread is not None else None
+    if cell.interval_kind and cell.value is not None:  # shown in place of the ±
+        kind = cell.interval_kind
     n = None
     if cell.n_problems:
         n = f"n={cell.n_problems}"
@@ -95,8 +97,8 @@ class Labels:
         """'± is bootstrap SE; every cell: n=32, 3 seeds' ('' when nothing is shared)."""
         t = self.table_parts
         said = []
-        if "kind" in t:
-            said.append(f"± is {t['kind']}")
+        if "kind" in t:  # an interval's tag says what it is itself
+            said.append(t["kind"] if t["kind"].startswith("in brackets") else f"± is {t['kind']}")
         cover = ", ".join(t[p] for p in ("n", "seeds") if p in t)
         if cover:
             said.append(f"every cell: {cover}")

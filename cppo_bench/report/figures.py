@@ -88,6 +88,19 @@ def _grid_values(table: Table, metric: str, k: int | None = None) -> dict[tuple,
     return out
 
 
+def _error(cell: Any) -> tuple[float, float]:
+    """(below, above) the bar: a cell's interval where it has one, else its ± over seeds
+    (trained rows), else none."""
+    if cell.interval is not None and cell.value is not None:
+        return max(0.0, cell.value - cell.interval[0]), max(0.0, cell.interval[1] - cell.value)
+    spread = cell.spread if cell.spread_over == "seeds" and cell.spread else 0.0
+    return spread, spread
+
+
+def _errors(cells: list[Any]) -> np.ndarray:
+    return np.array([_error(c) for c in cells], dtype=np.float64).T.reshape(2, len(cells))
+
+
 def _ordered(keys: Any, index: int) -> list:
     return list(dict.fromkeys(key[index] for key in keys))
 
@@ -97,7 +110,8 @@ def grouped_bars(
     spec: TableSpec, table: Table, engine: CellEngine, opts: dict[str, Any]
 ) -> tuple[Any, str, str]:
     metric = opts.get("metric", "pass")
-    cells = {k: c for k, c in _grid_values(table, metric).items() if c.value is not None}
+    k_opt = opts.get("k")  # which K of a table with several (default: the first column's)
+    cells = {k: c for k, c in _grid_values(table, metric, k_opt).items() if c.value is not None}
     if not cells:
         raise Skipped(f"no {metric} values in table {table.name}")
     plt = _plt()
@@ -108,29 +122,37 @@ def grouped_bars(
         rows, benches = _ordered(mine, 0), _ordered(mine, 2)
         width = 0.8 / len(rows)
         for i, row in enumerate(rows):
-            xs, ys, errs, marks = [], [], [], []
+            xs, ys, shown, marks = [], [], [], []
             for j, bench in enumerate(benches):
                 cell = next((c for k, c in mine.items() if k[0] == row and k[2] == bench), None)
                 if cell is not None:
                     xs.append(j + (i - (len(rows) - 1) / 2) * width)
                     ys.append(cell.value)
-                    errs.append(cell.spread if cell.spread_over == "seeds" and cell.spread else 0.0)
+                    shown.append(cell)
                     marks.append(cell.mark)
-            ax.bar(xs, ys, width, yerr=errs, capsize=2, label=row)
+            ax.bar(xs, ys, width, yerr=_errors(shown), capsize=2, label=row)
             for x, y, m in zip(xs, ys, marks, strict=True):
                 if m:
                     ax.annotate(m, (x, y), ha="center", va="bottom", fontsize=11)
         ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches])
-        ax.set_ylabel(next(c for c in table.columns if c.meta.get("metric") == metric).header[-1])
+        ax.set_ylabel(
+            next(
+                c
+                for c in table.columns
+                if c.meta.get("metric") == metric and k_opt in (None, c.meta.get("k"))
+            ).header[-1]
+        )
         ax.set_title(model_label(spec, model))
         ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(axis="y", alpha=0.3)
         _from_zero(ax)
     fig.tight_layout()
-    caption = (
-        f"{table.title}: bars per benchmark; error bars are the std over training "
-        "seeds (trained methods only); † as in the table."
+    bars = (
+        f"the {100 * spec.interval:g}% hierarchical bootstrap interval"
+        if spec.interval is not None
+        else "the std over training seeds (trained methods only)"
     )
+    caption = f"{table.title}: bars per benchmark; error bars are {bars}; † as in the table."
     return fig, f"{table.name}_bars", caption
 
 
@@ -170,10 +192,7 @@ def pass_at_k_curves(
                         marker="o",
                         capsize=2,
                         label=row,
-                        yerr=[
-                            p[1].spread if p[1].spread_over == "seeds" and p[1].spread else 0.0
-                            for p in pts
-                        ],
+                        yerr=_errors([p[1] for p in pts]),
                     )
             ax.set_xscale("log", base=2)
             ax.set_xticks(

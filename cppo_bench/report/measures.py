@@ -151,6 +151,32 @@ def _dup_rate(ctx: Ctx) -> np.ndarray:
     return out
 
 
+def _valid(ctx: Ctx) -> np.ndarray:
+    """Per problem: the share of its plan tuples that are valid, by the one rule every count
+    of validity uses (cppo_bench.plan.validity.record_tally); NaN for a plan-less record."""
+    from cppo_bench.plan.validity import record_tally
+
+    tallies = [record_tally(r) for r in ctx.records]
+    return np.array([t.valid_share if t.tuples else np.nan for t in tallies], dtype=np.float64)
+
+
+def _distinct(ctx: Ctx) -> np.ndarray:
+    """Per problem: the mean over its K-tuples of the share of distinct programs among the
+    tuple's attempts (the programs the verifier ran, surrounding whitespace aside; a missing
+    attempt counts as no new program). Where each program is one strategy, as on the
+    `strategies` task, this is D_alg with an exact labeller."""
+    k = ctx.metric.k
+    out = np.full(len(ctx.records), np.nan)
+    for i, r in enumerate(ctx.records):
+        grouped: dict[int, list[str]] = {}
+        for b in r.branches:
+            grouped.setdefault(b.tuple_index, []).append((b.code or b.completion).strip())
+        shares = [len(set(t[:k])) / k for t in grouped.values() if t]
+        if shares:
+            out[i] = float(np.mean(shares))
+    return out
+
+
 def _per_tuple(ctx: Ctx, score: Callable[[list[list[str]]], list[float]]) -> np.ndarray:
     """Mean over a record's K-tuples (with >= 2 texts) of a tuple-level diversity score."""
     tuples, owner = [], []
@@ -218,6 +244,8 @@ for _name, _def in {
     "tokens": MetricDef("tokens", 1, problem=_tokens(None)),
     "pass_per_10k": MetricDef("pass@{k}/10k tok.", run=_pass_per_10k),
     "dup_rate": MetricDef("dup. rate", problem=_dup_rate, na_note=_PLANS),
+    "valid": MetricDef("valid tuples", problem=_valid, na_note=_PLANS),
+    "distinct": MetricDef("distinct@{k}", problem=_distinct, na_note="no attempts recorded"),
     "d_surf": MetricDef("D_surf", problem=_d_surf, na_note="no tuple has two or more texts"),
     "d_sem": MetricDef("D_sem", problem=_d_sem, na_note="no tuple has two or more texts"),
     "d_alg": MetricDef("D_alg", problem=_d_alg, na_note="no tuple has two or more texts"),

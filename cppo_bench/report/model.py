@@ -40,6 +40,7 @@ class Cell:
     spread_kind: str | None = None  # what the ± is: "seed_std" | "bootstrap_se"
     n_total: int = 0  # the benchmark's full evaluation set (0: unknown); n_problems < it: partial
     validity: str = ""  # the method's tuple validity / fallbacks ("" for plan-less methods)
+    interval_kind: str | None = None  # what `interval` is, when shown beside a value
 
     @property
     def partial(self) -> bool:

@@ -27,12 +27,17 @@ def cell_text(cell: Cell, col: Column, pm: str = "±", label: str | None = None)
     None: the whole label."""
     if cell.text is not None:
         return cell.text
-    if cell.interval is not None:
-        return f"[{number(cell.interval[0], col)}, {number(cell.interval[1], col)}]"
+    interval = (
+        f"[{number(cell.interval[0], col)}, {number(cell.interval[1], col)}]"
+        if cell.interval is not None
+        else ""
+    )
     if cell.value is None:
-        return ""
+        return interval
     text = number(cell.value, col)
-    if cell.spread is not None:
+    if interval:  # the interval of the mean, in place of the ± (the CSV keeps both)
+        text += f" {interval}"
+    elif cell.spread is not None:
         spread = f"{cell.spread:.{col.digits}f}" if not col.percent else number(cell.spread, col)
         text += f" {pm} {spread}"
     label = cell_label(cell) if label is None else label

@@ -68,10 +68,18 @@ class ColumnsSpec:
 
 @dataclass(frozen=True)
 class Significance:
-    candidates: str = "cppo"  # row group tested against the strongest other row
+    # Row groups tested, in order: each group's rows against the strongest row of the groups
+    # before it and of the rows in no listed group (one group: against every other row).
+    # ("passk", "cppo") tests the study's ordering: pass@K-aware > the rest, CPPO > all.
+    candidates: tuple[str, ...] = ("cppo",)
     alpha: float = 0.05
     mark: str = "†"
     metrics: tuple[str, ...] = ("pass", "maj")
+    p_values: bool = False  # each tested cell also footnotes its p and the baseline it beat
+
+    def baselines_of(self, group: str) -> tuple[str, ...]:
+        """The candidate groups a row of `group` is NOT compared with (itself and later)."""
+        return self.candidates[self.candidates.index(group) :]
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,9 @@ class TableSpec:
     fill: str = ""  # tables not filled from runs: what fills them
     external: tuple[ExternalCell, ...] = ()
     problems: tuple[ExampleProblem, ...] = ()
+    # grid: also the hierarchical-bootstrap percentile interval of each cell's mean at this
+    # confidence (problems and training seeds resampled), shown in place of the ±
+    interval: float | None = None
 
     def expected_seeds(self, row: Selector) -> tuple[int, ...]:
         if row.seeds is not None:

@@ -207,19 +207,26 @@ def parse_spec(path: str, data: Any) -> TableSpec:
             "fill",
             "external",
             "problems",
+            "interval",
         ),
     )
+    interval = r.get("interval", (int, float), None)
+    if interval is not None and not 0 < interval < 1:
+        raise DataError(f"{path}: interval: a confidence between 0 and 1, got {interval}")
     rows = r.get("rows", list, [])
     seeds = _Reader(path, "seeds", r.get("seeds", dict, {}), ("trained", "inference"))
     sig = r.get("significance", dict, None)
     significance = None
     if sig is not None:
-        s = _Reader(path, "significance", sig, ("candidates", "alpha", "mark", "metrics"))
+        s = _Reader(
+            path, "significance", sig, ("candidates", "alpha", "mark", "metrics", "p_values")
+        )
         significance = Significance(
-            candidates=s.get("candidates", str, "cppo"),
+            candidates=_groups(path, s.get("candidates", (str, list), "cppo")),
             alpha=s.get("alpha", (int, float), 0.05),
             mark=s.get("mark", str, "†"),
             metrics=tuple(s.get("metrics", list, ["pass", "maj"])),
+            p_values=s.get("p_values", bool, False),
         )
     comparisons = []
     for i, c in enumerate(r.get("comparisons", list, [])):
@@ -275,7 +282,18 @@ def parse_spec(path: str, data: Any) -> TableSpec:
         fill=r.get("fill", str, "").strip(),
         external=parse_external(path, r.get("external", list, [])),
         problems=parse_problems(path, r.get("problems", list, [])),
+        interval=interval,
     )
+
+
+def _groups(path: str, value: str | list[Any]) -> tuple[str, ...]:
+    """significance.candidates: one row group, or a list of them (tested in that order)."""
+    groups = [value] if isinstance(value, str) else value
+    if not groups or any(not isinstance(g, str) or not g for g in groups):
+        raise DataError(f"{path}: significance.candidates: a group name or a list of them")
+    if len(set(groups)) != len(groups):
+        raise DataError(f"{path}: significance.candidates: a group is listed twice")
+    return tuple(groups)
 
 
 def _load_file(path: Path | Any, label: str) -> tuple[dict[str, Any], str]:

@@ -8,14 +8,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from cppo_bench.metrics import (
-    benchmark_pass_at_k,
-    dagger_marks,
-    hierarchical_bootstrap,
-    seed_difference_ci,
-)
+from cppo_bench.metrics import benchmark_pass_at_k, seed_difference_ci
 from cppo_bench.report.cells import SPREAD_NOTE, CellEngine, metric_digits, metric_label
 from cppo_bench.report.labels import (  # noqa: F401  (importable here as before)
     NO_MODEL,
@@ -85,51 +78,22 @@ def build_grid(spec: TableSpec, engine: CellEngine) -> Table:
         columns = add_average_columns(spec, engine, columns, rows)
     if engine.study_numbers:  # a spec's published cells: rows of their own, labelled
         rows += external_rows(spec, columns)
-    notes = list(spec.notes)
-    if any(c.spread is not None and c.spread_over == "problems" for r in rows for c in r.cells):
+    table = Table(
+        spec.name, spec.title, spec.caption, ("Method",), columns, rows, list(spec.notes),
+        spec.path,
+    )  # fmt: skip
+    from cppo_bench.report.column_tests import add_intervals, mark_column
+
+    for j, col in enumerate(columns):
+        add_intervals(spec, engine, table, j)
+        if spec.significance is not None and col.meta["metric"] in spec.significance.metrics:
+            mark_column(spec, engine, table, j)
+    shown_pm = [c for r in rows for c in r.cells if c.spread is not None and c.interval is None]
+    if any(c.spread_over == "problems" for c in shown_pm):
         # say what an inference-only row's ± is (each number also names its own)
-        notes.append(SPREAD_NOTE if engine.spread == "study" else f"± by --spread {engine.spread}")
-    table = Table(spec.name, spec.title, spec.caption, ("Method",), columns, rows, notes, spec.path)
-    if spec.significance is not None:
-        for j, col in enumerate(columns):
-            if col.meta["metric"] in spec.significance.metrics:
-                _mark_column(spec, engine, table, j)
+        spread = SPREAD_NOTE if engine.spread == "study" else f"± by --spread {engine.spread}"
+        table.notes.append(spread)
     return table
-
-
-def _mark_column(spec: TableSpec, engine: CellEngine, table: Table, j: int) -> None:
-    """Daggers in column j: each candidate row vs the strongest other row with values."""
-    sig = spec.significance
-    assert sig is not None
-    col = table.columns[j]
-    mats: dict[str, tuple[list[str], np.ndarray]] = {}
-    for i, sel in enumerate(spec.rows):
-        got = engine.matrix(spec, sel, col.meta["model"], col.meta["bench"], col.meta["_spec"])
-        if got is not None:
-            mats[str(i)] = got
-    cands = [i for i in mats if spec.rows[int(i)].group == sig.candidates]
-    bases = [i for i in mats if spec.rows[int(i)].group != sig.candidates]
-    if not cands or not bases:
-        return
-    shared = sorted(set.intersection(*(set(p) for p, _ in mats.values())))
-    if len(shared) < 2:
-        for row in cands:
-            table.rows[int(row)].cells[j].notes.append(
-                "no significance test: the rows share fewer than 2 problems"
-            )
-        return
-    outcomes = {}
-    for name, (pids, mat) in mats.items():
-        where = {p: n for n, p in enumerate(pids)}
-        outcomes[name] = mat[:, [where[p] for p in shared]]
-    result = hierarchical_bootstrap(outcomes, resamples=engine.resamples, seed=engine.seed)
-    for d in dagger_marks(result, cands, bases, alpha=sig.alpha):
-        cell = table.rows[int(d.method)].cells[j]
-        cell.p_value = d.p_value
-        if d.significant:
-            cell.mark = sig.mark
-        if len(shared) < cell.n_problems:
-            cell.notes.append("significance tested on the problems all rows of the cell share")
 
 
 def _seed_scores(

@@ -140,7 +140,15 @@ def test_learning_script_smallest_mode_prints_the_table(tmp_path: Path) -> None:
     assert (tmp_path / "train" / "pass1-s0" / "checkpoints" / "final").is_dir()
     evaluated = list((tmp_path / "store" / "strategies" / "direct").iterdir())
     assert len(evaluated) == 2  # the base and the checkpoint, each a cppo-bench run
-    assert "pass@1" in proc.stdout and "pass@4" in proc.stdout and "strategies" in proc.stdout
+    # it ends with `cppo-bench report` and prints the task's table: one row per method
+    table = tmp_path / "report" / "tables" / "strategies_main.md"
+    assert table.read_text(encoding="utf-8") in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    labels = [r.split(" | ")[0] for r in rows[1:]]
+    assert labels == ["| Untrained base (samples)", "| pass@1 GRPO"], rows
+    assert "pass@1" in rows[0] and "pass@4" in rows[0]
+    assert (tmp_path / "report" / "figures" / "strategies_main_bars.png").is_file()
+    assert "time per phase" in proc.stdout and "train pass1-s0" in proc.stdout
 
 
 def test_the_evaluate_hint_names_the_training_benchmarks_held_out_problems() -> None:
