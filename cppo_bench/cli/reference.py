@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from cppo_bench.api.output import write_user_file
+from cppo_bench.api.output import is_file, read_text, write_user_file
 from cppo_bench.cli.options import config_of
 
 HEADER = """# Every command and option
@@ -116,7 +116,7 @@ def generated(docs: Path) -> dict[Path, str]:
     concepts = docs / "concepts.md"
     return {
         docs / "options.md": options_md(),
-        concepts: concepts_md(concepts.read_text(encoding="utf-8")),
+        concepts: concepts_md(read_text(concepts)),
     }
 
 
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stale = []
     for path, text in generated(docs).items():
-        now = path.read_text(encoding="utf-8") if path.exists() else None
+        now = read_text(path) if is_file(path) else None
         if now == text:
             continue
         if args == ["--write"]:

@@ -227,7 +227,7 @@ def test_run_out_that_is_not_a_folder(tmp_path: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("args, needle", [
     (["--time-limit", "1e300"], "time_limit: 1e+300 is outside"),
-    (["--time-limit", "inf"], "time_limit: must be a finite number, got inf"),
+    (["--time-limit", "inf"], "--time-limit: must be a finite number, got inf"),
     (["--memory-mb", str(10**14)], "memory_mb: 100000000000000 is outside"),
 ])  # fmt: skip
 def test_verify_limits_refused(args: list[str], needle: str) -> None:
