@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
 from run_scripted import ScriptedBackend, invoke
 
 import cppo_bench as cb
 from cppo_bench.store.runs import RECORDS, iter_runs
 
+# ../shared/data beside the checkout (tests/conftest.py's SHARED_DATA: not imported from there,
+# as two conftest.py modules clash by name when one pytest process collects both)
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LCB = SHARED_DATA / "livecodebench" / "code_generation_release_v1_public.jsonl"
 N = 12
 pytestmark = pytest.mark.skipif(not LCB.exists(), reason=f"{LCB} missing")

@@ -41,3 +41,12 @@ def test_only_the_launch_helpers_name_a_rendezvous_port():
     ]
     assert not naming, f"name a rendezvous port outside tests_paths.py: {naming}"
     assert PORT_NAMES.search(PORT_DOOR.read_text())  # the door still exists
+
+
+def test_no_test_imports_a_conftest() -> None:
+    # tests/conftest.py and tests/verifier/conftest.py are both the module "conftest": which
+    # one `from conftest import X` finds depends on what else the process collected (it broke
+    # tests/stats/test_lcb_slices.py beside tests/verifier/ in one xdist worker)
+    found = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
+             if re.search(r"^\s*(from conftest import|import conftest)", p.read_text(), re.M)]  # fmt: skip
+    assert not found, f"import shared test values from tests/helpers/, not conftest: {found}"
