@@ -75,6 +75,7 @@ def start(workers: int, lanes: int) -> tuple[str, subprocess.Popen[str]]:
         for line in proc.stdout or ():
             lines.put(line)
         lines.put("")
+        proc.wait()  # its output ended: reap it at once, however it ended (no zombie left)
 
     threading.Thread(target=pump, daemon=True).start()
     try:
@@ -93,6 +94,10 @@ def start(workers: int, lanes: int) -> tuple[str, subprocess.Popen[str]]:
         if proc.poll() is None:
             echo(f"node verifier: {summary(url)}", err=True)
             proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     atexit.register(stop)
     return url, proc

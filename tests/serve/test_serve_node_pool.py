@@ -184,4 +184,28 @@ def test_more_local_processes_than_cores_get_no_more_sandboxes(monkeypatch) -> N
         assert 1 <= figures["sandboxes_peak"] <= cores
         assert figures["programs_total"] == 4 * (cores + 2)
     finally:
-        os.kill(pid, signal.SIGKILL)
+        _kill_and_see_reaped(pid)
+
+
+def _kill_and_see_reaped(pid: int) -> None:
+    """SIGKILL the node's server and wait until the process that started it has reaped it
+    (its /proc entry gone; the pump thread waits on it once its output ends)."""
+    os.kill(pid, signal.SIGKILL)
+    deadline, state = time.monotonic() + 60, "?"
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return  # reaped
+        time.sleep(0.05)
+    raise AssertionError(f"server {pid} was never reaped (state {state})")
+
+
+def test_the_node_service_leaves_no_zombie_however_it_ends(monkeypatch) -> None:
+    """Killed from outside (an OOM kill, a test's SIGKILL), the server is reaped by the
+    process that started it as soon as its output ends: no zombie child stays behind."""
+    from cppo_bench.serve import node
+
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", f"test-{os.getpid()}-{random.random()}")
+    node.node_service(local_rank=0, local_world=1)
+    _kill_and_see_reaped(int(node.job_file().read_text().split()[1]))
