@@ -152,3 +152,43 @@ def test_the_evaluate_hint_names_the_training_benchmarks_held_out_problems() -> 
     assert _evaluate_with("strategies")[:4] == ("--bench", "strategies", "-o", "split=heldout")
     assert _evaluate_with("codecontests") == ("--bench", "codecontests")
     assert _evaluate_with("my_file.jsonl") == ("--bench", "my_file.jsonl")
+
+
+def test_cppo_planner_and_solver_read_the_runs_prompt_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine key prompt_version reaches CPPO's own prompts (plan and solve) through the
+    real loop: CPPO rendered them in the default version whatever the run said, so a planner
+    trained on a short prompt was evaluated (`-m prompt_version=...`) on another one."""
+    import dataclasses
+
+    from benchmarks.fixtures import strategy_cppo
+    from cppo_bench.prompts import render
+    from trainers.algorithms.cppo import CPPO
+
+    seen: list = []
+    collect = CPPO.collect
+
+    def spy(self, problems, ctx):
+        def generate(reqs):
+            seen.extend(reqs)
+            return ctx.generate(reqs)
+
+        return collect(self, problems, dataclasses.replace(ctx, generate=generate))
+
+    monkeypatch.setattr(CPPO, "collect", spy)
+    base = strategy_task.make_model(tmp_path / "base")
+    version = strategy_task.CPPO_PROMPTS
+    strategy_cppo.train_joint(
+        tmp_path / "joint", base, max_steps=1, prompts_per_step=2, prompt_version=version
+    )
+    planners = [r for r in seen if r.kind == "planner"]
+    solvers = [r for r in seen if r.kind == "solver"]
+    assert planners and solvers
+    for r in planners:
+        assert r.messages == render("plan", r.problem, version, n=4, n_next=5)
+    for r in solvers:
+        assert r.messages[-1]["content"].startswith(r.problem.statement)
+        assert r.messages == render(
+            "solve", r.problem, version, plan=r.messages[-1]["content"].split("Method: ", 1)[1]
+        )

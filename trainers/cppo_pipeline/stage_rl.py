@@ -165,6 +165,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         score=score,
         completion_logprobs=lambda pairs: [],
         encode=lambda req: [],
+        prompt_version=engine_cfg.prompt_version,
     )
     problems = subset(inp.problems, c.problems)
     exposure = write_exposure(
