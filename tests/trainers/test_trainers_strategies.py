@@ -31,17 +31,28 @@ PASS4_INDEPENDENT = 1 - 0.75**4  # the optima (docs/learning.md; tests/benchmark
 SAMPLES = 16  # per held-out instance, for the independent-sample objectives
 
 
+# CPPO's engine keys that must differ: a planner writes a tuple of 9 tokens, not one program
+# token, and its planner and solver read the short prompts (strategy_task.CPPO_PROMPTS)
+CPPO_OWN = {"max_tokens", "prompt_version"}
+
+
 def _engine_keys(path: Path) -> dict:
-    """The keys above the first blank line: the base every trainer shares."""
-    head = path.read_text().split("\n\n", 1)[0]
-    return yaml.safe_load(head)
+    """The keys above the first blank line: the base every trainer shares (CPPO's preset is
+    sectioned: its ``engine`` section, less the keys CPPO must set otherwise)."""
+    head = yaml.safe_load(path.read_text().split("\n\n", 1)[0])
+    if set(head) == {"engine"}:
+        return {k: v for k, v in head["engine"].items() if k not in CPPO_OWN}
+    return head
 
 
 def test_every_trainer_preset_shares_one_base() -> None:
     algos = {p.name.split(".")[1] for p in PRESETS}
-    assert algos >= {"pkpo", "passk_rl", "upskill"}
+    assert algos >= {"pkpo", "passk_rl", "upskill", "cppo"}
     bases = [_engine_keys(p) for p in PRESETS]
-    assert all(b == bases[0] for b in bases) and "lr" in bases[0]
+    flat = [b for p, b in zip(PRESETS, bases, strict=True) if p.name != "strategies.cppo.yaml"]
+    assert all(b == flat[0] for b in flat) and "lr" in flat[0]
+    cppo = _engine_keys(CONFIG_DIR / "strategies.cppo.yaml")
+    assert cppo == {k: v for k, v in flat[0].items() if k not in CPPO_OWN}
 
 
 def test_the_pass1_preset_is_grpo() -> None:
@@ -67,14 +78,15 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return strategy_task.make_model(tmp_path_factory.mktemp("strategies") / "base")
 
 
-def _train(algo: str, preset: str, base: Path, out: Path) -> Path:
+def _train(algo: str, preset: str, base: Path, out: Path, *extra: str) -> Path:
     """The documented command, in a plain environment (no PYTHONPATH)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cli = Path(sys.executable).with_name("cppo-bench")
     cmd = [str(cli), "train", algo, "--model", str(base), "--bench", "strategies"]
-    cmd += ["--config", str(CONFIG_DIR / preset), "--out", str(out), "--quiet"]
+    cmd += ["--config", str(CONFIG_DIR / preset), "--out", str(out), "--quiet", *extra]
     subprocess.run(cmd, check=True, env=env, timeout=1500)
-    return out / "checkpoints" / "final"
+    # a CPPO pipeline's policy is its joint stage's
+    return out / ("joint" if algo == "cppo" else "") / "checkpoints" / "final"
 
 
 def _noise(p: float, n: int) -> float:
@@ -82,6 +94,11 @@ def _noise(p: float, n: int) -> float:
 
 
 HELD = task.problems("heldout")
+CPPO_MISS = (
+    "CPPO does not raise held-out tuple pass@4 on this task at this budget: the joint stage's "
+    "planner collapses onto its most likely tuple, whatever the category, before it learns "
+    "which strategies a category allows (docs/learning.md, CPPO)"
+)
 
 
 @pytest.mark.slow
@@ -124,6 +141,24 @@ def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None
     print(f"upskill: held-out tuple pass@4 {before} -> {after:.3f} (n {trained.n}, optimum 1)")
     assert after > max(before) + max(0.1, 5 * _noise(max(before), len(HELD)))
     assert after >= 1.0 - 0.45
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=CPPO_MISS)
+def test_cppo_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None:
+    """All five stages from the CLI (judge rules_no_topic), from CPPO's base: the same random
+    base after its supervised stand-in for SFT (strategy_task.cppo_base)."""
+    cppo_base = strategy_task.cppo_base(tmp_path / "cppo-base")
+    version = strategy_task.CPPO_PROMPTS
+    before = [strategy_task.planner(cppo_base, HELD, s, version=version)[0] for s in (1, 2)]
+    final = _train(
+        "cppo", "strategies.cppo.yaml", cppo_base, tmp_path / "run", "--judge", "rules_no_topic"
+    )
+    trained, valid = strategy_task.planner(final, HELD, version=version)
+    start, after = max(m.pass_at(4) for m in before), trained.pass_at(4)
+    print(f"cppo: held-out tuple pass@4 {start:.3f} -> {after:.3f} (valid {valid:.2f}, optimum 1)")
+    assert after > start + max(0.1, 5 * _noise(start, len(HELD)))
+    assert after >= 1.0 - 0.3
 
 
 @pytest.mark.slow
