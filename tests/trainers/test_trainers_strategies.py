@@ -194,6 +194,22 @@ def test_the_evaluate_hint_names_the_training_benchmarks_held_out_problems() -> 
     assert _evaluate_with("my_file.jsonl") == ("--bench", "my_file.jsonl")
 
 
+def test_the_evaluate_hint_samples_as_the_policy_was_trained() -> None:
+    """A CPPO planner trained on the strategies preset writes 9-token tuples in the v2-short
+    prompts: the hint said --max-tokens 1 and no prompt version (pass@4 0.125 instead of
+    0.72: every tuple cut to one token, then filled)."""
+    from trainers.api import resolve
+    from trainers.cli import _evaluate_with
+
+    preset = CONFIG_DIR / "strategies.cppo.yaml"
+    cppo = resolve("cppo", config=preset, bench="strategies").as_dict()
+    hint = _evaluate_with("strategies", cppo)
+    assert hint[hint.index("--max-tokens") + 1] == "9"
+    assert hint[-2:] == ("-m", "prompt_version=v2-short")
+    pkpo = resolve("pkpo", config=CONFIG_DIR / "strategies.pkpo.yaml", bench="strategies")
+    assert _evaluate_with("strategies", pkpo.as_dict()) == _evaluate_with("strategies")
+
+
 def test_cppo_planner_and_solver_read_the_runs_prompt_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
