@@ -153,7 +153,8 @@ def test_cppo_reaches_its_tuple_objective(tmp_path: Path) -> None:
     """All five stages from the CLI (judge rules_no_topic), from CPPO's base: the same random
     base after its supervised stand-in for SFT (strategy_task.cppo_base). Its base's tuples are
     4 distinct strategies of the 8 whatever the category (tuple pass@4 about 0.5); training
-    must raise that beyond noise and past what any independent sampler can reach (0.684)."""
+    must raise that beyond noise and come within CPPO_MARGIN of 1. Training seed 0 (this test)
+    reached 0.711; seed 1 reached only 0.535 in the same 240 steps (docs/learning.md)."""
     cppo_base = strategy_task.cppo_base(tmp_path / "cppo-base")
     before = [_tuple_pass4(cppo_base, (s,)) for s in (1, 2)]
     final = _train(
