@@ -33,6 +33,9 @@ METHODS = {
     "pkpo": ("pkpo", "strategies.pkpo.yaml", "direct"),
     "passk_rl": ("passk_rl", "strategies.passk_rl.yaml", "direct"),
     "upskill": ("upskill", "strategies.upskill.yaml", "skills"),
+    # from strategy_task.py --cppo-base, --judge rules_no_topic, policy at joint/checkpoints/
+    # final, run with --max-tokens 9 -m prompt_version=v2-short (strategies.cppo.yaml says)
+    "cppo": ("cppo", "strategies.cppo.yaml", "cppo"),
 }
 TABLE = "strategies_main"  # this task's table: benchmarks/specs/, beside the study's specs
 SAMPLING = ["-k", "4", "--max-tokens", "1", "--temperature", "1", "--top-p", "1"]

@@ -154,10 +154,11 @@ def train(algo: str, **opts: Any) -> None:  # (click's values: typed by its opti
             echo(f"revisit stage: {stop.revisit}", err=True)
         sys.exit(3)
     if outcome.checkpoint is not None:
+        trained = resolved(request).as_dict()
         echo(f"trained {outcome.steps} steps; checkpoint {outcome.checkpoint}")
         echo(
             f"evaluate: cppo-bench run --method {outcome.eval_method} "
-            f"{shlex.join(_evaluate_with(request.bench))} "
+            f"{shlex.join(_evaluate_with(request.bench, trained))} "
             f"--model {shlex.quote(str(outcome.checkpoint))} --trained {algo} "
             f"--base-model {shlex.quote(outcome.base_model)} --train-seed {request.seed}"
         )
@@ -179,13 +180,22 @@ def _overrides(algo: str, opts: dict[str, Any]) -> dict[str, Any]:
     return _reward_tests(algo, opts, overrides)
 
 
-def _evaluate_with(bench: str) -> tuple[str, ...]:
+def _evaluate_with(bench: str, trained: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The held-out problems of the training benchmark (its spec says; a training file or a
-    benchmark that says nothing: the same benchmark)."""
+    benchmark that says nothing: the same benchmark), sampled as the policy was trained:
+    ``trained`` (the resolved config; cppo's engine keys in its ``engine`` section) sets the
+    hint's --max-tokens (a CPPO planner writes a 9-token tuple where the strategies spec says
+    1) and the prompt version (a planner trained on v2-short read v2 at evaluation)."""
     from trainers.harness import BENCHMARKS
 
     spec = BENCHMARKS.get(bench) if bench in BENCHMARKS else None
-    return (spec.evaluate_with if spec else None) or ("--bench", bench)
+    hint = list((spec.evaluate_with if spec else None) or ("--bench", bench))
+    engine = (trained or {}).get("engine", trained or {})
+    if "--max-tokens" in hint and engine.get("max_tokens"):
+        hint[hint.index("--max-tokens") + 1] = str(engine["max_tokens"])
+    if engine.get("prompt_version"):
+        hint += ["-m", f"prompt_version={engine['prompt_version']}"]
+    return tuple(hint)
 
 
 def _reward_tests(algo: str, opts: dict, overrides: dict) -> dict:

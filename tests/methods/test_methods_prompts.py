@@ -34,8 +34,35 @@ def problem():
 
 
 def test_every_shipped_prompt_is_covered():
-    assert versions() == ["v1", "v2"]  # v1 stays, frozen: its runs replay exactly
+    assert versions() == ["v1", "v2", "v2-short"]  # v1 stays, frozen: its runs replay exactly
     assert available() == sorted(VALUES)
+
+
+SHORT = ("direct", "plan", "sft_candidates", "solve")
+
+
+def test_the_short_version_keeps_each_contract_in_a_few_words(problem):
+    # v2-short: the prompts a tiny word-level model reads (the strategies task, CPPO's
+    # planner and solver): the statement, and only the words the role's output needs
+    assert available("v2-short") == sorted(SHORT)
+    for name in SHORT:
+        short = render(name, problem, "v2-short", **VALUES[name])
+        text = "\n".join(m["content"] for m in short)
+        assert problem.statement.strip() in text and "$" not in text.replace(problem.statement, "")
+        extra = text.replace(problem.statement.strip(), "").split()
+        assert len(extra) <= 5, (name, extra)  # v2 adds 40-100 words around the statement
+        # the same output contract: the same stop strings as v2
+        assert load_prompt(name, "v2-short").render_stop(**VALUES[name]) == load_prompt(
+            name
+        ).render_stop(**VALUES[name])
+    plan = render("plan", problem, "v2-short", n=4, n_next=5)[-1]["content"]
+    assert "A: to D:" in plan
+    assert (
+        "Method: Sort, then sweep."
+        in render("solve", problem, "v2-short", **VALUES["solve"])[-1]["content"]
+    )
+    with pytest.raises(DataError, match="no prompt v2-short/plansearch_sketch"):
+        load_prompt("plansearch_sketch", "v2-short")
 
 
 @pytest.mark.parametrize("name", sorted(VALUES))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cppo_stage_fixture import prepared, settings
+from tests.helpers.cppo_stage_fixture import TINY_ENGINE, prepared, settings
 from trainers.cppo_pipeline.pipeline import run_pipeline
 from trainers.cppo_pipeline.stages import PipelineStop
 
@@ -199,3 +199,17 @@ def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     assert "FAILURE" not in md  # demo_train is disjoint from demo: nothing leaks
     warmup = next(line for line in md.splitlines() if line.startswith("| Planner warm-up"))
     assert "| no |" in warmup
+
+
+def test_joint_reports_the_steps_it_ran_when_the_epochs_cap_them(tmp_path: Path) -> None:
+    """joint.max_steps 400 with the engine's 30 epochs of 128 problems at 16 a step ran 240
+    steps while the stage said 400 (and `cppo-bench train` printed "trained 400 steps"), and
+    the RM-refresh phases were cut from the 400: one refresh instead of two."""
+    out, inputs = prepared(tmp_path)
+    engine = {**TINY_ENGINE, "epochs": 1}  # 8 problems at 2 a step: 4 steps, not 50
+    inputs.config = settings(engine=engine, joint={"phases": 2, "max_steps": 50})
+    run_pipeline(out, inputs, ["joint"], echo=lambda s: None)
+    manifest = json.loads((out / "joint" / "train_manifest.json").read_text())
+    assert manifest["summary"]["steps"] == 4 and manifest["summary"]["max_steps"] == 50
+    refreshed = [json.loads(line)["step"] for line in (out / "joint" / "refresh.jsonl").open()]
+    assert refreshed == [2]  # the middle of the 4 steps run, not of 50

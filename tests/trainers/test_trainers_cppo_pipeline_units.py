@@ -101,6 +101,35 @@ def test_rules_judge_and_spec() -> None:
     assert parse_judge_spec("llm=vllm:m") == ("llm", "vllm", "m")
 
 
+def test_rules_no_topic_judge_drops_only_the_topic_rule() -> None:
+    # the `strategies` task: a prompt names a category, a method names a strategy; no word is
+    # shared, so `rules` rejects every method as off topic and CPPO's stage 1 stopped
+    from cppo_bench.benchmarks import strategies as task
+    from trainers.cppo_pipeline.judge import make_judge
+
+    p = task.problems("train")[0]
+    plausible = task.plausible(task.category_of(p))
+    items = [
+        PlanItem(p, plausible, 4),
+        PlanItem(p, (plausible[0], *plausible[:3]), 4),  # a repeat
+        PlanItem(p, (*plausible[:3], "Think step by step and use any correct algorithm."), 4),
+        PlanItem(p, (plausible[0],), 1),  # one SFT candidate
+    ]
+    rules, no_topic = make_judge("rules"), make_judge("rules_no_topic")
+    assert no_topic.name == "rules_no_topic" and rules.name == "rules"
+    assert [v.valid for v in rules(items)] == [False] * 4
+    assert all(any("off_topic" in r for r in v.reasons) for v in rules(items))
+    verdicts = no_topic(items)
+    assert [v.valid for v in verdicts] == [True, False, False, True]
+    assert any("duplicates" in r for r in verdicts[1].reasons)
+    assert any("generic" in r for r in verdicts[2].reasons)
+    assert not any("off_topic" in r for v in verdicts for r in v.reasons)
+    # prose problems: the default judge keeps its topic rule
+    q = problems()[0]
+    foreign = PlanItem(q, (*METHODS["graph"][:3], METHODS["prime"][0]), 4)
+    assert not RulesJudge()([foreign])[0].valid
+
+
 def test_rules_judge_rejects_near_duplicates_and_rm_features_flag_each_defect() -> None:
     from trainers.cppo_pipeline.ngram_rm import FEATURES, lexical_features
 

@@ -31,17 +31,29 @@ PASS4_INDEPENDENT = 1 - 0.75**4  # the optima (docs/learning.md; tests/benchmark
 SAMPLES = 16  # per held-out instance, for the independent-sample objectives
 
 
+# CPPO's engine keys that differ: a planner writes a tuple of 9 tokens, not one program
+# token; its planner and solver read the short prompts (strategy_task.CPPO_PROMPTS); and its
+# joint stage learned only with 128 tuples a step at lr 1e-3 (docs/learning.md, CPPO)
+CPPO_OWN = {"max_tokens", "prompt_version", "lr", "prompts_per_step"}
+
+
 def _engine_keys(path: Path) -> dict:
-    """The keys above the first blank line: the base every trainer shares."""
-    head = path.read_text().split("\n\n", 1)[0]
-    return yaml.safe_load(head)
+    """The keys above the first blank line: the base every trainer shares (CPPO's preset is
+    sectioned: its ``engine`` section, less the keys CPPO must set otherwise)."""
+    head = yaml.safe_load(path.read_text().split("\n\n", 1)[0])
+    if set(head) == {"engine"}:
+        return {k: v for k, v in head["engine"].items() if k not in CPPO_OWN}
+    return head
 
 
 def test_every_trainer_preset_shares_one_base() -> None:
     algos = {p.name.split(".")[1] for p in PRESETS}
-    assert algos >= {"pkpo", "passk_rl", "upskill"}
+    assert algos >= {"pkpo", "passk_rl", "upskill", "cppo"}
     bases = [_engine_keys(p) for p in PRESETS]
-    assert all(b == bases[0] for b in bases) and "lr" in bases[0]
+    flat = [b for p, b in zip(PRESETS, bases, strict=True) if p.name != "strategies.cppo.yaml"]
+    assert all(b == flat[0] for b in flat) and "lr" in flat[0]
+    cppo = _engine_keys(CONFIG_DIR / "strategies.cppo.yaml")
+    assert cppo == {k: v for k, v in flat[0].items() if k not in CPPO_OWN}
 
 
 def test_the_pass1_preset_is_grpo() -> None:
@@ -67,14 +79,15 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return strategy_task.make_model(tmp_path_factory.mktemp("strategies") / "base")
 
 
-def _train(algo: str, preset: str, base: Path, out: Path) -> Path:
+def _train(algo: str, preset: str, base: Path, out: Path, *extra: str) -> Path:
     """The documented command, in a plain environment (no PYTHONPATH)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cli = Path(sys.executable).with_name("cppo-bench")
     cmd = [str(cli), "train", algo, "--model", str(base), "--bench", "strategies"]
-    cmd += ["--config", str(CONFIG_DIR / preset), "--out", str(out), "--quiet"]
+    cmd += ["--config", str(CONFIG_DIR / preset), "--out", str(out), "--quiet", *extra]
     subprocess.run(cmd, check=True, env=env, timeout=1500)
-    return out / "checkpoints" / "final"
+    # a CPPO pipeline's policy is its joint stage's
+    return out / ("joint" if algo == "cppo" else "") / "checkpoints" / "final"
 
 
 def _noise(p: float, n: int) -> float:
@@ -82,6 +95,7 @@ def _noise(p: float, n: int) -> float:
 
 
 HELD = task.problems("heldout")
+CPPO_MARGIN = 0.35  # what 240 joint steps reach (docs/learning.md, CPPO); the curve still rises
 
 
 @pytest.mark.slow
@@ -126,6 +140,33 @@ def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None
     assert after >= 1.0 - 0.45
 
 
+def _tuple_pass4(model: Path, seeds: tuple[int, ...]) -> float:
+    """Held-out pass@4 of the planner's tuple (its solver's programs), averaged over sampling
+    seeds: one tuple per instance and seed (n = 64 per seed)."""
+    version = strategy_task.CPPO_PROMPTS
+    runs = [strategy_task.planner(model, HELD, s, version=version)[0] for s in seeds]
+    return sum(m.pass_at(4) for m in runs) / len(runs)
+
+
+@pytest.mark.slow
+def test_cppo_reaches_its_tuple_objective(tmp_path: Path) -> None:
+    """All five stages from the CLI (judge rules_no_topic), from CPPO's base: the same random
+    base after its supervised stand-in for SFT (strategy_task.cppo_base). Its base's tuples are
+    4 distinct strategies of the 8 whatever the category (tuple pass@4 about 0.5); training
+    must raise that beyond noise and come within CPPO_MARGIN of 1. Training seed 0 (this test)
+    reached 0.711; seed 1 reached only 0.535 in the same 240 steps (docs/learning.md)."""
+    cppo_base = strategy_task.cppo_base(tmp_path / "cppo-base")
+    before = [_tuple_pass4(cppo_base, (s,)) for s in (1, 2)]
+    final = _train(
+        "cppo", "strategies.cppo.yaml", cppo_base, tmp_path / "run", "--judge", "rules_no_topic"
+    )
+    after = _tuple_pass4(final, (1, 2, 3, 4))
+    print(f"cppo: held-out tuple pass@4 {before} -> {after:.3f} (optimum 1)")
+    noise = _noise(max(before), 4 * len(HELD))
+    assert after > max(before) + max(0.1, 5 * noise)
+    assert after >= 1.0 - CPPO_MARGIN
+
+
 @pytest.mark.slow
 def test_learning_script_smallest_mode_prints_the_table(tmp_path: Path) -> None:
     # as docs/learning.md says to run it: from the repository root, no PYTHONPATH
@@ -160,3 +201,59 @@ def test_the_evaluate_hint_names_the_training_benchmarks_held_out_problems() -> 
     assert _evaluate_with("strategies")[:4] == ("--bench", "strategies", "-o", "split=heldout")
     assert _evaluate_with("codecontests") == ("--bench", "codecontests")
     assert _evaluate_with("my_file.jsonl") == ("--bench", "my_file.jsonl")
+
+
+def test_the_evaluate_hint_samples_as_the_policy_was_trained() -> None:
+    """A CPPO planner trained on the strategies preset writes 9-token tuples in the v2-short
+    prompts: the hint said --max-tokens 1 and no prompt version (pass@4 0.125 instead of
+    0.72: every tuple cut to one token, then filled)."""
+    from trainers.api import resolve
+    from trainers.cli import _evaluate_with
+
+    preset = CONFIG_DIR / "strategies.cppo.yaml"
+    cppo = resolve("cppo", config=preset, bench="strategies").as_dict()
+    hint = _evaluate_with("strategies", cppo)
+    assert hint[hint.index("--max-tokens") + 1] == "9"
+    assert hint[-2:] == ("-m", "prompt_version=v2-short")
+    pkpo = resolve("pkpo", config=CONFIG_DIR / "strategies.pkpo.yaml", bench="strategies")
+    assert _evaluate_with("strategies", pkpo.as_dict()) == _evaluate_with("strategies")
+
+
+def test_cppo_planner_and_solver_read_the_runs_prompt_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine key prompt_version reaches CPPO's own prompts (plan and solve) through the
+    real loop: CPPO rendered them in the default version whatever the run said, so a planner
+    trained on a short prompt was evaluated (`-m prompt_version=...`) on another one."""
+    import dataclasses
+
+    from benchmarks.fixtures import strategy_cppo
+    from cppo_bench.prompts import render
+    from trainers.algorithms.cppo import CPPO
+
+    seen: list = []
+    collect = CPPO.collect
+
+    def spy(self, problems, ctx):
+        def generate(reqs):
+            seen.extend(reqs)
+            return ctx.generate(reqs)
+
+        return collect(self, problems, dataclasses.replace(ctx, generate=generate))
+
+    monkeypatch.setattr(CPPO, "collect", spy)
+    base = strategy_task.make_model(tmp_path / "base")
+    version = strategy_task.CPPO_PROMPTS
+    strategy_cppo.train_joint(
+        tmp_path / "joint", base, max_steps=1, prompts_per_step=2, prompt_version=version
+    )
+    planners = [r for r in seen if r.kind == "planner"]
+    solvers = [r for r in seen if r.kind == "solver"]
+    assert planners and solvers
+    for r in planners:
+        assert r.messages == render("plan", r.problem, version, n=4, n_next=5)
+    for r in solvers:
+        assert r.messages[-1]["content"].startswith(r.problem.statement)
+        assert r.messages == render(
+            "solve", r.problem, version, plan=r.messages[-1]["content"].split("Method: ", 1)[1]
+        )

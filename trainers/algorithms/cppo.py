@@ -78,7 +78,9 @@ class CPPO(Algorithm):
 
     # -- rollouts ------------------------------------------------------------------------
     def _planner_requests(self, problems: Sequence[Problem], ctx: StepContext) -> list:
-        c, v = self.config, DEFAULT_VERSION
+        # the run's prompt version (engine key prompt_version): the planner and solver read
+        # what `cppo-bench run --method cppo -m prompt_version=...` sends at evaluation
+        c, v = self.config, ctx.prompt_version or DEFAULT_VERSION
         stop = load_prompt("plan", v).render_stop(n_next=c.k + 1)
         return [
             RolloutRequest(
@@ -97,7 +99,7 @@ class CPPO(Algorithm):
     def collect(self, problems: Sequence[Problem], ctx: StepContext) -> list[Scored]:
         if self.gate is None:
             raise RuntimeError("CPPO needs its gate (an accepted reward model) before a step")
-        c = self.config
+        c, v = self.config, ctx.prompt_version or DEFAULT_VERSION
         planned = ctx.generate(self._planner_requests(problems, ctx))
         tuples, reports = [], []
         for r in planned:
@@ -127,12 +129,12 @@ class CPPO(Algorithm):
             out.append(Scored(dataclasses.replace(r, request=req), j, j > 0, "gate"))
             if c.stage == "joint":
                 prob, m = r.request.problem, r.request.meta["tuple"]
-                stop = load_prompt("solve").render_stop()
+                stop = load_prompt("solve", v).render_stop()
                 jobs += [
                     RolloutRequest(
                         prob,
                         ctx.seed_for(prob, f"solver{m}", i),
-                        messages=render("solve", prob, plan=s),
+                        messages=render("solve", prob, v, plan=s),
                         kind="solver",
                         group=f"{prob.uid}#{m}",
                         meta={"tuple": m, "branch": i},

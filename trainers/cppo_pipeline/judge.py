@@ -1,8 +1,10 @@
 """The offline plan judge: labels (problem, methods) items against the plan-validity rubric.
 
-Three judges, registered by name: ``rules`` (deterministic: the PLAN-contract checks of
+Four judges, registered by name: ``rules`` (deterministic: the PLAN-contract checks of
 cppo_bench.plan.contract plus three rubric checks that need no model: generic advice, off-topic
-methods, and near-duplicate methods, word-set Jaccard >= 0.8 as in the SFT funnel), ``llm``
+methods, and near-duplicate methods, word-set Jaccard >= 0.8 as in the SFT funnel),
+``rules_no_topic`` (the same without the off-topic rule: for a task whose statements are not
+prose, e.g. `strategies`, where a method names a strategy the statement never mentions), ``llm``
 (any backend, prompt ``judge_plan_rubric``), and ``combined`` (valid only when both agree it
 is valid; an LLM reply that breaks format falls back to the rules). Every verdict
 carries the name of the judge that decided it, so manifests can record who labelled what.
@@ -76,9 +78,9 @@ def near_duplicate(a: str, b: str, threshold: float = DUPLICATE_JACCARD) -> bool
     return bool(wa | wb) and len(wa & wb) / len(wa | wb) >= threshold
 
 
-def rubric_issues(item: PlanItem) -> list[str]:
-    """Deterministic rubric checks: the PLAN contract plus generic, off-topic and near-duplicate
-    methods (the SFT funnel's duplicate rule, applied within the tuple)."""
+def rubric_issues(item: PlanItem, topic: bool = True) -> list[str]:
+    """Deterministic rubric checks: the PLAN contract plus generic, off-topic (when ``topic``)
+    and near-duplicate methods (the SFT funnel's duplicate rule, applied within the tuple)."""
     report = validate_plans(list(item.plans), item.k, problem=item.problem)
     issues = list(report.issues)
     literal = {later for _, later in report.duplicates}
@@ -94,19 +96,26 @@ def rubric_issues(item: PlanItem) -> list[str]:
     for i, plan in enumerate(item.plans):
         if plan.strip() == GENERIC_PLAN or GENERIC_ADVICE.search(plan):
             issues.append(f"generic [{i}]")
-        elif plan.strip() and not (_content_words(plan) & vocab):
+        elif topic and plan.strip() and not (_content_words(plan) & vocab):
             # a method sharing no content word with the statement is about something else
             issues.append(f"off_topic [{i}]")
     return issues
 
 
 class RulesJudge:
-    name = "rules"
+    """``topic=False``: no off-topic rule. The rule asks a method to share a content word
+    with the statement, a proxy for "about this problem" that holds for prose statements only;
+    on a generated task whose prompt names a category and whose methods name strategies, it
+    rejects every method (docs/learning.md, CPPO)."""
+
+    def __init__(self, topic: bool = True) -> None:
+        self.topic = topic
+        self.name = "rules" if topic else "rules_no_topic"
 
     def __call__(self, items: Sequence[PlanItem]) -> list[Verdict]:
         out = []
         for item in items:
-            issues = rubric_issues(item)
+            issues = rubric_issues(item, self.topic)
             out.append(Verdict(not issues, self.name, tuple(issues)))
         return out
 
@@ -171,6 +180,7 @@ class CombinedJudge:
 JudgeFactory = Callable[[Backend | None], Judge]
 JUDGES: Registry[JudgeFactory] = Registry("judge")
 JUDGES.register("rules")(lambda backend: RulesJudge())
+JUDGES.register("rules_no_topic")(lambda backend: RulesJudge(topic=False))
 
 
 @JUDGES.register("llm")

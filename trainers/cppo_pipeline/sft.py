@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from trainers.core.batch import PolicyBatch, Region, Row, Segment, collate
 from trainers.core.loss import token_logprobs
 from trainers.cppo_pipeline.sft_funnel import PLAN_PROMPT, SFTExample
-from trainers.harness import GenRequest, SamplingParams, env, render
+from trainers.harness import DEFAULT_VERSION, GenRequest, SamplingParams, env, render
 from trainers.harness import chat as chatmod
 
 
@@ -29,10 +29,15 @@ def encode_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> list[in
     return chatmod.encode(tokenizer, request, "auto")
 
 
-def sft_rows(tokenizer: Any, examples: Sequence[SFTExample], k: int) -> list[Row]:
+def sft_rows(
+    tokenizer: Any, examples: Sequence[SFTExample], k: int, version: str = ""
+) -> list[Row]:
+    """``version``: the run's prompt version ("" = the default), the one the planner is
+    later sampled under (warm-up, joint, `cppo-bench run`)."""
     rows = []
     for ex in examples:
-        prompt = encode_prompt(tokenizer, render(PLAN_PROMPT, ex.problem, n=k, n_next=k + 1))
+        messages = render(PLAN_PROMPT, ex.problem, version or DEFAULT_VERSION, n=k, n_next=k + 1)
+        prompt = encode_prompt(tokenizer, messages)
         target = tokenizer.encode(ex.target, add_special_tokens=False)
         eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
         rows.append(Row((Segment(tuple(prompt)), Segment(tuple(target + eos), Region.PLANNER))))

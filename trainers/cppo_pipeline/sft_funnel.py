@@ -123,11 +123,14 @@ def run_funnel(
     samples: int = 1,
     params: SamplingParams | None = None,
     seeds: dict[str, list[str]] | None = None,
+    version: str = "",
 ) -> tuple[list[SFTExample], FunnelCounts]:
     """``seeds``: extra candidates per problem id, judged like the model's own (the CPU demo's
-    stand-in for a base planner able to follow the candidate prompt)."""
+    stand-in for a base planner able to follow the candidate prompt). ``version``: the run's
+    prompt version; "" keeps the candidate prompt this funnel has always used (v1)."""
     params = params or SamplingParams(temperature=0.8, top_p=0.95, max_tokens=400)
-    results = backend.generate(candidate_requests(problems, n_candidates, samples, params))
+    reqs = candidate_requests(problems, n_candidates, samples, params, version or "v1")
+    results = backend.generate(reqs)
     counts = FunnelCounts(problems_in=len(problems), judge=judge.name)
     out = []
     for i, p in enumerate(problems):

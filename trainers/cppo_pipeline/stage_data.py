@@ -27,6 +27,7 @@ from trainers.cppo_pipeline.sft_funnel import run_funnel
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import artifacts
 from trainers.harness import (
+    DEFAULT_VERSION,
     Backend,
     GenRequest,
     HFBackend,
@@ -73,14 +74,22 @@ def policy_backend(path: str | None) -> tuple[Any, Any, HFBackend]:
 
 
 def sample_tuples(
-    backend: Backend, problems: Sequence[Problem], k: int, n: int, max_tokens: int, seed: int = 0
+    backend: Backend,
+    problems: Sequence[Problem],
+    k: int,
+    n: int,
+    max_tokens: int,
+    seed: int = 0,
+    version: str = "",
 ) -> list[tuple[Problem, tuple[str, ...]]]:
-    """``n`` planner tuples per problem under the PLAN prompt (what CPPO will sample)."""
-    stop = load_prompt("plan").render_stop(n_next=k + 1)
+    """``n`` planner tuples per problem under the PLAN prompt of the run's ``version`` (what
+    CPPO will sample)."""
+    v = version or DEFAULT_VERSION
+    stop = load_prompt("plan", v).render_stop(n_next=k + 1)
     reqs = [
         GenRequest(
             SamplingParams(0.7, 0.95, max_tokens, seed + i, stop),
-            messages=render("plan", p, n=k, n_next=k + 1),
+            messages=render("plan", p, v, n=k, n_next=k + 1),
             tag="planner",
         )
         for p in problems
@@ -147,6 +156,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         samples=c.samples,
         params=params,
         seeds=read_seeds(c.seed_candidates),
+        version=inp.config.engine.prompt_version,
     )
     out = OutDir(ctx.folder)
     with out.writing(SFT_SET) as fh:
@@ -183,7 +193,7 @@ def stage_sft(ctx: StageContext, inp: PipelineInputs) -> StageResult:
 
     losses = train_sft(
         model,
-        sft_rows(tok, examples, k),
+        sft_rows(tok, examples, k, inp.config.engine.prompt_version),
         pad,
         epochs=c.epochs,
         batch_size=c.batch_size,
@@ -269,7 +279,13 @@ def stage_rm(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     sampled = judge_tuples(
         inp.judge,
         sample_tuples(
-            backend, problems, k, c.samples_per_problem, inp.config.planner_max_tokens, inp.seed
+            backend,
+            problems,
+            k,
+            c.samples_per_problem,
+            inp.config.planner_max_tokens,
+            inp.seed,
+            inp.config.engine.prompt_version,
         ),
         k,
     )

@@ -38,7 +38,7 @@ from trainers.cppo_pipeline.stage_data import PipelineInputs, judge_tuples, rm_c
 from trainers.cppo_pipeline.stages import PipelineStop, StageContext, StageResult
 from trainers.engine import checkpoint
 from trainers.engine.algorithm import StepContext
-from trainers.engine.data import TrainingSet
+from trainers.engine.data import TrainingSet, steps_for
 from trainers.engine.rewards import reward_from_config
 from trainers.engine.rollout import HFRollout
 from trainers.harness import (
@@ -86,8 +86,9 @@ def _run(
     algo: CPPO,
     model: str,
     on_step: Any,
-) -> tuple[Path, str | None]:
-    """The engine run of this stage in its own folder; (final HF folder, stop reason)."""
+) -> tuple[Path, Any]:
+    """The engine run of this stage in its own folder; (final HF folder, the engine's result:
+    the steps it ran, its stop reason)."""
     from trainers.engine.loop import RunSpec, train
 
     spec = RunSpec(
@@ -106,7 +107,7 @@ def _run(
     final = ctx.folder / checkpoint.HF_DIR / "final"
     if not final.exists():
         raise PipelineStop(ctx.name, f"no checkpoint under {final.parent}")
-    return final.resolve(), result.stopped
+    return final.resolve(), result
 
 
 def stage_warmup(ctx: StageContext, inp: PipelineInputs) -> StageResult:
@@ -128,7 +129,8 @@ def stage_warmup(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         curve.append(float(metrics.get("j_accept_mean") or 0.0))
         return rule.stop(curve)
 
-    final, stopped = _run(ctx, inp, engine_cfg, algo, sft_policy, on_step)
+    final, result = _run(ctx, inp, engine_cfg, algo, sft_policy, on_step)
+    stopped = result.stopped
     exposure = write_exposure(
         ctx.folder, [("Planner warm-up", inp.source, inp.problems, "R_warm = J, solver frozen")]
     )
@@ -165,6 +167,7 @@ def stage_audit(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         score=score,
         completion_logprobs=lambda pairs: [],
         encode=lambda req: [],
+        prompt_version=engine_cfg.prompt_version,
     )
     problems = subset(inp.problems, c.problems)
     exposure = write_exposure(
@@ -218,7 +221,10 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         recent_file=str(ctx.folder / RECENT),
     )
     algo.gate = gate_fn(rm)
-    total = engine_cfg.max_steps or 1
+    # the steps the engine will run (the epochs cap max_steps): the phases split these
+    total = steps_for(
+        len(inp.problems), engine_cfg.prompts_per_step, engine_cfg.epochs, engine_cfg.max_steps
+    )
     phase = max(1, math.ceil(total / max(1, own.phases)))
     rm_cfg = rm_config(inp, inp.config.rm)
     current = {"dir": rm_dir}
@@ -273,7 +279,7 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
         if _boundary(done, phase, total):
             refresh_at(done, [(by_id[pid], plans) for pid, plans in algo.recent])
 
-    final, _ = _run(ctx, inp, engine_cfg, algo, policy, on_step)
+    final, result = _run(ctx, inp, engine_cfg, algo, policy, on_step)
     refreshed = sorted({i for r in refresh_records(log) for i in r.get("problem_ids", [])})
     exposure = write_exposure(
         ctx.folder,
@@ -290,7 +296,10 @@ def stage_joint(ctx: StageContext, inp: PipelineInputs) -> StageResult:
     return StageResult(
         ("metrics.jsonl", exposure),
         {
-            "steps": total,
+            # the steps the engine ran: the epochs cap max_steps (30 epochs of 128 problems at
+            # 16 a step are 240 steps), and this said max_steps whatever ran
+            "steps": result.steps,
+            "max_steps": engine_cfg.max_steps,
             "phases": own.phases,
             "ablation": inp.config.ablation,
             "final_rm": str(current["dir"]),

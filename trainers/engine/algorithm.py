@@ -51,6 +51,9 @@ class StepContext:
     # process must act on for all, e.g. CPPO's RM refresh. Every process calls it the same times.
     gather: Callable[[list[Any]], list[Any]] = field(default=lambda items: list(items))
     is_main: bool = True  # the process that writes files shared by all
+    # the run's prompt version (TrainConfig.prompt_version resolved): an algorithm that renders
+    # prompts of its own (CPPO's plan and solve) renders them in it, as ``prompt`` is
+    prompt_version: str = ""
 
     def seed_for(self, problem: Problem, kind: str, index: int) -> int:
         # per-request seeds from (run seed, step, problem, kind, index): a rollout does not

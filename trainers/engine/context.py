@@ -50,6 +50,7 @@ class StepEnv:
     reduce_sum: Callable[[torch.Tensor], torch.Tensor] = field(default=lambda t: t)
     gather: Callable[[list[Any]], list[Any]] = _local
     is_main: bool = True
+    prompt_version: str = ""  # TrainConfig.prompt_version, resolved (StepContext's)
 
 
 def step_context(step: int, env: StepEnv, timer: Timer) -> StepContext:
@@ -97,4 +98,5 @@ def step_context(step: int, env: StepEnv, timer: Timer) -> StepContext:
         reduce_sum=env.reduce_sum,
         gather=env.gather,
         is_main=env.is_main,
+        prompt_version=env.prompt_version,
     )

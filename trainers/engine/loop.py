@@ -112,6 +112,7 @@ def _env(spec: RunSpec, parts: Parts, rollout: Any) -> StepEnv:
         reduce_sum=setup.all_reduce_sum(acc),  # global-batch statistics (CPPO M = 1 "loo")
         gather=setup.gather(acc),
         is_main=acc.is_main_process,
+        prompt_version=version,
     )
 
 
