@@ -13,8 +13,8 @@ training is skipped on a rerun, and a finished evaluation only reloads its store
     python benchmarks/learning.py                       # 3 seeds, every method
     python benchmarks/learning.py --smallest            # 1 seed, 8 steps: a smoke run, minutes
 
-A method evaluated with `--method cppo` and tagged `--trained cppo` fills the table's CPPO
-row (with its plan validity) as soon as METHODS names it.
+CPPO starts from the same random base after its supervised stand-in for SFT
+(`strategy_task.py --cppo-base`), which is evaluated as a row of its own.
 """
 
 from __future__ import annotations
@@ -24,21 +24,41 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# method -> (cppo-bench train ALGO, preset file, cppo-bench run --method)
+
+
+@dataclass(frozen=True)
+class Method:
+    """How one trainer is trained and evaluated here."""
+
+    algo: str  # cppo-bench train ALGO
+    preset: str  # trainers/configs/...
+    sample: str  # cppo-bench run --method
+    base: str = "base"  # the folder under OUT it starts from
+    train_args: tuple[str, ...] = ()
+    checkpoint: str = "checkpoints/final"  # the policy, under the training folder
+    eval_args: tuple[str, ...] = ("--max-tokens", "1")  # every strategy program is one token
+
+
+# CPPO starts from the same random base after its supervised stand-in for SFT (the plan
+# format and the implement skill: strategy_task.py --cppo-base, run here and evaluated as the
+# row "CPPO's SFT stand-in"); its planner writes a 9-token tuple under the short prompts it
+# was trained with, and its judge has no topic rule (a strategy name is not prose).
+CPPO_EVAL = ("--max-tokens", "9", "-m", "prompt_version=v2-short")
 METHODS = {
-    "pass1": ("passk_rl", "strategies.passk_rl.pass1.yaml", "direct"),
-    "pkpo": ("pkpo", "strategies.pkpo.yaml", "direct"),
-    "passk_rl": ("passk_rl", "strategies.passk_rl.yaml", "direct"),
-    "upskill": ("upskill", "strategies.upskill.yaml", "skills"),
-    # from strategy_task.py --cppo-base, --judge rules_no_topic, policy at joint/checkpoints/
-    # final, run with --max-tokens 9 -m prompt_version=v2-short (strategies.cppo.yaml says)
-    "cppo": ("cppo", "strategies.cppo.yaml", "cppo"),
-}
+    "pass1": Method("passk_rl", "strategies.passk_rl.pass1.yaml", "direct"),
+    "pkpo": Method("pkpo", "strategies.pkpo.yaml", "direct"),
+    "passk_rl": Method("passk_rl", "strategies.passk_rl.yaml", "direct"),
+    "upskill": Method("upskill", "strategies.upskill.yaml", "skills"),
+    "cppo": Method("cppo", "strategies.cppo.yaml", "cppo", base="cppo-base",
+                   train_args=("--judge", "rules_no_topic"),
+                   checkpoint="joint/checkpoints/final", eval_args=CPPO_EVAL),
+}  # fmt: skip
 TABLE = "strategies_main"  # this task's table: benchmarks/specs/, beside the study's specs
-SAMPLING = ["-k", "4", "--max-tokens", "1", "--temperature", "1", "--top-p", "1"]
+SAMPLING = ["-k", "4", "--temperature", "1", "--top-p", "1"]
 
 
 def _cli() -> str:
@@ -53,9 +73,10 @@ def _call(cmd: list[str]) -> float:
     return time.monotonic() - t0
 
 
-def _evaluate(out: Path, model: Path, method: str, tag: list[str], limit: list[str]) -> float:
-    cmd = [_cli(), "run", "--method", method, "--bench", "strategies", "-o", "split=heldout"]
-    cmd += ["--model", str(model), *SAMPLING, "--out", str(out / "store"), *limit]
+def _evaluate(out: Path, model: Path, how: Method, tag: list[str], limit: list[str]) -> float:
+    cmd = [_cli(), "run", "--method", how.sample, "--bench", "strategies", "-o", "split=heldout"]
+    cmd += ["--model", str(model), *SAMPLING, *how.eval_args, "--runs", str(out / "store")]
+    cmd += limit
     cmd += ["-b", "device=cpu", "-b", "dtype=float32", *tag]
     return _call(cmd)
 
@@ -82,27 +103,42 @@ def main() -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    if args.smallest and "cppo" in methods:  # its five stages take minutes even when short
+        ap.error("--smallest runs the one-stage trainers; CPPO's short run is the slow test "
+                 "tests/trainers/test_trainers_strategies.py")  # fmt: skip
     extra = ["--set", "max_steps=8", "--set", "save_every=8"] if args.smallest else []
     limit = ["--limit", "16"] if args.smallest else []
     out = args.out.resolve()
     base = out / "base"
     fixture = REPO / "benchmarks" / "fixtures" / "strategy_task.py"
     times: dict[str, float] = {"base": _call([sys.executable, str(fixture), str(base)])}
+    if any(METHODS[x].base == "cppo-base" for x in methods):
+        times["cppo-base (SFT stand-in)"] = _call(
+            [sys.executable, str(fixture), str(out / "cppo-base"), "--cppo-base"]
+        )
     evals = 0.0
-    for m in dict.fromkeys(METHODS[x][2] for x in methods):  # the base, as each samples
-        evals += _evaluate(out, base, m, [], limit)
+    for name in dict.fromkeys(
+        next(x for x in methods if METHODS[x].sample == m)
+        for m in dict.fromkeys(METHODS[x].sample for x in methods)
+    ):
+        evals += _evaluate(out, base, METHODS[name], [], limit)  # the base, as each samples
     for name in methods:
-        algo, preset, method = METHODS[name]
+        how = METHODS[name]
+        if how.base != "base":  # its start, as a row of its own: what training added to it
+            tag = ["--trained", f"{name}_sft", "--base-model", str(base), "--train-seed", "0"]
+            evals += _evaluate(out, out / how.base, how, tag, limit)
         for seed in seeds:
             run = out / "train" / f"{name}-s{seed}"
-            if not (run / "checkpoints" / "final").is_dir():
+            if not (run / how.checkpoint).is_dir():
                 shutil.rmtree(run, ignore_errors=True)  # a run killed before its end: again
-                cmd = [_cli(), "train", algo, "--model", str(base), "--bench", "strategies"]
-                cmd += ["--config", f"trainers/configs/{preset}", "--seed", str(seed)]
-                cmd += ["--out", str(run), "--quiet", *extra]
-                times[f"train {name}-s{seed}"] = _call(cmd)
+                cmd = [_cli(), "train", how.algo, "--model", str(out / how.base)]
+                cmd += ["--bench", "strategies", "--config", f"trainers/configs/{how.preset}"]
+                cmd += ["--seed", str(seed), "--out", str(run), "--quiet", *how.train_args]
+                times[f"train {name}-s{seed}"] = _call([*cmd, *extra])
+            # every trainer's row sits in the one base's column: CPPO's SFT stand-in is part
+            # of its training here, as the study's SFT stage is part of its pipeline
             tag = ["--trained", name, "--base-model", str(base), "--train-seed", str(seed)]
-            evals += _evaluate(out, run / "checkpoints" / "final", method, tag, limit)
+            evals += _evaluate(out, run / how.checkpoint, how, tag, limit)
     times["evaluations (all)"] = evals
     times["report"] = _report(out)
     print("time per phase (this invocation; a training finished earlier is not rerun):")
