@@ -20,6 +20,7 @@ import click
 
 from cppo_bench.api.output import is_file, read_text, write_user_file
 from cppo_bench.cli.options import config_of
+from cppo_bench.util.termsafe import echo
 
 HEADER = """# Every command and option
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     docs = Path(__file__).resolve().parents[2] / "docs"
     if args not in (["--write"], ["--check"]):
-        print("usage: python -m cppo_bench.cli.reference --write | --check", file=sys.stderr)
+        echo("usage: python -m cppo_bench.cli.reference --write | --check", err=True)
         return 2
     stale = []
     for path, text in generated(docs).items():
@@ -133,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args == ["--write"]:
             write_user_file(path, text)
-            print(f"wrote {path}")
+            echo(f"wrote {path}")
         else:
             stale.append(path)
     for path in stale:
-        print(f"{path}: stale; run python -m cppo_bench.cli.reference --write", file=sys.stderr)
+        echo(f"{path}: stale; run python -m cppo_bench.cli.reference --write", err=True)
     return 1 if stale else 0
 
 
