@@ -165,6 +165,54 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
     assert len(rows.rows) == 4
 
 
+def test_upskill_mi_warmup_trains_on_correctness_alone_until_its_step() -> None:
+    # mi_warmup_steps = 2: steps 0 and 1 (0-based) reward correctness only, so their advantages
+    # are GRPO's on the correctness alone; step 2 adds alpha_mi * r_MI
+    import dataclasses
+
+    import numpy as np
+
+    from trainers.algorithms.upskill import UpSkill, UpSkillConfig
+    from trainers.engine.algorithm import StepContext
+    from trainers.engine.rewards import Scored
+    from trainers.engine.rollout import Rollout
+
+    algo = UpSkill(UpSkillConfig(mi_warmup_steps=2))
+    ctx = StepContext(
+        step=0,
+        seed=0,
+        prompt=lambda q: ({"role": "user", "content": q.statement},),
+        stop=(),
+        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
+        score=None,  # type: ignore[arg-type]
+        # the skill is the prompt's last id; skill z scores every token at -(z + 1)
+        completion_logprobs=lambda pairs: [
+            torch.full((len(c),), -(prompt[-1] + 1.0)) for prompt, c in pairs
+        ],
+        encode=lambda req: [7, int(req.meta["skill"])],
+    )
+    reqs = algo.requests(_problem("x", "say one"), ctx)
+    correct = [1.0, 0.0, 0.0, 1.0]
+    scored = [
+        Scored(Rollout(r, (7, z), (5,), "x", "stop"), correct[z], bool(correct[z]), "")
+        for z, r in enumerate(reqs)
+    ]
+    for step in (0, 1):
+        rows = algo.rows(scored, dataclasses.replace(ctx, step=step))
+        assert rows.values["combined_reward"] == correct and rows.values["alpha_mi"] == [0.0]
+        want = (np.array(correct) - np.mean(correct)) / np.std(correct, ddof=1)
+        np.testing.assert_allclose([r.segments[1].advantage for r in rows.rows], want, atol=1e-5)
+    rows = algo.rows(scored, dataclasses.replace(ctx, step=2))
+    assert rows.values["alpha_mi"] == [5.0]
+    assert rows.values["combined_reward"] != correct
+    mi = rows.values["r_mi"]
+    assert rows.values["combined_reward"] == pytest.approx(
+        [c + 5.0 * m for c, m in zip(correct, mi, strict=True)], rel=1e-5
+    )
+    with pytest.raises(ValueError, match="mi_warmup_steps"):
+        UpSkillConfig(mi_warmup_steps=-1)
+
+
 def test_harness_does_not_import_trainers() -> None:
     code = (
         "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"

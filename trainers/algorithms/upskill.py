@@ -6,6 +6,11 @@ the combined rewards group-normalised within each prompt (GRPO).
 
 Study settings (the defaults of its Config below): n_skills = 4 (the K = 4 budget), enumerated
 (one completion per skill, not random draws), alpha_mi = 5.0, full fine-tuning (no LoRA).
+
+``mi_warmup_steps`` (not in the paper or the study; default 0, off) trains on correctness alone
+(alpha_mi = 0) for that many steps before the MI term switches on: on a small random policy the
+MI term alone drives every skill onto one token long before correctness has taught it which
+answers are plausible (docs/learning.md, UpSkill). r_MI is still computed and logged meanwhile.
 """
 
 from __future__ import annotations
@@ -39,12 +44,15 @@ class UpSkillConfig:
     n_skills: int = 4
     completions_per_skill: int = 1
     alpha_mi: float = 5.0
+    mi_warmup_steps: int = 0  # steps (0-based) before this one train with alpha_mi = 0
     mi_level: str = "sequence"  # sequence (released code) | token
     prefix_format: str = SKILL_PREFIX  # must match `cppo-bench run --method skills`
 
     def __post_init__(self) -> None:
         if self.n_skills < 1 or self.completions_per_skill < 1:
             raise ValueError("n_skills and completions_per_skill must be >= 1")
+        if self.mi_warmup_steps < 0:
+            raise ValueError("mi_warmup_steps must be >= 0")
         if self.mi_level not in MI_LEVELS:
             raise ValueError(
                 f"mi_level: {quote(self.mi_level)} is not one of {', '.join(MI_LEVELS)}"
@@ -106,10 +114,16 @@ class UpSkill(Algorithm):
         skill = torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
         return mi_reward(lp, skill, mask, level=cfg.mi_level)
 
+    def alpha_at(self, step: int) -> float:
+        """The MI weight of a 0-based step: 0 during the warm-up, alpha_mi after it."""
+        cfg = self.config
+        return 0.0 if step < cfg.mi_warmup_steps else cfg.alpha_mi
+
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
         correct, groups = group_tensors(scored)
         r_mi = self.mi(scored, ctx) if scored else torch.zeros(0)
-        combined = upskill_reward(correct, r_mi, self.config.alpha_mi).to(torch.float64)
+        alpha = self.alpha_at(ctx.step)
+        combined = upskill_reward(correct, r_mi, alpha).to(torch.float64)
         adv = group_normalised_advantages(combined, groups)
         return StepRows(
             response_rows(scored, adv.tolist()),
@@ -118,6 +132,7 @@ class UpSkill(Algorithm):
                 "r_correct": correct.tolist(),
                 "r_mi": r_mi.tolist(),
                 "combined_reward": combined.tolist(),
+                "alpha_mi": [alpha],
                 "adv_nonzero": [float(a != 0) for a in adv.tolist()],
                 "group_live": group_stats(correct, groups, adv),
             },
