@@ -73,7 +73,9 @@ def ckpt_wrapper(tmp: Path) -> str:
 
     out = tmp / "run"
     model = toy_model_dir(tmp / "toy")
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    # --standalone: a free rendezvous port of its own (the default 29500 collides with any
+    # other job on the machine, e.g. a parallel test run: EADDRINUSE)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     argv += [str(REPO / "benchmarks" / "fixtures" / "toy_task.py"), str(out), "--model"]
     argv += [str(model), "--steps", "2", "--parity-reward", "--set", "sharding=none"]
     argv += ["--set", "gradient_checkpointing=true", "--set", "max_tokens=4"]

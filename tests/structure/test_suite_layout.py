@@ -50,3 +50,21 @@ def test_no_test_imports_a_conftest() -> None:
     found = [str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py")
              if re.search(r"^\s*(from conftest import|import conftest)", p.read_text(), re.M)]  # fmt: skip
     assert not found, f"import shared test values from tests/helpers/, not conftest: {found}"
+
+
+def test_every_launch_in_the_scripts_takes_a_free_port() -> None:
+    # a torchrun launched by a script a user runs (benchmarks/, the package) with the default
+    # rendezvous port 29500 fails with EADDRINUSE beside any other job (gpu_smoke's
+    # ckpt-wrapper did, under the parallel test run): --standalone picks a free one
+    repo = TESTS.parent
+    found = []
+    for folder in ("benchmarks", "cppo_bench", "trainers"):
+        for path in (repo / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            for m in re.finditer(r'"torch\.distributed\.run"|"torchrun"', text):
+                statement = text[m.start() : text.find("\n\n", m.start())]
+                if "--standalone" not in statement and "master_port" not in statement:
+                    found.append(
+                        f"{path.relative_to(repo)}:{text.count(chr(10), 0, m.start()) + 1}"
+                    )
+    assert not found, f"a launch on the default rendezvous port: {found}"
