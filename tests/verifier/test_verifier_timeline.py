@@ -158,8 +158,13 @@ def test_what_a_program_sees_does_not_depend_on_its_verdicts(
     for attempt in range(ATTEMPTS):
         found = _measure(checker, monkeypatch)
         # power: a gap that held the judging of even one wrong output would be seen; under a
-        # load burst the control is too wide to tell, and the measurement is made again
-        if all(cost > 2 * margin for _, margin, cost, _ in found) or attempt == ATTEMPTS - 1:
+        # load burst the control is too wide to tell, and the measurement is made again. A
+        # difference past the margin is measured again too: a leak of judging (tens of ms
+        # here) shows in every attempt, a load burst on the wrong rounds (a 1.02 ms median
+        # against a 1 ms floor, once, in CI beside the training tests) does not
+        powered = all(cost > 2 * margin for _, margin, cost, _ in found)
+        within = all(abs(diff) <= margin for diff, margin, _, _ in found)
+        if (powered and within) or attempt == ATTEMPTS - 1:
             break
     for diff, margin, cost, detail in found:
         assert cost > 2 * margin, "inconclusive, the machine is too noisy: " + detail
