@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,11 +67,6 @@ class DataConfig:
     loader_options: dict[str, Any] = setting({}, "Options of the benchmark's loader (KEY=VALUE).")
     limit: int | None = setting(None, "Show only the first N problems.")
     strict: bool = setting(False, "Stop at the first malformed record.")
-
-    @staticmethod
-    def normalize(values: Mapping[str, Any]) -> dict[str, Any]:
-        """Paths as text (a CLI path option gives a Path)."""
-        return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:

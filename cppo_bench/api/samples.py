@@ -3,7 +3,6 @@ the command; `samples` takes it (or the run and its settings as arguments)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,6 @@ class SamplesConfig:
     loader_options: dict[str, Any] = setting({}, "Loader options for data, as for `run`.")
     failed: bool = setting(False, "Only problems no attempt solved.")
     limit: int | None = setting(None, "First N problems shown.")
-
-    @staticmethod
-    def normalize(values: Mapping[str, Any]) -> dict[str, Any]:
-        """Paths as text (a CLI path option gives a Path)."""
-        return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
