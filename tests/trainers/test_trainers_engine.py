@@ -46,6 +46,12 @@ def test_config_layers_and_one_line_errors(tmp_path) -> None:
         build_flat(PKPOConfig, {"lr": float("inf")})
     with pytest.raises(ConfigError, match="kl_beta: must be a finite number"):
         build_flat(PKPOConfig, {"kl_beta": float("nan")})
+    with pytest.raises(ConfigError, match="kl_beta_solver"):
+        build_flat(PKPOConfig, {"kl_beta_solver": -0.1})
+    # a KL weight on the solver alone still needs the frozen reference; none at all does not
+    solver_only, _ = build_flat(PKPOConfig, {"kl_beta": 0.0, "kl_beta_solver": 0.1})
+    no_kl, _ = build_flat(PKPOConfig, {"kl_beta": 0.0})
+    assert solver_only.uses_reference and not no_kl.uses_reference
 
 
 def test_study_defaults_are_the_dataclass_defaults() -> None:

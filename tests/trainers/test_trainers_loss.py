@@ -216,3 +216,35 @@ def test_missing_reference_with_beta_is_a_clear_error(tokenizer, model) -> None:
         policy_loss(model, batch)
     with pytest.raises(ValueError, match="expected"):
         policy_loss(model, batch.replace(advantages=batch.advantages[:, :-1]), LossConfig(beta=0))
+
+
+@pytest.mark.parametrize("trained", [Region.SOLVER, Region.PLANNER])
+def test_solver_beta_puts_the_kl_on_solver_tokens_only(tokenizer, model, trained) -> None:
+    # With zero advantages the loss is the KL term alone. Weighting only one region's tokens
+    # must equal the plain, uniform-beta loss of a batch in which the other region's tokens are
+    # not trained at all ("constant" aggregation: the denominator counts rows, not tokens).
+    batch = cppo_batch(tokenizer)
+    reference = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in reference.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    zero = batch.replace(advantages=torch.zeros_like(batch.advantages))
+    zero = zero.replace(ref_logprobs=frozen_logprobs(reference, zero))
+    b = 0.3
+    solver_only = (0.0, b) if trained == Region.SOLVER else (b, 0.0)
+    weighted, diag = policy_loss(
+        model,
+        zero,
+        LossConfig(
+            beta=solver_only[0], solver_beta=solver_only[1], aggregation="constant", max_tokens=16
+        ),
+    )
+    kept = torch.where(zero.region == trained, zero.region, torch.zeros_like(zero.region))
+    masked = zero.replace(region=kept)
+    plain, _ = policy_loss(model, masked, LossConfig(beta=b, aggregation="constant", max_tokens=16))
+    assert float(weighted) > 0
+    assert float(weighted) == pytest.approx(float(plain), rel=1e-6)
+    assert LossConfig(beta=0.0, solver_beta=b).uses_reference
+    assert not LossConfig(beta=0.0, solver_beta=0.0).uses_reference
+    with pytest.raises(ValueError, match="solver_beta"):
+        LossConfig(solver_beta=-1.0)

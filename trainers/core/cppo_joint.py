@@ -107,7 +107,7 @@ def update(
             for k in ("input_ids", "attention_mask", "region", "advantages")
         }
     )
-    if reference is not None and cfg.beta != 0:
+    if reference is not None and cfg.uses_reference:
         ref = frozen_logprobs(reference, batch, cfg.temperature, cfg.logits_chunk_tokens)
         batch = batch.replace(ref_logprobs=ref)
     model.train()

@@ -38,6 +38,9 @@ from trainers.core.grpo import (
 class LossConfig:
     clip_eps: float = CLIP_EPS
     beta: float = KL_BETA
+    # the KL weight on SOLVER tokens (CPPO's programs) in place of ``beta``; None = ``beta``.
+    # Not in the study (one weight there): docs/learning.md, CPPO, "the solver's anchor"
+    solver_beta: float | None = None
     aggregation: Aggregation = DEFAULT_AGGREGATION
     max_tokens: int | None = None  # Dr.GRPO's constant normaliser, required for "constant"
     # the sampling temperature: log-probs come from logits / temperature (must be > 0)
@@ -63,6 +66,20 @@ class LossConfig:
             raise ValueError(f"is_cap must be > 0 or None, got {self.is_cap}")
         if self.logits_chunk_tokens < 0:
             raise ValueError(f"logits_chunk_tokens must be >= 0, got {self.logits_chunk_tokens}")
+        if self.solver_beta is not None and not self.solver_beta >= 0:
+            raise ValueError(f"solver_beta must be >= 0 or None, got {self.solver_beta}")
+
+    @property
+    def uses_reference(self) -> bool:
+        """Whether any token carries a KL term (and so needs the reference's log-probs)."""
+        return self.beta != 0 or bool(self.solver_beta)
+
+    def beta_per_token(self, region: Tensor) -> Tensor | float:
+        """The KL weight of each token: ``solver_beta`` on SOLVER tokens, ``beta`` elsewhere."""
+        if self.solver_beta is None:
+            return self.beta
+        solver = (region == Region.SOLVER).to(torch.float64)
+        return self.beta + (self.solver_beta - self.beta) * solver
 
 
 @dataclass(frozen=True)
@@ -258,14 +275,17 @@ def policy_loss(
         surrogate = surrogate * sampling_weights(batch, old, cfg.is_cap)
     per_token = surrogate
     kl = torch.zeros_like(logp)
-    if cfg.beta != 0:
+    if cfg.uses_reference:
         if batch.ref_logprobs is None:
             raise ValueError(
                 "beta != 0 but the batch has no ref_logprobs: fill them with "
                 "frozen_logprobs(reference, batch) or set LossConfig(beta=0)"
             )
         kl = kl_k3(logp, batch.ref_logprobs.to(logp.dtype))
-        per_token = surrogate + cfg.beta * kl
+        beta = cfg.beta_per_token(batch.region)
+        if isinstance(beta, Tensor):
+            beta = beta.to(kl.dtype)
+        per_token = surrogate + beta * kl
     loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens, denominator)
     return loss, _diagnostics(loss, surrogate, kl, was_clipped, logp, old, adv, batch, cfg)
 

@@ -34,6 +34,9 @@ class TrainConfig:
     # loss (study: clip 0.2, KL 0.01 with the k3 estimator)
     clip_eps: float = 0.2
     kl_beta: float = 0.01
+    # the KL weight on CPPO's solver tokens instead of kl_beta; null = kl_beta (the study's one
+    # weight). Ours: anchors a shared solver to its base while the planner trains (docs/learning.md)
+    kl_beta_solver: float | None = None
     # study Eq. cppo-loss: per-sequence GRPO objectives (TRL "grpo"); docs/training-loss.md
     aggregation: Literal["sequence-mean", "token-mean", "constant", "grpo", "dapo", "dr_grpo"] = (
         "sequence-mean"
@@ -119,6 +122,11 @@ class TrainConfig:
     # yourself with a DeepSpeed that pickles another class ("" = none). docs/gpu.md
     trusted_state_globals: str = ""
 
+    @property
+    def uses_reference(self) -> bool:
+        """Whether any trained token carries a KL term: the frozen reference is then built."""
+        return self.kl_beta > 0 or bool(self.kl_beta_solver)
+
     def __post_init__(self) -> None:
         positive = (
             "prompts_per_step",
@@ -165,6 +173,8 @@ class TrainConfig:
             raise ConfigError(f"config top_p: must be in (0, 1], got {self.top_p}")
         if self.clip_eps <= 0 or self.kl_beta < 0 or self.max_grad_norm < 0:
             raise ConfigError("config clip_eps must be > 0, kl_beta and max_grad_norm >= 0")
+        if self.kl_beta_solver is not None and not self.kl_beta_solver >= 0:
+            raise ConfigError(f"config kl_beta_solver: >= 0 or null, got {self.kl_beta_solver}")
         from trainers.engine.trackers import TRACKERS
 
         if self.report_to not in TRACKERS:

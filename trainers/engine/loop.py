@@ -341,6 +341,7 @@ def _loss_config(cfg: TrainConfig) -> Any:
     return LossConfig(
         clip_eps=cfg.clip_eps,
         beta=cfg.kl_beta,
+        solver_beta=cfg.kl_beta_solver,
         aggregation=cfg.aggregation,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,  # every log-prob of the loss is taken at the sampling T

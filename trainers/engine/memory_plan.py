@@ -7,7 +7,7 @@ training (the study's setting):
 * state: weights 4 B + gradients 4 B + AdamW's two moments 8 B = 16 B/param, divided over the
   processes under FSDP2; under offload only the root unit (embeddings, head) and two decoder
   layers' weights and gradients (8 B/param) are on the GPU.
-* reference: the frozen policy copy at ``reference_dtype`` when ``kl_beta`` > 0.
+* reference: the frozen policy copy at ``reference_dtype`` when a KL weight is > 0.
 * activations per micro-batch of B rows x T tokens: with checkpointing each layer keeps its
   input (T x H x 4 B a row) plus one layer's full set while it is recomputed; without, every
   layer keeps ~(6 H + 3 I) values a token.
@@ -190,7 +190,7 @@ def rl_estimate(
 ) -> Estimate:
     """The engine's RL update (warm-up, joint, pkpo, ...): its configured layout."""
     tokens = PROMPT_TOKENS + extra_tokens + engine.max_tokens
-    ref = DTYPE_BYTES[engine.reference_dtype] * param_count(s) if engine.kl_beta > 0 else 0
+    ref = DTYPE_BYTES[engine.reference_dtype] * param_count(s) if engine.uses_reference else 0
     vllm = int(engine.vllm_gpu_memory_utilization * card) if engine.rollout_engine == "vllm" else 0
     return training(
         stage, s, layout=resolved_layout(engine.sharding, world), world=world,

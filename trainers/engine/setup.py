@@ -169,7 +169,7 @@ def build(cfg: TrainConfig, model_name: str | None, accelerator: Any) -> Parts:
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
     zero3 = deepspeed_support.zero_stage(accelerator) == 3
     reference = None
-    if cfg.kl_beta and not zero3:  # copied before sharding: a full, frozen replica
+    if cfg.uses_reference and not zero3:  # copied before sharding: a full, frozen replica
         reference = make_reference(model, dtypes[cfg.reference_dtype]).to(accelerator.device)
     fsdp = sharding.uses_fsdp(cfg.sharding, world)
     if fsdp:  # the engine shards (FSDP2) itself: the same path on CPU and GPU
@@ -184,7 +184,7 @@ def build(cfg: TrainConfig, model_name: str | None, accelerator: Any) -> Parts:
         scheduler = accelerator.prepare(scheduler)
     else:
         model, optim, scheduler = accelerator.prepare(model, optim, scheduler)
-    if cfg.kl_beta and zero3:  # after prepare: accelerate has resolved the config's "auto"s
+    if cfg.uses_reference and zero3:  # after prepare: accelerate has resolved the config's "auto"s
         reference = deepspeed_support.reference(
             model_path, dtypes[cfg.reference_dtype], accelerator
         )

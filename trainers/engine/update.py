@@ -188,7 +188,7 @@ def _update(
         batches += [_to(b, device) for b in _padding(len(batches), pad_id, device)]
     started = time.perf_counter()
     t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
-    if reference is not None and loss_config.beta != 0:
+    if reference is not None and loss_config.uses_reference:
         batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b, t, chunk)) for b in batches]
     reference_s = time.perf_counter() - started
     if old_logprobs is not None:
