@@ -7,8 +7,10 @@ skill prefixes for UpSkill), and of the untrained base; then `cppo-bench report`
 run store writes the study's tables and figures (OUT/report/) and this prints its table for
 this task (benchmarks/specs/strategies_main.yaml: one row per method, its training
 seeds pooled; pass@1 / pass@4 with hierarchical bootstrap intervals and p-values) and how
-long each phase took. Every step is the documented command in a subprocess; a finished
-training is skipped on a rerun, and a finished evaluation only reloads its stored records.
+long each phase took. Every step is the documented command in a subprocess; on a rerun a
+training finished with the same command and preset is kept (one trained otherwise stops the
+script), one stopped before its end resumes from its last state, and a finished evaluation
+only reloads its stored records.
 
     python benchmarks/learning.py                       # 3 seeds, every method
     python benchmarks/learning.py --smallest            # 1 seed, 8 steps: a smoke run, minutes
@@ -20,6 +22,8 @@ CPPO starts from the same random base after its supervised stand-in for SFT
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -71,6 +75,40 @@ def _call(cmd: list[str]) -> float:
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, cwd=REPO)
     return time.monotonic() - t0
+
+
+STAMP = "learning.json"  # beside a training: the command and the preset it was trained with
+
+
+def _stamp(cmd: list[str], preset: Path) -> dict[str, object]:
+    digest = hashlib.sha256(preset.read_bytes()).hexdigest()
+    return {"command": cmd, "preset": preset.name, "preset_sha256": digest}
+
+
+def _train(out: Path, run: Path, how: Method, seed: int, extra: list[str]) -> float | None:
+    """Train one seed, or resume it (a run stopped before its end continues from its last
+    saved state), or reuse it when it finished with this very command and preset. A finished
+    run trained otherwise stops the script: its checkpoint, and the stored evaluation of it,
+    would stand for a training this script no longer does. Returns the seconds spent."""
+    preset = REPO / "trainers" / "configs" / how.preset
+    cmd = [_cli(), "train", how.algo, "--model", str(out / how.base), "--bench", "strategies"]
+    cmd += ["--config", f"trainers/configs/{how.preset}", "--seed", str(seed)]
+    cmd += ["--out", str(run), "--quiet", *how.train_args, *extra]
+    stamp = _stamp(cmd[1:], preset)
+    stamp_file = run / STAMP
+    recorded = json.loads(stamp_file.read_text()) if stamp_file.is_file() else None
+    if run.exists() and recorded != stamp:
+        what = "another preset or command" if recorded else "no record of how it was trained"
+        sys.exit(
+            f"learning.py: {run} holds a training with {what} ({how.preset} now): move it "
+            "away, with its evaluations under OUT/store, to train it again, or use another --out"
+        )
+    if (run / how.checkpoint).is_dir():
+        return None
+    resume = ["--resume"] if run.exists() else []
+    run.mkdir(parents=True, exist_ok=True)
+    stamp_file.write_text(json.dumps(stamp, indent=1) + "\n")
+    return _call([*cmd, *resume])
 
 
 def _evaluate(out: Path, model: Path, how: Method, tag: list[str], limit: list[str]) -> float:
@@ -129,12 +167,9 @@ def main() -> None:
             evals += _evaluate(out, out / how.base, how, tag, limit)
         for seed in seeds:
             run = out / "train" / f"{name}-s{seed}"
-            if not (run / how.checkpoint).is_dir():
-                shutil.rmtree(run, ignore_errors=True)  # a run killed before its end: again
-                cmd = [_cli(), "train", how.algo, "--model", str(out / how.base)]
-                cmd += ["--bench", "strategies", "--config", f"trainers/configs/{how.preset}"]
-                cmd += ["--seed", str(seed), "--out", str(run), "--quiet", *how.train_args]
-                times[f"train {name}-s{seed}"] = _call([*cmd, *extra])
+            spent = _train(out, run, how, seed, extra)
+            if spent is not None:
+                times[f"train {name}-s{seed}"] = spent
             # every trainer's row sits in the one base's column: CPPO's SFT stand-in is part
             # of its training here, as the study's SFT stage is part of its pipeline
             tag = ["--trained", name, "--base-model", str(base), "--train-seed", str(seed)]
