@@ -38,8 +38,19 @@ from cppo_bench.problem import LoadResult, Problem
 from cppo_bench.runner.cached import CachedBackend, CacheStats
 from cppo_bench.runner.scoring import score_chunk
 from cppo_bench.store.gencache import GEN_CACHE, GenCache
-from cppo_bench.store.identity import check_new_run, check_served_model, content_hash
-from cppo_bench.store.opener import adopt_legacy, adopt_unidentified, open_run
+from cppo_bench.store.identity import (
+    MODEL_KEY,
+    check_new_run,
+    check_served_model,
+    content_hash,
+    model_fingerprint,
+)
+from cppo_bench.store.opener import (
+    adopt_legacy,
+    adopt_unfingerprinted,
+    adopt_unidentified,
+    open_run,
+)
 from cppo_bench.store.runs import (
     MANIFEST,
     ProblemRecord,
@@ -72,6 +83,12 @@ def run_identity(dataset: Sequence[Problem]) -> dict[str, Any]:
     if release:
         ident["release"] = release
     return ident
+
+
+def model_identity(model: str | None) -> dict[str, str]:
+    """The content of a local model, as an identity entry (none for a hub id or a server)."""
+    fingerprint = model_fingerprint(model)
+    return {MODEL_KEY: fingerprint} if fingerprint else {}
 
 
 @dataclass(frozen=True)
@@ -194,7 +211,7 @@ def build_manifest(
         extra={
             "chunk_size": spec.chunk_size,
             **spec.tags,
-            "identity": run_identity(dataset),
+            "identity": {**run_identity(dataset), **model_identity(spec.model)},
             "tests": summarize_tests(dataset),
         },  # fmt: skip
         dataset_hash=ids_hash([p.problem_id for p in dataset]),
@@ -267,6 +284,7 @@ def _execute_locked(
     reporter = reporter or NullReporter()
     adopt_legacy(Path(out), manifest)
     adopt_unidentified(Path(out), manifest)
+    adopt_unfingerprinted(Path(out), manifest)
     planned_dir = run_dir_for(Path(out), manifest)
     check_new_run(Path(out), manifest, planned_dir, new_run=spec.new_run, note=_note)
     skipped: list[str] = []  # bad stored records: recomputed, never counted

@@ -81,6 +81,7 @@ def new_manifest(
     another run, and one on the original data is not taken for it."""
     from cppo_bench.augment.store import identity
     from cppo_bench.runner.pipeline import run_identity, summarize_tests
+    from cppo_bench.store.identity import MODEL_KEY
     from cppo_bench.store.runs import ids_hash
     from cppo_bench.util.gitinfo import git_commit
     from cppo_bench.util.version import __version__
@@ -91,7 +92,9 @@ def new_manifest(
         m.data_source = str(loaded.source or source.bench)
         m.dataset_hash = ids_hash([p.problem_id for p in dataset])
         m.dataset_size = len(dataset)
-        m.extra["identity"] = run_identity(dataset)
+        # the data is what was loaded; the model (its content) is still the source's
+        model = {k: v for k, v in (source.extra.get("identity") or {}).items() if k == MODEL_KEY}
+        m.extra["identity"] = {**run_identity(dataset), **model}
         m.extra["tests"] = summarize_tests(dataset)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     m.extra = {k: v for k, v in m.extra.items() if k not in ("invocations", "summary", "test_set")}

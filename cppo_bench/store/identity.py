@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,61 @@ def content_hash(problems: Sequence[Problem]) -> str:
         digest.update(json.dumps(item, default=str, sort_keys=True).encode())
         digest.update(b"\n")
     return digest.hexdigest()[:16]
+
+
+MODEL_KEY = "model_sha256"  # the identity key of a local model's content
+_CHUNK = 4 << 20
+_fingerprints: dict[tuple[Any, ...], str] = {}
+
+
+def model_fingerprint(model: str | None) -> str | None:
+    """sha256 over the files of a local model: the regular files at the top of its folder
+    (weights, config, tokenizer), names and content, or the one file a path names (GGUF).
+    A checkpoint retrained into the same folder is then another run, never the stored run of
+    the old weights under the same label. None for what is not a local path (a hub id, a
+    served model: the backend reports what it serves, `check_served_model`). Links are
+    followed (a hub cache snapshot links its blobs); what is not a regular file (a FIFO, a
+    device) is named, never read."""
+    if not model:
+        return None
+    path = Path(model).expanduser()
+    try:
+        files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
+    except OSError:
+        return None
+    if not files:
+        return None
+    stats = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        stats.append((f, st))
+    key = tuple((str(f), st.st_ino, st.st_size, st.st_mtime_ns) for f, st in stats)
+    if key in _fingerprints:
+        return _fingerprints[key]
+    digest = hashlib.sha256()
+    for f, st in stats:
+        if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                digest.update(f"{f.name}\0not a file\0".encode())
+            continue
+        digest.update(f"{f.name}\0{st.st_size}\0".encode())
+        _hash_file(f, digest)
+    _fingerprints[key] = digest.hexdigest()[:16]
+    return _fingerprints[key]
+
+
+def _hash_file(path: Path, digest: Any) -> None:
+    # O_NONBLOCK: a FIFO swapped in after the stat cannot hang the open; fstat checks again
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            digest.update(b"\0not a file\0")
+            return
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
 
 
 def identity_fields(manifest: Any) -> dict[str, Any]:

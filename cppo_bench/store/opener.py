@@ -12,6 +12,7 @@ from pathlib import Path
 from cppo_bench.errors import DataError
 from cppo_bench.files.fs import rename_folder
 from cppo_bench.store.gencache import GEN_CACHE
+from cppo_bench.store.identity import MODEL_KEY
 from cppo_bench.store.runs import (
     MANIFEST,
     RECORDS,
@@ -85,6 +86,31 @@ def adopt_unidentified(out: Path, manifest: RunManifest) -> Path | None:
     if old.extra.get("identity") or old.config_hash() != bare.config_hash():
         return None
     old.extra["identity"] = manifest.extra["identity"]
+    write_manifest(old_dir, old, root=out)
+    rename_folder(old_dir, new_dir, root=out)
+    return old_dir
+
+
+def adopt_unfingerprinted(out: Path, manifest: RunManifest) -> Path | None:
+    """An unfinished run stored before manifests recorded the content of a local model
+    (`identity.model_sha256`) is this run when everything else matches: it gains the
+    fingerprint and this run's name, so an upgrade resumes it. A finished one is left as it
+    is and computed again: the folder's weights may have changed since (a checkpoint trained
+    again in place), and a finished run would lend its scores to them unseen."""
+    identity = manifest.extra.get("identity") or {}
+    new_dir = run_dir_for(out, manifest)
+    if MODEL_KEY not in identity or (new_dir / MANIFEST).exists():
+        return None
+    bare_identity = {k: v for k, v in identity.items() if k != MODEL_KEY}
+    bare = dataclasses.replace(manifest, extra={**manifest.extra, "identity": bare_identity})
+    old_dir = run_dir_for(out, bare)
+    if old_dir.is_symlink() or not (old_dir / MANIFEST).is_file():
+        return None
+    old = read_manifest(old_dir)
+    known = old.extra.get("identity") or {}
+    if old.status == "complete" or MODEL_KEY in known or old.config_hash() != bare.config_hash():
+        return None
+    old.extra["identity"] = identity
     write_manifest(old_dir, old, root=out)
     rename_folder(old_dir, new_dir, root=out)
     return old_dir

@@ -159,7 +159,8 @@ MANIFEST_EXTRA = context(
         # the release; further keys are scalars (one identity field each)
         "identity": context(
             "identity",
-            {"data_sha256": text, "release": name},
+            # model_sha256: a local model's content (cppo_bench.store.identity.model_fingerprint)
+            {"data_sha256": text, "release": name, "model_sha256": text},
             relations=(lambda d: mapping_of(name, scalar, 64)(d),),
         ),
         # the data's test kinds and counts (cppo_bench.benchmarks.testsource.describe)

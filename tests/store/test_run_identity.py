@@ -129,3 +129,86 @@ def test_a_run_stored_before_this_identity_is_adopted_not_recomputed(tmp_path, d
     assert list(iter_runs(tmp_path)) == [run_dir]  # renamed to the new identity
     assert (run_dir / "records.jsonl").read_text() == records
     assert read_manifest(run_dir).dataset_hash and read_manifest(run_dir).selected == 3
+
+
+def _set_weights(folder: Path, content: bytes) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(content)
+    return folder
+
+
+def test_a_model_trained_again_in_place_is_another_run(tmp_path, demo, caplog):
+    # The run's label is the --model path; the weights behind it are part of what the run is,
+    # so a checkpoint retrained into the same folder never reuses the old weights' samples.
+    model = _set_weights(tmp_path / "ckpt", b"weights of the first training")
+    args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
+    first = invoke(args, ScriptedBackend(demo))
+    assert first.exit_code == 0, first.output
+    again = ScriptedBackend(demo)
+    assert invoke(args, again).exit_code == 0 and again.calls == []  # the same weights: reused
+    _set_weights(model, b"weights of the second training")
+    retrained = ScriptedBackend(demo)
+    result = invoke(args, retrained)
+    assert result.exit_code == 0, result.output
+    assert solver_problems(retrained, demo) == {p.problem_id for p in demo[:2]}  # computed anew
+    runs = sorted(iter_runs(tmp_path / "store"))
+    prints = {read_manifest(r).extra["identity"]["model_sha256"] for r in runs}
+    assert len(runs) == 2 and len(prints) == 2
+    assert "differs in model_sha256" in caplog.text  # the note names what differs
+
+
+def test_an_unfinished_run_from_before_the_fingerprint_resumes(tmp_path, demo):
+    from cppo_bench.store.identity import MODEL_KEY
+    from cppo_bench.store.runs import run_dir_for
+
+    model = _set_weights(tmp_path / "ckpt", b"w")
+    args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
+    assert invoke(args, ScriptedBackend(demo)).exit_code == 0
+    (run_dir,) = iter_runs(tmp_path / "store")
+    # as an older version stored it: no fingerprint in its identity, and not finished
+    old = read_manifest(run_dir)
+    del old.extra["identity"][MODEL_KEY]
+    old.status = "running"
+    legacy_dir = run_dir_for(tmp_path / "store", old)
+    write_manifest(run_dir, old, root=tmp_path / "store")
+    run_dir.rename(legacy_dir)
+    backend = ScriptedBackend(demo)
+    resumed = invoke(run_args(tmp_path / "store", "--limit", "3", "--model", str(model)), backend)
+    assert resumed.exit_code == 0, resumed.output
+    assert solver_problems(backend, demo) == {demo[2].problem_id}  # the first two are kept
+    (adopted,) = iter_runs(tmp_path / "store")
+    assert adopted == run_dir and MODEL_KEY in read_manifest(adopted).extra["identity"]
+
+
+def test_a_finished_run_from_before_the_fingerprint_is_computed_again(tmp_path, demo):
+    from cppo_bench.store.identity import MODEL_KEY
+    from cppo_bench.store.runs import run_dir_for
+
+    model = _set_weights(tmp_path / "ckpt", b"w")
+    args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
+    assert invoke(args, ScriptedBackend(demo)).exit_code == 0
+    (run_dir,) = iter_runs(tmp_path / "store")
+    old = read_manifest(run_dir)
+    del old.extra["identity"][MODEL_KEY]
+    write_manifest(run_dir, old, root=tmp_path / "store")
+    run_dir.rename(run_dir_for(tmp_path / "store", old))
+    # its weights may have changed since: it lends its samples to nothing
+    backend = ScriptedBackend(demo)
+    assert invoke(args, backend).exit_code == 0
+    assert solver_problems(backend, demo) == {p.problem_id for p in demo[:2]}
+
+
+def test_the_fingerprint_reads_only_regular_files(tmp_path):
+    import os
+
+    from cppo_bench.store.identity import model_fingerprint
+
+    model = _set_weights(tmp_path / "ckpt", b"w")
+    plain = model_fingerprint(str(model))
+    os.mkfifo(model / "planted")  # never opened: a FIFO would block a reader forever
+    (model / "link").symlink_to("/dev/zero")
+    planted = model_fingerprint(str(model))
+    assert plain and planted and planted != plain
+    assert model_fingerprint("Qwen/Qwen3.5-4B") is None  # a hub id: nothing local to read
+    assert model_fingerprint(str(model / "model.safetensors")) not in (None, plain)
