@@ -158,7 +158,10 @@ def test_a_model_trained_again_in_place_is_another_run(tmp_path, demo, caplog):
     assert "differs in model_sha256" in caplog.text  # the note names what differs
 
 
-def test_an_unfinished_run_from_before_the_fingerprint_resumes(tmp_path, demo):
+def _stored_before_the_fingerprint(tmp_path, demo, finished: bool) -> tuple[Path, Path]:
+    """A run of a local model as an older version stored it: no model_sha256 in its
+    identity (so under the directory name that identity gives). Returns (its directory as
+    this version names it, the model)."""
     from cppo_bench.store.identity import MODEL_KEY
     from cppo_bench.store.runs import run_dir_for
 
@@ -166,13 +169,19 @@ def test_an_unfinished_run_from_before_the_fingerprint_resumes(tmp_path, demo):
     args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
     assert invoke(args, ScriptedBackend(demo)).exit_code == 0
     (run_dir,) = iter_runs(tmp_path / "store")
-    # as an older version stored it: no fingerprint in its identity, and not finished
     old = read_manifest(run_dir)
     del old.extra["identity"][MODEL_KEY]
-    old.status = "running"
-    legacy_dir = run_dir_for(tmp_path / "store", old)
+    if not finished:
+        old.status = "running"
     write_manifest(run_dir, old, root=tmp_path / "store")
-    run_dir.rename(legacy_dir)
+    run_dir.rename(run_dir_for(tmp_path / "store", old))
+    return run_dir, model
+
+
+def test_an_unfinished_run_from_before_the_fingerprint_resumes(tmp_path, demo):
+    from cppo_bench.store.identity import MODEL_KEY
+
+    run_dir, model = _stored_before_the_fingerprint(tmp_path, demo, finished=False)
     backend = ScriptedBackend(demo)
     resumed = invoke(run_args(tmp_path / "store", "--limit", "3", "--model", str(model)), backend)
     assert resumed.exit_code == 0, resumed.output
@@ -182,19 +191,10 @@ def test_an_unfinished_run_from_before_the_fingerprint_resumes(tmp_path, demo):
 
 
 def test_a_finished_run_from_before_the_fingerprint_is_computed_again(tmp_path, demo):
-    from cppo_bench.store.identity import MODEL_KEY
-    from cppo_bench.store.runs import run_dir_for
-
-    model = _set_weights(tmp_path / "ckpt", b"w")
-    args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
-    assert invoke(args, ScriptedBackend(demo)).exit_code == 0
-    (run_dir,) = iter_runs(tmp_path / "store")
-    old = read_manifest(run_dir)
-    del old.extra["identity"][MODEL_KEY]
-    write_manifest(run_dir, old, root=tmp_path / "store")
-    run_dir.rename(run_dir_for(tmp_path / "store", old))
-    # its weights may have changed since: it lends its samples to nothing
+    # its folder's weights may have changed since: it lends its samples to nothing
+    _, model = _stored_before_the_fingerprint(tmp_path, demo, finished=True)
     backend = ScriptedBackend(demo)
+    args = run_args(tmp_path / "store", "--limit", "2", "--model", str(model))
     assert invoke(args, backend).exit_code == 0
     assert solver_problems(backend, demo) == {p.problem_id for p in demo[:2]}
 

@@ -96,7 +96,7 @@ def _noise(p: float, n: int) -> float:
 
 
 HELD = task.problems("heldout")
-CPPO_MARGIN = 0.35  # what 240 joint steps reach (docs/learning.md, CPPO); the curve still rises
+CPPO_MARGIN = 0.3  # 400 joint steps reach 0.77-0.80 on 3 training seeds (docs/learning.md, CPPO)
 
 
 @pytest.mark.slow
@@ -156,8 +156,9 @@ def test_cppo_reaches_its_tuple_objective(tmp_path: Path) -> None:
     """All five stages from the CLI (judge rules_no_topic), from CPPO's base: the same random
     base after its supervised stand-in for SFT (strategy_task.cppo_base). Its base's tuples are
     4 distinct strategies of the 8 whatever the category (tuple pass@4 about 0.5); training
-    must raise that beyond noise and come within CPPO_MARGIN of 1. Training seed 0 (this test)
-    reached 0.711; seed 1 reached only 0.535 in the same 240 steps (docs/learning.md)."""
+    must raise that beyond noise, come within CPPO_MARGIN of 1 and pass what any independent
+    sampler can reach (the study's claim). Training seed 0 (this test) reached 0.773, seeds 1
+    and 2 0.801 and 0.797 (docs/learning.md)."""
     cppo_base = strategy_task.cppo_base(tmp_path / "cppo-base")
     before = [_tuple_pass4(cppo_base, (s,)) for s in (1, 2)]
     final = _train(
@@ -168,6 +169,7 @@ def test_cppo_reaches_its_tuple_objective(tmp_path: Path) -> None:
     noise = _noise(max(before), 4 * len(HELD))
     assert after > max(before) + max(0.1, 5 * noise)
     assert after >= 1.0 - CPPO_MARGIN
+    assert after > PASS4_INDEPENDENT
 
 
 @pytest.mark.slow
