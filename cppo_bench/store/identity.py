@@ -50,6 +50,7 @@ def content_hash(problems: Sequence[Problem]) -> str:
 
 MODEL_KEY = "model_sha256"  # the identity key of a local model's content
 _CHUNK = 4 << 20
+MAX_MODEL_FILE = 1 << 42  # one weights shard: far beyond any real one
 _fingerprints: dict[tuple[Any, ...], str] = {}
 
 
@@ -93,14 +94,15 @@ def model_fingerprint(model: str | None) -> str | None:
 
 
 def _hash_file(path: Path, digest: Any) -> None:
-    # O_NONBLOCK: a FIFO swapped in after the stat cannot hang the open; fstat checks again
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            digest.update(b"\0not a file\0")
-            return
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
+    # the one reader: a FIFO or device swapped in after the stat is refused, never read
+    from cppo_bench.files.userfiles import UserFileError, open_bytes
+
+    try:
+        with open_bytes(path, max_bytes=MAX_MODEL_FILE) as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    except (UserFileError, OSError):
+        digest.update(b"\0unreadable\0")
 
 
 def identity_fields(manifest: Any) -> dict[str, Any]:
