@@ -244,14 +244,15 @@ def identity_notes(runs: CellRuns) -> list[str]:
     """What a cell says about the runs behind it: one run per seed is used, and runs that
     differ in identity (cppo_bench.store.identity: sampling, options, data, served model)
     are named by the differing field, never pooled without a word."""
-    from cppo_bench.store.identity import identity_fields, varying
+    from cppo_bench.store.identity import MODEL_KEY, identity_fields, varying
 
     skip: tuple[str, ...] = ("seed", "model", "trained", "base_model", "train_seed")
     every_run = [*runs.by_seed.values(), *runs.ignored]
     if every_run and all(r.trained for r in every_run):
-        # each training seed is its own checkpoint: the model the backend served differs
-        # by design (an untrained row's seeds must still serve one model, so it stays)
-        skip += ("served_model",)
+        # each training seed is its own checkpoint: the model the backend served and the
+        # weights' content differ by design (an untrained row's seeds must still use one
+        # model, so for it they stay)
+        skip += ("served_model", MODEL_KEY)
     notes = []
     used = [identity_fields(r.manifest) for r in runs.by_seed.values()]
     if len(used) > 1 and (keys := varying(used, skip=skip)):
