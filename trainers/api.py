@@ -75,18 +75,33 @@ def default_out(algo: str, model: str | None, seed: int) -> Path:
 
 def recorded_config(algo: str, folder: Path) -> dict[str, Any] | None:
     """The config a run's manifest records, as the base of a plain ``--resume`` (so its
-    ``--set`` keys need not be repeated); keys this code no longer has are dropped. None for
-    a pipeline (cppo: per-stage configs) or a folder without an engine run of ``algo``."""
+    ``--set`` keys need not be repeated); keys this code no longer has are dropped. For a
+    pipeline (cppo): the settings its latest recorded stage ran with. None for a folder
+    without a run of ``algo``."""
     from trainers.engine.manifest import recorded
 
     if RECIPES.get(algo).has_stages:
-        return None
+        return _pipeline_settings(folder)
     previous = recorded(folder)
     config = previous.get("config")
     if previous.get("algorithm") != algo or not isinstance(config, dict):
         return None
     known = set(resolve(algo, preset="study").as_dict())
     return {k: v for k, v in config.items() if k in known}
+
+
+def _pipeline_settings(folder: Path) -> dict[str, Any] | None:
+    """The settings a CPPO pipeline's stages recorded (every stage records all of them; the
+    latest stage run is the one a resume continues)."""
+    from trainers.cppo_pipeline.stages import read_manifest
+    from trainers.harness import STAGES
+
+    for stage in reversed(STAGES):
+        config = (read_manifest(folder / stage) or {}).get("stage_config") or {}
+        settings = config.get("settings") if isinstance(config, dict) else None
+        if isinstance(settings, dict):
+            return settings
+    return None
 
 
 def train(

@@ -123,7 +123,7 @@ def _cppo_recipe() -> Recipe:
         from trainers.cppo_pipeline.judge import make_judge
         from trainers.cppo_pipeline.pipeline import run_pipeline, select_problems
         from trainers.cppo_pipeline.stage_data import PipelineInputs
-        from trainers.cppo_pipeline.stages import read_manifest
+        from trainers.cppo_pipeline.stages import read_manifest, stage_output
         from trainers.engine.loop import model_label
 
         cfg = job.config
@@ -150,11 +150,7 @@ def _cppo_recipe() -> Recipe:
         )
         run_pipeline(job.out, inputs, job.stages or STAGES, echo, progress=not job.quiet)
         joint = read_manifest(job.out / "joint") or {}
-        final = (
-            (joint.get("outputs") or {}).get("policy")
-            if joint.get("status") == "complete"
-            else None
-        )
+        final = stage_output(job.out / "joint", "policy")
         steps = int((joint.get("summary") or {}).get("steps") or 0)
         return TrainOutcome(Path(final) if final else None, steps, model_label(job.model), "cppo")
 

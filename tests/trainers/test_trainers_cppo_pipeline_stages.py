@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers.cppo_stage_fixture import TINY_ENGINE, prepared, settings
 from trainers.cppo_pipeline.pipeline import run_pipeline
-from trainers.cppo_pipeline.stages import PipelineStop
+from trainers.cppo_pipeline.stages import PipelineStop, stage_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,7 +144,8 @@ def test_warmup_skipped_ablation_passes_the_sft_planner_on(tmp_path: Path) -> No
     inputs.config = settings(ablation="no_warmup")
     assert run_pipeline(out, inputs, ["warmup"], echo=lambda s: None) == {"warmup": "ran"}
     manifest = json.loads((out / "warmup" / "train_manifest.json").read_text())
-    assert manifest["outputs"] == {"policy": str(out / "sft" / "planner")}
+    assert manifest["outputs"] == {"policy": "sft/planner"}  # relative to the run folder
+    assert stage_output(out / "warmup", "policy") == str((out / "sft" / "planner").resolve())
     assert manifest["summary"] == {"skipped": "ablation no_warmup"}
     assert not (out / "warmup" / "state").exists()  # no engine run, no update
 
@@ -179,7 +180,7 @@ def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     # the default thresholds (0): the warmed planner and frozen solver really solve something
     assert audit["passed"] and audit["pass_at_k"] > 0 and audit["r_plan_density"] > 0
     assert [json.loads(x)["step"] for x in (out / "joint" / "refresh.jsonl").open()] == [1]
-    ckpt = json.loads((out / "joint" / "train_manifest.json").read_text())["outputs"]["policy"]
+    ckpt = stage_output(out / "joint", "policy")
     assert f"--model {ckpt} --trained cppo" in proc.stdout
     cap = ("--max-tokens", "96", "-m", "planner_max_tokens=96")  # CPU: short programs only
     evaluated = _cli(

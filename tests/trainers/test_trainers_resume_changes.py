@@ -118,3 +118,26 @@ def test_a_config_key_added_since_the_run_was_stored_is_no_change(tmp_path: Path
     assert manifest.check_resume_config(tmp_path, spec(max_steps=8)) == {"max_steps": [4, 8]}
     with pytest.raises(DataError, match=r"would change lr \(1e-06 -> 1e-05\)"):
         manifest.check_resume_config(tmp_path, spec(lr=1e-5))
+
+
+def test_a_run_moved_with_its_base_resumes_and_another_base_is_refused(
+    tmp_path: Path, toy_model: Path
+) -> None:
+    # a CPPO stage's base is a folder of the same run (../warmup/checkpoints/...): a run
+    # moved or copied elsewhere as a whole must still resume; a different base must not
+    import shutil
+
+    from toy_task import run
+
+    from cppo_bench.errors import DataError
+
+    tree = tmp_path / "first"
+    shutil.copytree(toy_model, tree / "base")
+    run(tree / "run", tree / "base", steps=2, parity_reward=True)
+    moved = tmp_path / "elsewhere"
+    shutil.move(tree, moved)
+    assert run(moved / "run", moved / "base", steps=3, resume=True, parity_reward=True).steps == 3
+    other = tmp_path / "other-base"
+    shutil.copytree(toy_model, other)
+    with pytest.raises(DataError, match="--resume needs that base model"):
+        run(moved / "run", other, steps=4, resume=True, parity_reward=True)

@@ -290,7 +290,7 @@ def test_cppo_takes_the_common_options_stages_seed_and_resume(tmp_path: Path) ->
     sft = json.loads((out / "sft" / "train_manifest.json").read_text())
     assert sft["status"] == "complete" and sft["stage_config"]["seed"] == 1
     assert (out / "sft" / "planner" / "artifact.json").is_file()
-    assert sft["outputs"]["planner"] == str(out / "sft" / "planner")
+    assert sft["outputs"]["planner"] == "sft/planner"  # relative to the run folder
     again = _train_cli(*common, "--stages", "sft,rm")
     assert again.returncode == 1 and "pass --resume" in again.stderr
     resumed = _train_cli(*common, "--stages", "sft,rm", "--resume")

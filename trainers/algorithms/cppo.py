@@ -67,8 +67,9 @@ class CPPOAlgoConfig:
 class CPPO(Algorithm):
     name = "cppo"
     Config = CPPOAlgoConfig
-    # the joint stage sets tau from the newest accepted reward model at every (re)start
-    resume_managed_keys = ("tau",)
+    # the joint stage sets tau from the newest accepted reward model at every (re)start, and
+    # the log files inside the stage folder (a run moved elsewhere writes them there)
+    resume_managed_keys = ("tau", "gate_log", "recent_file")
 
     def __init__(self, config: CPPOAlgoConfig) -> None:
         super().__init__(config)

@@ -62,9 +62,8 @@ class StageContext:
 
     def output(self, stage: str, name: str) -> str:
         """A named output of an earlier, complete stage (e.g. its policy), recorded as consumed."""
-        m = read_manifest(self.inputs[stage]) or {}
-        value = (m.get("outputs") or {}).get(name) if m.get("status") == "complete" else None
-        if not isinstance(value, str):
+        value = stage_output(self.inputs[stage], name)
+        if value is None:
             raise PipelineStop(
                 self.name, f"stage {stage} has no output {quote(name)}", revisit=stage
             )
@@ -102,6 +101,34 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+# outputs are written relative to the run folder (a run moved or copied elsewhere then reads
+# its own files, never the old place's); a manifest without this mark holds them as given
+OUTPUTS_BASE = "run"
+
+
+def stage_output(folder: Path, name: str) -> str | None:
+    """The one reader of a complete stage's named output (a path), resolved against the run
+    folder the stage sits in; None when the stage is not complete or has no such output."""
+    m = read_manifest(folder) or {}
+    value = (m.get("outputs") or {}).get(name) if m.get("status") == "complete" else None
+    if not isinstance(value, str):
+        return None
+    if m.get("outputs_base") == OUTPUTS_BASE and not Path(value).is_absolute():
+        from trainers.harness import userfiles
+
+        # a value read from a file: it must stay inside the run folder (no `..` out of it)
+        return str(userfiles.inside(folder.parent, value, f"{folder / MANIFEST}: output {name}"))
+    return value
+
+
+def _relative_to_run(value: str, out: Path) -> str:
+    """``value`` relative to the run folder ``out`` when it is a path inside it."""
+    try:
+        return Path(value).resolve().relative_to(out.resolve()).as_posix()
+    except (ValueError, OSError):
+        return value
+
+
 def is_complete(folder: Path) -> bool:
     m = read_manifest(folder)
     return bool(
@@ -123,7 +150,12 @@ def write_manifest(
         "stage": ctx.name,
         "status": status,
         "artifacts": list(result.artifacts) if result else [],
-        "outputs": dict(result.outputs) if result else {},
+        "outputs": {
+            k: _relative_to_run(v, ctx.folder.parent) for k, v in (result.outputs or {}).items()
+        }
+        if result
+        else {},
+        "outputs_base": OUTPUTS_BASE,
         "consumed": {
             k: {"path": v, "manifest_sha256": _digest(Path(v).parent / MANIFEST)}
             for k, v in sorted(ctx.consumed.items())
@@ -141,6 +173,49 @@ def write_manifest(
 
 # single-process work: the main process runs these while the others wait (module ranks)
 SINGLE_PROCESS = frozenset({"sft", "rm", "audit"})
+# a complete stage that --resume may continue when only how long it runs changed (a larger
+# joint.max_steps with the epochs to match): the engine resumes it from its last state
+EXTENDABLE = frozenset({"joint"})
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def settings_changes(recorded: Any, requested: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Where a stage's recorded settings differ from this run's: dotted key -> [before, now].
+    A key one side lacks (recorded before the key existed) is not a change."""
+    before = _flat(recorded if isinstance(recorded, Mapping) else {})
+    now = _flat(json.loads(json.dumps(dict(requested), default=str)))
+    return {k: [before[k], now[k]] for k in sorted(set(before) & set(now)) if before[k] != now[k]}
+
+
+def _resumable(key: str) -> bool:
+    from trainers.algorithms.cppo import CPPO
+    from trainers.engine.manifest import RESUMABLE_KEYS
+
+    return key.rsplit(".", 1)[-1] in RESUMABLE_KEYS | set(CPPO.resume_managed_keys)
+
+
+def _check_settings(out: Path, name: str, requested: Mapping[str, Any]) -> bool:
+    """A complete stage continues only the experiment it was: a changed setting that changes
+    what it trained is one line (the stage would otherwise be skipped with the old settings
+    while the run claims the new ones). True when it must run again to go on longer."""
+    recorded = (read_manifest(out / name) or {}).get("stage_config")
+    changes = settings_changes(recorded, requested)
+    for key, (before, now) in changes.items():
+        if not _resumable(key):
+            shown = key.removeprefix("settings.")
+            raise DataError(
+                f"{out / name}: --resume would change {shown} ({str(before)[:40]} -> "
+                f"{str(now)[:40]}) of this complete stage; train into another --out"
+            )
+    return bool(changes) and name in EXTENDABLE
 
 
 def run_stages(
@@ -163,6 +238,9 @@ def run_stages(
     # any stage of this run writes one: read live, a slow process saw the main process's
     # fresh manifest, skipped that stage's barrier and left the others waiting at the next
     complete = {name: is_complete(out / name) for name in order}
+    for name in order:  # the same files on every process: the same answer, before any barrier
+        if complete[name] and _check_settings(out, name, config.get(name, {})):
+            complete[name] = False
     ranks.barrier()
     for name in order:
         folder = out / name

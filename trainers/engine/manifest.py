@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 import time
 from importlib import metadata
@@ -100,6 +101,7 @@ def write(
         "config": flat_config(spec),
         "base_model": base_label,
         "model_path": model_path,
+        "base_from_run": base_from_run(out, base_label),
         "seed": spec.seed,
         "data": {
             "source": ts.source,
@@ -152,10 +154,24 @@ def nothing_to_resume(out: Path, previous: dict[str, Any]) -> str:
     )
 
 
+def base_from_run(out: Path, base_label: str) -> str | None:
+    """Where a local base model lies seen from the run folder (``../warmup/checkpoints/...``
+    for a CPPO stage's), so a run moved or copied together with its base still resumes;
+    None for a hub id."""
+    if not base_label or not Path(base_label).exists():
+        return None
+    return os.path.relpath(Path(base_label).resolve(), Path(out).resolve())
+
+
 def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
-    """A resume continues the same run: same algorithm, same base model (one line if not)."""
+    """A resume continues the same run: same algorithm, same base model (one line if not).
+    The same base is the same label, or the same place relative to the run when both moved
+    together (a CPPO pipeline copied elsewhere: its stages' bases are its own folders)."""
     previous = read_manifest(out) or {}
     algo, base = previous.get("algorithm"), previous.get("base_model")
+    moved = previous.get("base_from_run")
+    if moved is not None and moved == base_from_run(out, base_label):
+        base = base_label
     if algo is not None and algo != algorithm:
         raise DataError(
             f"{out}: a {str(algo)[:40]} run; --resume continues it only as {str(algo)[:40]}, "
