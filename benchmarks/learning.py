@@ -111,19 +111,19 @@ def _train(out: Path, run: Path, how: Method, seed: int, extra: list[str]) -> fl
     return _call([*cmd, *resume])
 
 
-def _evaluate(out: Path, model: Path, how: Method, tag: list[str], limit: list[str]) -> float:
+def _evaluate(store: Path, model: Path, how: Method, tag: list[str], limit: list[str]) -> float:
     cmd = [_cli(), "run", "--method", how.sample, "--bench", "strategies", "-o", "split=heldout"]
-    cmd += ["--model", str(model), *SAMPLING, *how.eval_args, "--runs", str(out / "store")]
+    cmd += ["--model", str(model), *SAMPLING, *how.eval_args, "--runs", str(store)]
     cmd += limit
     cmd += ["-b", "device=cpu", "-b", "dtype=float32", *tag]
     return _call(cmd)
 
 
-def _report(out: Path) -> float:
+def _report(store: Path, report: Path) -> float:
     """`cppo-bench report` over the run store, then its table for this task, as written."""
-    cmd = [_cli(), "report", "--runs", str(out / "store"), "--out", str(out / "report")]
+    cmd = [_cli(), "report", "--runs", str(store), "--out", str(report)]
     spent = _call([*cmd, "--specs", str(REPO / "benchmarks" / "specs")])
-    table = out / "report" / "tables" / f"{TABLE}.md"
+    table = report / "tables" / f"{TABLE}.md"
     print(f"\n{table}:\n\n{table.read_text(encoding='utf-8')}", flush=True)
     return spent
 
@@ -134,6 +134,13 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2", help="training seeds (comma-separated)")
     ap.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     ap.add_argument("--smallest", action="store_true", help="1 seed, 8 steps, 16 problems")
+    ap.add_argument(
+        "--heldout-size",
+        type=int,
+        default=None,
+        help="held-out statements to evaluate on (4 instances each; default the split's 16, "
+        "a larger N extends them): its own store and report, OUT/store-heldoutN",
+    )
     args = ap.parse_args()
     start = time.monotonic()
     seeds = [0] if args.smallest else [int(s) for s in args.seeds.split(",")]
@@ -147,6 +154,10 @@ def main() -> None:
     extra = ["--set", "max_steps=8", "--set", "save_every=8"] if args.smallest else []
     limit = ["--limit", "16"] if args.smallest else []
     out = args.out.resolve()
+    suffix = "" if args.heldout_size is None else f"-heldout{args.heldout_size}"
+    store, report = out / f"store{suffix}", out / f"report{suffix}"
+    if args.heldout_size is not None:
+        limit += ["-o", f"size={args.heldout_size}"]
     base = out / "base"
     fixture = REPO / "benchmarks" / "fixtures" / "strategy_task.py"
     times: dict[str, float] = {"base": _call([sys.executable, str(fixture), str(base)])}
@@ -159,12 +170,12 @@ def main() -> None:
         next(x for x in methods if METHODS[x].sample == m)
         for m in dict.fromkeys(METHODS[x].sample for x in methods)
     ):
-        evals += _evaluate(out, base, METHODS[name], [], limit)  # the base, as each samples
+        evals += _evaluate(store, base, METHODS[name], [], limit)  # the base, as each samples
     for name in methods:
         how = METHODS[name]
         if how.base != "base":  # its start, as a row of its own: what training added to it
             tag = ["--trained", f"{name}_sft", "--base-model", str(base), "--train-seed", "0"]
-            evals += _evaluate(out, out / how.base, how, tag, limit)
+            evals += _evaluate(store, out / how.base, how, tag, limit)
         for seed in seeds:
             run = out / "train" / f"{name}-s{seed}"
             spent = _train(out, run, how, seed, extra)
@@ -173,9 +184,9 @@ def main() -> None:
             # every trainer's row sits in the one base's column: CPPO's SFT stand-in is part
             # of its training here, as the study's SFT stage is part of its pipeline
             tag = ["--trained", name, "--base-model", str(base), "--train-seed", str(seed)]
-            evals += _evaluate(out, run / how.checkpoint, how, tag, limit)
+            evals += _evaluate(store, run / how.checkpoint, how, tag, limit)
     times["evaluations (all)"] = evals
-    times["report"] = _report(out)
+    times["report"] = _report(store, report)
     print("time per phase (this invocation; a training finished earlier is not rerun):")
     for key, spent in times.items():
         print(f"  {key}: {spent:.0f} s")
