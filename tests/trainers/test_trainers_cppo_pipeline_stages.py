@@ -181,6 +181,7 @@ def test_cli_demo_runs_all_five_stages(tmp_path: Path) -> None:
     assert audit["passed"] and audit["pass_at_k"] > 0 and audit["r_plan_density"] > 0
     assert [json.loads(x)["step"] for x in (out / "joint" / "refresh.jsonl").open()] == [1]
     ckpt = stage_output(out / "joint", "policy")
+    assert ckpt is not None
     assert f"--model {ckpt} --trained cppo" in proc.stdout
     cap = ("--max-tokens", "96", "-m", "planner_max_tokens=96")  # CPU: short programs only
     evaluated = _cli(
