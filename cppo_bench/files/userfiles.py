@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import io
 import os
 import stat
@@ -93,6 +94,22 @@ def open_bytes(path: str | Path, max_bytes: int = MAX_FILE) -> IO[bytes]:
         os.close(fd)
         raise
     return io.BufferedReader(_Capped(fd, max_bytes + 1))
+
+
+MAX_HASHED = 1 << 42  # a file hashed whole (a data file, a weights shard): any real size
+
+
+def file_sha256(path: str | Path, max_bytes: int = MAX_HASHED) -> str | None:
+    """sha256 of a file's bytes, streamed through `open_bytes`; None for anything that is not
+    a readable regular file (a FIFO, a device, a folder: never read)."""
+    digest = hashlib.sha256()
+    try:
+        with open_bytes(path, max_bytes=max_bytes) as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+    except (UserFileError, OSError):
+        return None
+    return digest.hexdigest()
 
 
 def check(path: str | Path, max_bytes: int = MAX_FILE) -> None:

@@ -12,7 +12,6 @@ depends on the folder it is run from.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,21 +20,13 @@ from typing import Any
 from cppo_bench.errors import DataError
 from cppo_bench.files import userfiles
 
-CHUNK = 1 << 20
 MAX_HASHED = 1 << 40  # a data file of any size a loader reads
 
 
 def file_sha256(path: Path) -> str | None:
     """sha256 of a data file's bytes (None for a folder, whose problems' hash names it, and
     for anything that is not a regular file: a FIFO or device is never read)."""
-    digest = hashlib.sha256()
-    try:
-        with userfiles.open_bytes(path, max_bytes=MAX_HASHED) as fh:
-            while chunk := fh.read(CHUNK):
-                digest.update(chunk)
-    except userfiles.UserFileError:
-        return None
-    return digest.hexdigest()
+    return userfiles.file_sha256(path, MAX_HASHED)
 
 
 def record(data: str | Path | None, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -49,19 +49,19 @@ def content_hash(problems: Sequence[Problem]) -> str:
 
 
 MODEL_KEY = "model_sha256"  # the identity key of a local model's content
-_CHUNK = 4 << 20
-MAX_MODEL_FILE = 1 << 42  # one weights shard: far beyond any real one
 _fingerprints: dict[tuple[Any, ...], str] = {}
 
 
 def model_fingerprint(model: str | None) -> str | None:
-    """sha256 over the files of a local model: the regular files at the top of its folder
-    (weights, config, tokenizer), names and content, or the one file a path names (GGUF).
-    A checkpoint retrained into the same folder is then another run, never the stored run of
-    the old weights under the same label. None for what is not a local path (a hub id, a
-    served model: the backend reports what it serves, `check_served_model`). Links are
-    followed (a hub cache snapshot links its blobs); what is not a regular file (a FIFO, a
-    device) is named, never read."""
+    """sha256 over the files of a local model: the files at the top of its folder (weights,
+    config, tokenizer), names and content, or the one file a path names (GGUF). A checkpoint
+    retrained into the same folder is then another run, never the stored run of the old
+    weights under the same label. None for what is not a local path (a hub id, a served
+    model: the backend reports what it serves, `check_served_model`). Links are followed (a
+    hub cache snapshot links its blobs); what is not a regular file (a FIFO, a device) is
+    named, never read. Computed once per process for a folder whose files did not change."""
+    from cppo_bench.files.userfiles import file_sha256
+
     if not model:
         return None
     path = Path(model).expanduser()
@@ -69,40 +69,24 @@ def model_fingerprint(model: str | None) -> str | None:
         files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
     except OSError:
         return None
-    if not files:
-        return None
     stats = []
     for f in files:
         try:
             st = os.stat(f)
         except OSError:
             continue
-        stats.append((f, st))
+        if not stat.S_ISDIR(st.st_mode):  # a subfolder is not part of the model's files
+            stats.append((f, st))
+    if not stats:
+        return None
     key = tuple((str(f), st.st_ino, st.st_size, st.st_mtime_ns) for f, st in stats)
-    if key in _fingerprints:
-        return _fingerprints[key]
-    digest = hashlib.sha256()
-    for f, st in stats:
-        if not stat.S_ISREG(st.st_mode):
-            if not stat.S_ISDIR(st.st_mode):
-                digest.update(f"{f.name}\0not a file\0".encode())
-            continue
-        digest.update(f"{f.name}\0{st.st_size}\0".encode())
-        _hash_file(f, digest)
-    _fingerprints[key] = digest.hexdigest()[:16]
+    if key not in _fingerprints:
+        digest = hashlib.sha256()
+        for f, _ in stats:
+            content = file_sha256(f) or "not a readable regular file"
+            digest.update(f"{f.name}\0{content}\0".encode())
+        _fingerprints[key] = digest.hexdigest()[:16]
     return _fingerprints[key]
-
-
-def _hash_file(path: Path, digest: Any) -> None:
-    # the one reader: a FIFO or device swapped in after the stat is refused, never read
-    from cppo_bench.files.userfiles import UserFileError, open_bytes
-
-    try:
-        with open_bytes(path, max_bytes=MAX_MODEL_FILE) as fh:
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
-    except (UserFileError, OSError):
-        digest.update(b"\0unreadable\0")
 
 
 def identity_fields(manifest: Any) -> dict[str, Any]:

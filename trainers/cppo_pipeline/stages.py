@@ -12,7 +12,6 @@ manifest and metrics log are the stage's: one of each per stage.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -85,13 +84,7 @@ def _digest(path: Path) -> str:
     """A file's short content hash, streamed through the one reader ('' when absent)."""
     from trainers.harness import userfiles
 
-    if not path.is_file():
-        return ""
-    digest = hashlib.sha256()
-    with userfiles.open_bytes(path) as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:16]
+    return (userfiles.file_sha256(path) or "")[:16] if path.is_file() else ""
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
