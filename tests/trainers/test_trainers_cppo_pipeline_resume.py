@@ -12,7 +12,13 @@ import pytest
 from trainers.cppo_pipeline.stages import StageResult, run_stages, stage_output
 from trainers.harness import DataError
 
-SETTINGS = {"k": 4, "joint": {"max_steps": 4}, "engine": {"lr": 1e-3, "epochs": 30}}
+SETTINGS = {
+    "k": 4,
+    "sft": {"epochs": 1},
+    "warmup": {"max_steps": 50},
+    "joint": {"max_steps": 4},
+    "engine": {"lr": 1e-3, "epochs": 30},
+}
 
 
 def _config(**joint: object) -> dict[str, dict[str, object]]:
@@ -50,6 +56,16 @@ def test_a_changed_setting_of_a_complete_stage_is_one_line(tmp_path: Path) -> No
     with pytest.raises(
         DataError, match=r"sft: --resume would change engine\.lr \(0\.001 -> 0\.003"
     ):
+        run_stages(tmp_path, _stages(calls), ["sft", "joint"], changed, echo=print)
+    # a stage's own key is what that stage made, even when an engine key shares its name
+    for section, key, value in (("sft", "epochs", 3), ("warmup", "max_steps", 9)):
+        changed = _config()
+        changed["sft"]["settings"][section][key] = value  # type: ignore[index]
+        with pytest.raises(DataError, match=rf"would change {section}\.{key} "):
+            run_stages(tmp_path, _stages(calls), ["sft", "joint"], changed, echo=print)
+    changed = _config()
+    changed["sft"]["settings"]["k"] = 8  # type: ignore[index]
+    with pytest.raises(DataError, match=r"would change k \(4 -> 8\)"):
         run_stages(tmp_path, _stages(calls), ["sft", "joint"], changed, echo=print)
     changed = _config()
     changed["joint"] = {**changed["joint"], "seed": 1}

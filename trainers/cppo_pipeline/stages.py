@@ -188,11 +188,18 @@ def settings_changes(recorded: Any, requested: Mapping[str, Any]) -> dict[str, l
     return {k: [before[k], now[k]] for k in sorted(set(before) & set(now)) if before[k] != now[k]}
 
 
+# the pipeline settings a --resume may change: the engine's keys that say how a run is
+# executed, saved or logged, or how long it goes (engine.RESUMABLE_KEYS), and the joint
+# stage's length. A stage's own keys (sft.epochs, rm.epochs, warmup.max_steps, tau, ...)
+# change what that stage made, whatever their name
+JOINT_LENGTH = "settings.joint.max_steps"
+
+
 def _resumable(key: str) -> bool:
-    from trainers.algorithms.cppo import CPPO
     from trainers.engine.manifest import RESUMABLE_KEYS
 
-    return key.rsplit(".", 1)[-1] in RESUMABLE_KEYS | set(CPPO.resume_managed_keys)
+    section, _, leaf = key.removeprefix("settings.").rpartition(".")
+    return key == JOINT_LENGTH or (section == "engine" and leaf in RESUMABLE_KEYS)
 
 
 def _check_settings(out: Path, name: str, requested: Mapping[str, Any]) -> bool:
