@@ -74,12 +74,12 @@ class LossConfig:
         """Whether any token carries a KL term (and so needs the reference's log-probs)."""
         return self.beta != 0 or bool(self.solver_beta)
 
-    def beta_per_token(self, region: Tensor) -> Tensor | float:
+    def beta_per_token(self, region: Tensor, dtype: torch.dtype) -> Tensor | float:
         """The KL weight of each token: ``solver_beta`` on SOLVER tokens, ``beta`` elsewhere."""
         if self.solver_beta is None:
             return self.beta
-        solver = (region == Region.SOLVER).to(torch.float64)
-        return self.beta + (self.solver_beta - self.beta) * solver
+        weights = torch.where(region == Region.SOLVER, self.solver_beta, self.beta)
+        return weights.to(dtype)
 
 
 @dataclass(frozen=True)
@@ -282,10 +282,7 @@ def policy_loss(
                 "frozen_logprobs(reference, batch) or set LossConfig(beta=0)"
             )
         kl = kl_k3(logp, batch.ref_logprobs.to(logp.dtype))
-        beta = cfg.beta_per_token(batch.region)
-        if isinstance(beta, Tensor):
-            beta = beta.to(kl.dtype)
-        per_token = surrogate + beta * kl
+        per_token = surrogate + cfg.beta_per_token(batch.region, kl.dtype) * kl
     loss = aggregate(per_token, mask, cfg.aggregation, cfg.max_tokens, denominator)
     return loss, _diagnostics(loss, surrogate, kl, was_clipped, logp, old, adv, batch, cfg)
 

@@ -144,10 +144,9 @@ def write_manifest(
         "status": status,
         "artifacts": list(result.artifacts) if result else [],
         "outputs": {
-            k: _relative_to_run(v, ctx.folder.parent) for k, v in (result.outputs or {}).items()
-        }
-        if result
-        else {},
+            k: _relative_to_run(v, ctx.folder.parent)
+            for k, v in (result.outputs if result else {}).items()
+        },
         "outputs_base": OUTPUTS_BASE,
         "consumed": {
             k: {"path": v, "manifest_sha256": _digest(Path(v).parent / MANIFEST)}
