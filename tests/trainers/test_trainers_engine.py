@@ -219,6 +219,49 @@ def test_upskill_mi_warmup_trains_on_correctness_alone_until_its_step() -> None:
         UpSkillConfig(mi_warmup_steps=-1)
 
 
+def test_upskill_scale_rewards_none_centres_without_dividing_by_the_std() -> None:
+    # Dr. GRPO / TRL scale_rewards="none": A = r - mean over the prompt's group. An all-fail group
+    # then keeps MI at alpha_mi's weight; "group" (default) divides by the std, which in such a
+    # group is MI's alone, so the advantages come out at unit scale whatever alpha_mi is.
+    import numpy as np
+
+    from trainers.algorithms.upskill import UpSkill, UpSkillConfig
+    from trainers.engine.algorithm import StepContext
+    from trainers.engine.rewards import Scored
+    from trainers.engine.rollout import Rollout
+
+    ctx = StepContext(
+        step=0,
+        seed=0,
+        prompt=lambda q: ({"role": "user", "content": q.statement},),
+        stop=(),
+        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
+        score=None,  # type: ignore[arg-type]
+        completion_logprobs=lambda pairs: [
+            torch.full((len(c),), -(prompt[-1] + 1.0)) for prompt, c in pairs
+        ],
+        encode=lambda req: [7, int(req.meta["skill"])],
+    )
+    advantages = {}
+    for scale in ("group", "none"):
+        algo = UpSkill(UpSkillConfig(alpha_mi=0.01, scale_rewards=scale))
+        reqs = algo.requests(_problem("x", "say one"), ctx)
+        scored = [
+            Scored(Rollout(r, (7, z), (5,), "x", "stop"), 0.0, False, "")
+            for z, r in enumerate(reqs)
+        ]
+        rows = algo.rows(scored, ctx)
+        combined = np.array(rows.values["combined_reward"])
+        advantages[scale] = np.array([r.segments[1].advantage for r in rows.rows])
+    np.testing.assert_allclose(advantages["none"], combined - combined.mean(), atol=1e-6)
+    np.testing.assert_allclose(
+        advantages["group"], (combined - combined.mean()) / np.std(combined, ddof=1), atol=1e-4
+    )
+    assert np.abs(advantages["none"]).max() < 0.05 < np.abs(advantages["group"]).max()
+    with pytest.raises(ValueError, match="scale_rewards"):
+        UpSkillConfig(scale_rewards="batch")
+
+
 def test_harness_does_not_import_trainers() -> None:
     code = (
         "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"

@@ -11,6 +11,12 @@ Study settings (the defaults of its Config below): n_skills = 4 (the K = 4 budge
 (alpha_mi = 0) for that many steps before the MI term switches on: on a small random policy the
 MI term alone drives every skill onto one token long before correctness has taught it which
 answers are plausible (docs/learning.md, UpSkill). r_MI is still computed and logged meanwhile.
+
+``scale_rewards`` (TRL's GRPOConfig name; default "group", the study's GRPO) divides each
+prompt's centred combined rewards by their standard deviation; "none" keeps them centred only
+(Dr. GRPO, Liu et al. 2025). Why it matters here: in a group whose correctness ties (every
+sample fails, the common case), the std is MI's alone, so dividing by it gives the MI term unit
+weight whatever alpha_mi is; unscaled, alpha_mi weighs MI against correctness as written.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from trainers.engine.rewards import Scored
 from trainers.engine.rollout import RolloutRequest
 from trainers.harness import Problem, quote
 
+# TRL's GRPOConfig.scale_rewards values this trainer knows ("batch" is not implemented)
+SCALE_REWARDS = ("group", "none")
+
 # the evaluation method's format (cppo_bench.methods.skills): {i} is the 0-based skill index
 SKILL_PREFIX = "<skill_{i}>"
 
@@ -47,6 +56,7 @@ class UpSkillConfig:
     mi_warmup_steps: int = 0  # steps (0-based) before this one train with alpha_mi = 0
     mi_level: str = "sequence"  # sequence (released code) | token
     prefix_format: str = SKILL_PREFIX  # must match `cppo-bench run --method skills`
+    scale_rewards: str = "group"  # group (GRPO, the study's) | none (Dr. GRPO)
 
     def __post_init__(self) -> None:
         if self.n_skills < 1 or self.completions_per_skill < 1:
@@ -56,6 +66,10 @@ class UpSkillConfig:
         if self.mi_level not in MI_LEVELS:
             raise ValueError(
                 f"mi_level: {quote(self.mi_level)} is not one of {', '.join(MI_LEVELS)}"
+            )
+        if self.scale_rewards not in SCALE_REWARDS:
+            raise ValueError(
+                f"scale_rewards: {quote(self.scale_rewards)} is not one of {', '.join(SCALE_REWARDS)}"
             )
         if "{i}" not in self.prefix_format:
             raise ValueError("prefix_format must contain {i} (the 0-based skill index)")
@@ -124,7 +138,9 @@ class UpSkill(Algorithm):
         r_mi = self.mi(scored, ctx) if scored else torch.zeros(0)
         alpha = self.alpha_at(ctx.step)
         combined = upskill_reward(correct, r_mi, alpha).to(torch.float64)
-        adv = group_normalised_advantages(combined, groups)
+        adv = group_normalised_advantages(
+            combined, groups, scale=self.config.scale_rewards == "group"
+        )
         return StepRows(
             response_rows(scored, adv.tolist()),
             {

@@ -47,8 +47,10 @@ def group_normalised_advantages(
     *,
     std: StdKind = DEFAULT_STD,
     eps: float = ADV_EPS,
+    scale: bool = True,
 ) -> Tensor:
     # GRPO Eq. group-adv: A_i = (r_i - mean_g r) / (std_g r + eps), over rewards sharing a group id
+    # scale=False: A_i = r_i - mean_g r, Dr. GRPO's (Liu et al. 2025) and TRL's scale_rewards="none"
     if rewards.dim() != 1 or rewards.shape != group_ids.shape:
         raise ValueError("rewards and group_ids must be 1-D tensors of the same length")
     if std not in ("bessel", "population"):
@@ -62,7 +64,7 @@ def group_normalised_advantages(
     sq = torch.zeros(g, dtype=torch.float64).index_add_(0, inv, dev * dev)
     dof = count - 1 if std == "bessel" else count
     sd = torch.sqrt(sq / dof.clamp(min=1))
-    adv = dev / (sd[inv] + eps)
+    adv = dev / (sd[inv] + eps) if scale else dev
     # A group without contrast (constant rewards, or a single member) carries no signal: exact 0,
     # not round-off of the mean divided by eps.
     hi = torch.full((g,), -torch.inf, dtype=torch.float64).scatter_reduce(0, inv, r, "amax")
