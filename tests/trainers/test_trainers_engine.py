@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +16,7 @@ from cppo_bench.problem import Test as ProblemTest
 
 torch = pytest.importorskip("torch")
 
-from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
+from trainers.algorithms.pkpo import PKPOConfig  # noqa: E402
 from trainers.api import resolve  # noqa: E402
 from trainers.engine.config import ConfigError, build_flat  # noqa: E402
 from trainers.engine.data import decontaminated, step_problems, steps_for  # noqa: E402
@@ -171,6 +172,25 @@ def test_upskill_rows_enumerate_skills_and_use_sequence_mi() -> None:
     assert len(rows.rows) == 4
 
 
+def _skill_context() -> Any:
+    """A StepContext for UpSkill's rows: the skill is the prompt's last id, and skill z scores
+    every completion token at -(z + 1)."""
+    from trainers.engine.algorithm import StepContext
+
+    return StepContext(
+        step=0,
+        seed=0,
+        prompt=lambda q: ({"role": "user", "content": q.statement},),
+        stop=(),
+        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
+        score=None,  # type: ignore[arg-type]
+        completion_logprobs=lambda pairs: [
+            torch.full((len(c),), -(prompt[-1] + 1.0)) for prompt, c in pairs
+        ],
+        encode=lambda req: [7, int(req.meta["skill"])],
+    )
+
+
 def test_upskill_mi_warmup_trains_on_correctness_alone_until_its_step() -> None:
     # mi_warmup_steps = 2: steps 0 and 1 (0-based) reward correctness only, so their advantages
     # are GRPO's on the correctness alone; step 2 adds alpha_mi * r_MI
@@ -179,24 +199,11 @@ def test_upskill_mi_warmup_trains_on_correctness_alone_until_its_step() -> None:
     import numpy as np
 
     from trainers.algorithms.upskill import UpSkill, UpSkillConfig
-    from trainers.engine.algorithm import StepContext
     from trainers.engine.rewards import Scored
     from trainers.engine.rollout import Rollout
 
     algo = UpSkill(UpSkillConfig(mi_warmup_steps=2))
-    ctx = StepContext(
-        step=0,
-        seed=0,
-        prompt=lambda q: ({"role": "user", "content": q.statement},),
-        stop=(),
-        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
-        score=None,  # type: ignore[arg-type]
-        # the skill is the prompt's last id; skill z scores every token at -(z + 1)
-        completion_logprobs=lambda pairs: [
-            torch.full((len(c),), -(prompt[-1] + 1.0)) for prompt, c in pairs
-        ],
-        encode=lambda req: [7, int(req.meta["skill"])],
-    )
+    ctx = _skill_context()
     reqs = algo.requests(_problem("x", "say one"), ctx)
     correct = [1.0, 0.0, 0.0, 1.0]
     scored = [
@@ -226,22 +233,10 @@ def test_upskill_scale_rewards_none_centres_without_dividing_by_the_std() -> Non
     import numpy as np
 
     from trainers.algorithms.upskill import UpSkill, UpSkillConfig
-    from trainers.engine.algorithm import StepContext
     from trainers.engine.rewards import Scored
     from trainers.engine.rollout import Rollout
 
-    ctx = StepContext(
-        step=0,
-        seed=0,
-        prompt=lambda q: ({"role": "user", "content": q.statement},),
-        stop=(),
-        generate=None,  # type: ignore[arg-type]  # (requests() never generates)
-        score=None,  # type: ignore[arg-type]
-        completion_logprobs=lambda pairs: [
-            torch.full((len(c),), -(prompt[-1] + 1.0)) for prompt, c in pairs
-        ],
-        encode=lambda req: [7, int(req.meta["skill"])],
-    )
+    ctx = _skill_context()
     advantages = {}
     for scale in ("group", "none"):
         algo = UpSkill(UpSkillConfig(alpha_mi=0.01, scale_rewards=scale))
