@@ -24,24 +24,18 @@ from cppo_bench.store.runs import RECORDS, iter_runs, read_manifest, read_record
 TESTS = Path(__file__).resolve().parents[1] / "helpers"
 
 
+def _demo_run(out: Path, method: str, *extra: str) -> list[str]:
+    """`cppo-bench run` on the demo benchmark into OUT, quiet, with EXTRA flags."""
+    return ["run", "--method", method, "--bench", "demo", "--out", str(out), "--quiet", *extra]
+
+
 @pytest.fixture(scope="module")
 def demo():
     return load_benchmark("demo").problems
 
 
 def test_run_prints_pass_at_k_and_resumes(tmp_path, demo):
-    args = [
-        "run",
-        "--method",
-        "cppo",
-        "--bench",
-        "demo",
-        "--limit",
-        "3",
-        "--out",
-        str(tmp_path),
-        "--quiet",
-    ]
+    args = _demo_run(tmp_path, "cppo", "--limit", "3")
     first = invoke(args, ScriptedBackend(demo))
     assert first.exit_code == 0, first.output
     assert "pass@4" in first.output and "3 new" in first.output
@@ -57,22 +51,7 @@ def test_run_prints_pass_at_k_and_resumes(tmp_path, demo):
 
 
 def test_seeds_make_one_run_each_and_runs_lists_them(tmp_path, demo):
-    args = [
-        "run",
-        "--method",
-        "direct",
-        "--bench",
-        "demo",
-        "--limit",
-        "2",
-        "-k",
-        "2",
-        "--seeds",
-        "0,1",
-        "--out",
-        str(tmp_path),
-        "--quiet",
-    ]
+    args = _demo_run(tmp_path, "direct", "--limit", "2", "-k", "2", "--seeds", "0,1")
     result = invoke(args, ScriptedBackend(demo))
     assert result.exit_code == 0, result.output
     assert "pass@2 over seeds" in result.output
@@ -99,20 +78,7 @@ def test_seeds_make_one_run_each_and_runs_lists_them(tmp_path, demo):
 
 def test_incomplete_runs_are_listed_as_such(tmp_path, demo):
     invoke(
-        [
-            "run",
-            "--method",
-            "direct",
-            "--bench",
-            "demo",
-            "--limit",
-            "2",
-            "-k",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--quiet",
-        ],
+        _demo_run(tmp_path, "direct", "--limit", "2", "-k", "1"),
         ScriptedBackend(demo),
     )
     (run_dir,) = iter_runs(tmp_path)
@@ -145,32 +111,16 @@ def test_bad_input_is_one_clear_line(tmp_path, demo, extra, message):
 
 
 def test_backend_by_module_path_and_options(tmp_path):
-    args = [
-        "run",
-        "--method",
-        "fixed_strategy",
-        "--bench",
-        "demo",
-        "--limit",
-        "1",
-        "-k",
-        "2",
-        "--backend",
-        "run_scripted:make",
-        "--model",
-        "my-model",
-        "-b",
-        "delay_s=0",
-        "--out",
-        str(tmp_path),
-        "--quiet",
-    ]
+    flags = ("--limit", "1", "-k", "2", "--backend", "run_scripted:make", "--model", "my-model")
+    args = _demo_run(tmp_path, "fixed_strategy", *flags, "-b", "delay_s=0")
     result = invoke(args)
     assert result.exit_code == 0, result.output
     (run_dir,) = iter_runs(tmp_path)
     m = read_manifest(run_dir)
     assert m.model == "my-model" and m.backend == "run_scripted:make"
-    bad = invoke(args[:-3] + ["-b", "colour=blue", "--out", str(tmp_path / "x"), "--quiet"])
+    bad = invoke(
+        _demo_run(tmp_path / "x", "fixed_strategy", *flags, "-b", "delay_s=0", "-b", "colour=blue")
+    )
     assert bad.exit_code == 0  # the scripted factory ignores unknown options on purpose
     missing = invoke(
         [
@@ -255,12 +205,9 @@ def test_sigkill_half_way_then_restart_gives_the_same_records(tmp_path):
 
 
 def test_method_flags_reach_the_manifest(tmp_path, demo):
-    args = [
-        "run",
-        "--method",
+    args = _demo_run(
+        tmp_path,
         "cppo",
-        "--bench",
-        "demo",
         "--limit",
         "1",
         "-k",
@@ -277,10 +224,7 @@ def test_method_flags_reach_the_manifest(tmp_path, demo):
         "0.2",
         "--max-tokens",
         "99",
-        "--out",
-        str(tmp_path),
-        "--quiet",
-    ]
+    )
     result = invoke(args, ScriptedBackend(demo))
     assert result.exit_code == 0, result.output
     (run_dir,) = iter_runs(tmp_path)
