@@ -135,13 +135,65 @@ def test_independent_sample_trainers_reach_their_objective(
 )
 def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None:
     before = [strategy_task.skills(base, HELD, seed=s).pass_at(4) for s in (1, 2)]
-    trained = strategy_task.skills(
-        _train("upskill", "strategies.upskill.yaml", base, tmp_path), HELD
-    )
+    final = _train("upskill", "strategies.upskill.yaml", base, tmp_path)
+    trained = strategy_task.skills(final, HELD)
     after = trained.pass_at(4)
     print(f"upskill: held-out tuple pass@4 {before} -> {after:.3f} (n {trained.n}, optimum 1)")
+    own = strategy_task.skills_objective(final, HELD, alpha_mi=5.0)
+    print(f"upskill: its reward {own.reward:.3f} of {own.optimum:.3f} (MI {own.mi:.3f})")
     assert after > max(before) + max(0.1, 5 * _noise(max(before), len(HELD)))
     assert after >= 1.0 - 0.45
+
+
+def test_the_exact_skill_objective_agrees_with_sampling(base: Path) -> None:
+    # skills_objective reads UpSkill's reward off the next-token distributions; its correctness
+    # term must be what one sample per skill, judged by the real verifier, passes on average
+    exact = strategy_task.skills_objective(base, HELD, alpha_mi=5.0)
+    sampled = [strategy_task.skills(base, HELD, seed=s) for s in (1, 2, 3)]
+    n = sum(m.n for m in sampled)
+    mean = sum(sum(map(sum, m.outcomes)) for m in sampled) / n
+    assert abs(exact.correct - mean) <= 4 * _noise(exact.correct, n)
+    assert 0 <= exact.mi <= math.log(4) and exact.optimum == pytest.approx(0.25 + 5 * math.log(4))
+
+
+def test_the_exact_skill_objective_on_known_distributions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stand-in model whose skill z puts 1/2 on strategy z's program and 1/2 on strategy
+    # z+1's: correctness counted by hand, MI = H(mean p) - mean H(p_z) from scipy
+    import numpy as np
+    import torch
+    from scipy.stats import entropy
+
+    from cppo_bench.backends import hf
+
+    tok = strategy_task.tokenizer()
+    skill_ids = tok.convert_tokens_to_ids(strategy_task.SKILLS)
+    programs = [tok.convert_tokens_to_ids(task.program(s)) for s in task.STRATEGIES]
+
+    def dist(z: int) -> np.ndarray:
+        p = np.zeros(len(tok))
+        p[[programs[z], programs[z + 1]]] = 0.5
+        return p
+
+    class Model:
+        def __call__(self, input_ids: torch.Tensor) -> object:
+            (z,) = [skill_ids.index(i) for i in input_ids[0].tolist() if i in skill_ids]
+            logits = torch.log(torch.tensor(dist(z), dtype=torch.float32))  # -inf off support
+            return type("Out", (), {"logits": logits.expand(1, len(input_ids[0]), -1)})()
+
+    monkeypatch.setattr(hf, "load_model", lambda *a, **k: (Model(), tok, "stand-in"))
+    got = strategy_task.skills_objective(Path("unused"), HELD, alpha_mi=2.0)
+    want_correct = np.mean(
+        [
+            dist(z)[tok.convert_tokens_to_ids(p.reference_solutions[0])]
+            for p in HELD
+            for z in range(4)
+        ]
+    )
+    dists = [dist(z) for z in range(4)]
+    want_mi = entropy(np.mean(dists, 0)) - np.mean([entropy(d) for d in dists])
+    assert got.correct == pytest.approx(want_correct) and want_correct > 0
+    assert got.mi == pytest.approx(want_mi, rel=1e-6) and 0 < want_mi < math.log(4)
+    assert got.reward == pytest.approx(want_correct + 2.0 * want_mi)
 
 
 def _tuple_pass4(model: Path, seeds: tuple[int, ...]) -> float:
