@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -305,3 +306,55 @@ def test_training_rewards_run_every_test(monkeypatch: pytest.MonkeyPatch) -> Non
     rewards.REWARDS.get("pass_early_stop")(1)([rollout])
     rewards.REWARDS.get("tests_fraction")(1)([rollout])
     assert seen == [True, True, True]  # issue 36: no reward stops at a first failure
+
+
+@pytest.mark.parametrize("name", ["pkpo", "passk_rl", "upskill", "cppo"])
+def test_each_algorithm_generates_the_rollouts_it_declares(name: str) -> None:
+    # rollouts_per_prompt is what the engine checks against max_rollouts_per_step before it
+    # builds anything; it must be what collect() really asks the rollout engine for
+    from trainers.algorithms import ALGORITHMS
+    from trainers.engine.rewards import Scored
+    from trainers.engine.rollout import Rollout
+
+    assert set(ALGORITHMS.names()) == {"pkpo", "passk_rl", "upskill", "cppo"}  # all covered
+    algo = ALGORITHMS.get(name)(ALGORITHMS.get(name).Config())
+    if name == "cppo":
+        algo.gate = lambda problems, tuples: torch.ones(len(tuples))  # type: ignore[attr-defined]
+    asked: list[int] = []
+
+    def generate(reqs):  # a plan text for the planner, a program for anything else
+        asked.append(len(reqs))
+        text = "A: greedy\nB: dp\nC: graph\nD: math" if name == "cppo" else "print(1)"
+        return [Rollout(r, (1,), (2,), text, "stop") for r in reqs]
+
+    ctx = dataclasses.replace(
+        _skill_context(),
+        generate=generate,
+        score=lambda rollouts: [Scored(r, 0.0, False, "") for r in rollouts],
+    )
+    problems = [_problem(f"p{i}", "say one") for i in range(3)]
+    algo.collect(problems, ctx)
+    assert sum(asked) == 3 * algo.rollouts_per_prompt() > 0
+
+
+def test_a_rollout_count_past_the_cap_is_one_line_before_anything_is_built(tmp_path) -> None:
+    from trainers.algorithms.pkpo import PKPO
+    from trainers.cppo_pipeline.config import CPPOPipelineConfig
+    from trainers.engine.data import TrainingSet
+    from trainers.engine.layers import build
+    from trainers.engine.loop import RunSpec, train
+
+    engine, algo = build_flat(PKPOConfig, {"n": 100_000_000})
+    spec = RunSpec(PKPO(algo), engine, TrainingSet([_problem("p", "x")], "t"), tmp_path / "run")
+    with pytest.raises(ConfigError, match=r"x 100000000 a prompt \(pkpo\) make 800,000,000"):
+        train(spec)  # no model named: the check comes before the embedded model is loaded
+    assert not (tmp_path / "run").exists()
+    for key, value in [
+        ("m", 100_000),
+        ("rm", {"samples_per_problem": 10**8}),
+        ("sft", {"samples": 10**6}),
+        ("engine", {"prompts_per_step": 10**5}),
+    ]:
+        with pytest.raises(ConfigError, match="max_rollouts_per_step 65,536"):
+            build(CPPOPipelineConfig, {key: value})
+    build(CPPOPipelineConfig, {"engine": {"max_rollouts_per_step": 10**9}, "m": 100_000})

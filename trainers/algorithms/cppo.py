@@ -97,6 +97,11 @@ class CPPO(Algorithm):
             for m in range(c.m)
         ]
 
+    def rollouts_per_prompt(self) -> int:
+        """M planner tuples, and in the joint stage K solver branches for each."""
+        c = self.config
+        return c.m * (1 + c.k) if c.stage == "joint" else c.m
+
     def collect(self, problems: Sequence[Problem], ctx: StepContext) -> list[Scored]:
         if self.gate is None:
             raise RuntimeError("CPPO needs its gate (an accepted reward model) before a step")

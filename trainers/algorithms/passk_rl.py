@@ -35,6 +35,9 @@ class PassKRL(Algorithm):
     def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
         return sample_requests(problem, ctx, self.config.n, "sample")
 
+    def rollouts_per_prompt(self) -> int:
+        return self.config.n
+
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
         rewards, groups = alg.group_tensors(scored)
         # Chen et al. Eq. A_pos / A_neg need binary rewards: a partial score counts as a fail

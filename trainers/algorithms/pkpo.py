@@ -65,6 +65,9 @@ class PKPO(Algorithm):
     def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
         return sample_requests(problem, ctx, self.config.n, "sample")
 
+    def rollouts_per_prompt(self) -> int:
+        return self.config.n
+
     def rows(self, scored: Sequence[Scored], ctx: StepContext) -> StepRows:
         rewards, groups = group_tensors(scored)
         # PKPO Eq. SLOO-1 per problem group; the transformed rewards ARE the advantages

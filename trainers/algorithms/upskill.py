@@ -108,6 +108,9 @@ class UpSkill(Algorithm):
             for z in range(cfg.n_skills)
         ]
 
+    def rollouts_per_prompt(self) -> int:
+        return self.config.n_skills * self.config.completions_per_skill
+
     def mi(self, scored: Sequence[Scored], ctx: StepContext) -> torch.Tensor:
         """r_MI of every rollout: its completion scored under every skill's prompt."""
         cfg = self.config

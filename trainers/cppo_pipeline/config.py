@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
-from trainers.engine.config import TrainConfig
+from trainers.engine.config import TrainConfig, check_rollouts
 from trainers.harness import TAU, quote
 
 
@@ -99,3 +99,24 @@ class CPPOPipelineConfig:
             raise ValueError(f"tau: must be in [0, 1] or null, got {self.tau}")
         if self.engine.problem_ids:  # the pipeline picks its problems once, for every stage
             raise ValueError("engine.problem_ids: a CPPO pipeline takes problem_ids (top level)")
+        self._check_rollouts()
+
+    def _check_rollouts(self) -> None:
+        """Every stage's generation counts against max_rollouts_per_step, before stage 1: a
+        joint stage's count found wrong after hours of SFT and RM training is found too late.
+        (The RL stages ask again in the engine, as every engine run does.)"""
+        cap, pps = self.engine.max_rollouts_per_step, self.engine.prompts_per_step
+        warm = self.warmup.prompts_per_step or pps
+        check_rollouts(warm * self.m, f"warmup.prompts_per_step {warm} x m {self.m}", cap)
+        check_rollouts(
+            pps * self.m * (1 + self.k),
+            f"engine.prompts_per_step {pps} x m {self.m} x (1 + k {self.k}) (the joint stage)",
+            cap,
+        )
+        sft = self.sft
+        check_rollouts(
+            sft.samples * sft.n_candidates,
+            f"sft.samples {sft.samples} x sft.n_candidates {sft.n_candidates} a problem",
+            cap,
+        )
+        check_rollouts(self.rm.samples_per_problem, "rm.samples_per_problem a problem", cap)

@@ -81,6 +81,12 @@ class Algorithm:
     def requests(self, problem: Problem, ctx: StepContext) -> list[RolloutRequest]:
         raise NotImplementedError
 
+    def rollouts_per_prompt(self) -> int:
+        """How many rollouts one problem's step makes (what ``collect`` generates for it):
+        the engine checks prompts_per_step times this against max_rollouts_per_step before
+        it builds anything, so a count from a stranger's config is one line, not an OOM."""
+        raise NotImplementedError
+
     def collect(self, problems: Sequence[Problem], ctx: StepContext) -> list[Scored]:
         reqs = [r for p in problems for r in self.requests(p, ctx)]
         return ctx.score(ctx.generate(reqs))

@@ -56,6 +56,10 @@ class TrainConfig:
     # rollouts and rewards
     rollout_engine: str = "hf"
     rollout_batch: int = 8
+    # the most rollouts one step (or one problem of a CPPO data stage) may ask for: each is
+    # built, generated and held in memory at once, so a count mistyped in a config (n: 16000000)
+    # is refused in one line before anything is built. Raise it for a larger job.
+    max_rollouts_per_step: int = 65536
     vllm_gpu_memory_utilization: float = 0.3
     # vLLM's context (prompt + completion) in tokens; 0 = the run's longest prompt plus
     # max_tokens (plus what the algorithm's prompts carry), at most the model's: vLLM checks
@@ -135,6 +139,7 @@ class TrainConfig:
             "epochs",
             "updates_per_rollout",
             "rollout_batch",
+            "max_rollouts_per_step",
             "save_every",
             "state_every",
             "dist_timeout_s",
@@ -180,6 +185,16 @@ class TrainConfig:
         if self.report_to not in TRACKERS:
             known = ", ".join(TRACKERS.names())
             raise ConfigError(f"config report_to: one of {known}, got {quote(self.report_to)}")
+
+
+def check_rollouts(count: int, what: str, cap: int) -> None:
+    """One line when ``count`` rollouts (``what`` says how they multiply) pass ``cap``, the
+    engine key max_rollouts_per_step: every trainer path asks here before it builds them."""
+    if count > cap:
+        raise ConfigError(
+            f"config: {what} make {count:,} rollouts, past max_rollouts_per_step {cap:,} "
+            "(lower them, or raise max_rollouts_per_step for a job this large)"
+        )
 
 
 def flat_keys(algo_config_cls: type) -> list[str]:

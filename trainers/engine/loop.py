@@ -18,7 +18,7 @@ from typing import Any
 
 from trainers.engine import checkpoint, data, manifest, setup, sharding
 from trainers.engine.algorithm import Algorithm, Messages
-from trainers.engine.config import TrainConfig
+from trainers.engine.config import TrainConfig, check_rollouts
 from trainers.engine.context import StepEnv, step_context
 from trainers.engine.metrics import MetricsLog, ParamSnapshot, Timer, step_line, step_metrics
 from trainers.engine.rewards import RewardFn, reward_from_config
@@ -173,6 +173,12 @@ def _longest_prompt(spec: RunSpec, parts: Parts) -> int:
 
 def _train(spec: RunSpec) -> TrainResult:
     cfg = spec.config
+    per_prompt = spec.algorithm.rollouts_per_prompt()
+    check_rollouts(
+        cfg.prompts_per_step * per_prompt,
+        f"prompts_per_step {cfg.prompts_per_step} x {per_prompt} a prompt ({spec.algorithm.name})",
+        cfg.max_rollouts_per_step,
+    )
     out = Path(spec.out_dir)
     accelerator = setup.accelerator(cfg, out)
     world, rank = accelerator.num_processes, accelerator.process_index

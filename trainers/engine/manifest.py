@@ -190,7 +190,7 @@ def check_resumable(out: Path, algorithm: str, base_label: str) -> None:
 RESUMABLE_KEYS = frozenset({
     "max_steps", "epochs", "save_every", "state_every", "keep_folders", "report_to",
     "log_param_step_norm", "rollout_batch", "micro_batch_rows", "verify_workers",
-    "reward_verifier",
+    "reward_verifier", "max_rollouts_per_step",
     "logits_chunk_tokens", "gradient_checkpointing", "trusted_state_globals",
     "vllm_gpu_memory_utilization", "vllm_max_model_len", "vllm_enforce_eager", "vllm_sleep",
 })  # fmt: skip
