@@ -30,7 +30,11 @@ from the released code (each a named option, `-m KEY=VAL`):
   directly);
 * pseudocode is written only for the K selected plans (the released code writes it for
   every candidate, then picks programs at random: the same distribution);
-* select=spread: this toolkit's earlier word-distance heuristic instead of the shuffle.
+* select=spread: this toolkit's earlier word-distance heuristic instead of the shuffle;
+* a reply's observations past the `n_observations` asked for are dropped (the released code
+  keeps what the model wrote): the tree's size is then the options', never the model's
+  (a model that writes 300 observations would ask for 45,000 derived requests), and options
+  whose tree passes MAX_TREE_REQUESTS a problem are refused in one line.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from cppo_bench.methods.base import (
     prompt_request,
 )
 from cppo_bench.methods.plansearch_stages import (
+    MAX_TREE_REQUESTS,
     ObservationNode,
     expand,
     format_observations,
@@ -63,6 +68,7 @@ from cppo_bench.methods.plansearch_stages import (
     select_shuffle,
     select_spread,
     tree_combos,
+    tree_requests,
 )
 from cppo_bench.plan.contract import fill_plans, validate_plans
 from cppo_bench.problem import Problem
@@ -85,6 +91,13 @@ class PlanSearchOptions(MethodOptions):
             raise ValueError("plansearch needs prompt_version v2 or later")
         self.require_at_least(1, "n_observations", "observation_layers", "n_candidates")
         self.require_at_least(0, "max_subset", "planner_max_tokens")
+        n = tree_requests(self.n_observations, self.max_subset, self.observation_layers)
+        if n > MAX_TREE_REQUESTS:
+            raise ValueError(
+                f"n_observations {self.n_observations}, max_subset {self.max_subset} and "
+                f"observation_layers {self.observation_layers} plan up to {n:,}+ observation "
+                f"requests a problem, past {MAX_TREE_REQUESTS:,}"
+            )
 
 
 class PlanSearch(Method):
@@ -145,7 +158,7 @@ class PlanSearch(Method):
                 ]
                 texts = ask(reqs, owners)
             for (j, _, node), text in zip(nodes, texts, strict=True):
-                parsed = parse_observations(text)
+                parsed = parse_observations(text)[: o.n_observations]
                 if not parsed:  # the stage falls back to "no observation" for this node
                     fallbacks[j]["plansearch_no_observations"] += 1
                 expand(node, parsed, o.max_subset)

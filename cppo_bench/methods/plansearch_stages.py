@@ -72,6 +72,24 @@ def n_combos(m: int, max_subset: int) -> int:
     return sum(math.comb(m, s) for s in range(min(max_subset, m) + 1))
 
 
+# observation-tree requests a problem (before filter turns) the options may plan for: the
+# released defaults ask for 57 (1 + 56), three layers of them 3,193
+MAX_TREE_REQUESTS = 10_000
+
+
+def tree_requests(n_observations: int, max_subset: int, layers: int) -> int:
+    """The most observation requests one problem's tree can make: a node's reply keeps at
+    most n_observations, so a node has at most n_combos(...) children."""
+    children = n_combos(n_observations, max_subset)
+    total, width = 0, 1
+    for _ in range(layers):
+        total += width
+        width *= children
+        if total > MAX_TREE_REQUESTS:
+            break  # past the cap already (and the next power may be astronomically large)
+    return total
+
+
 def expand(node: ObservationNode, derived: list[str], max_subset: int) -> None:
     """Attach a node's derived observations and one child per subset of them."""
     node.derived = derived

@@ -90,6 +90,36 @@ def test_one_derived_request_per_observation_subset(problems):
     assert sizes[:2] == [1, n_combos(10, 2)] == [1, 56]  # 1 + 10 + 45 subsets
 
 
+def test_a_chatty_model_cannot_grow_the_tree_past_the_options(problems):
+    # a reply with 300 observations where 10 were asked: the first 10 are kept, so the next
+    # layer asks for n_combos(10, 2) = 56 derived requests, not n_combos(300, 2) = 45,151
+    many = "\n".join(f"Observation {i}:\nClaim: fact {i}." for i in range(1, 301))
+
+    def reply(req):
+        if "non-obvious observations" in user(req) or "Observations known" in user(req):
+            return many
+        return ScriptedBackend(problems).default_reply(req)
+
+    out, backend = run(problems[:1], backend=ScriptedBackend(problems, respond=reply),
+                       filter_observations=False, observation_layers=3)  # fmt: skip
+    sizes = [len(c) for c in backend.calls]
+    assert sizes[:3] == [1, 56, 56 * 56]
+    assert out[0].extra["observations"] == [f"fact {i}." for i in range(1, 11)]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"n_observations": 40, "max_subset": 20},
+        {"observation_layers": 4},
+        {"max_subset": 10, "observation_layers": 3},
+    ],
+)
+def test_options_whose_tree_is_too_large_are_one_line(options):
+    with pytest.raises(OptionError, match=r"observation requests a problem, past 10,000"):
+        METHODS.get("plansearch").from_options(options)
+
+
 def test_options_switch_stages_off(problems):
     outputs, backend = run(problems[:1], fix_sketches=False, pseudocode=False, n_candidates=5)
     sizes = [len(c) for c in backend.calls]
