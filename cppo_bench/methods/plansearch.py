@@ -95,7 +95,7 @@ class PlanSearchOptions(MethodOptions):
         if n > MAX_TREE_REQUESTS:
             raise ValueError(
                 f"n_observations {self.n_observations}, max_subset {self.max_subset} and "
-                f"observation_layers {self.observation_layers} plan up to {n:,}+ observation "
+                f"observation_layers {self.observation_layers} plan {n:,} or more observation "
                 f"requests a problem, past {MAX_TREE_REQUESTS:,}"
             )
 
