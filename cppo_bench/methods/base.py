@@ -69,6 +69,13 @@ class MethodOptions:
                 raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
+# the most any integer method option may be (a count of candidates, skills, observations, or a
+# planner's token cap): the largest K a run may have (store.schema.MAX_K). Each count becomes
+# that many requests a problem, so a mistyped 100000000 is one line, never a run that fills
+# the host's memory building them.
+MAX_OPTION_INT = 1 << 16
+
+
 class OptionError(UserError, ValueError):
     """A method option that does not exist or does not parse."""
 
@@ -106,6 +113,11 @@ def parse_options(cls: type[MethodOptions], raw: Mapping[str, Any], method: str)
         if typing.get_origin(hint) is tuple and isinstance(value, str):
             value = _text_list(name, value)
         values[name] = coerce(name, hint, value, label="option", error=OptionError, from_text=True)
+        if type(values[name]) is int and values[name] > MAX_OPTION_INT:
+            raise OptionError(
+                f"method {quote(method)}: option {name}: {values[name]} is past "
+                f"{MAX_OPTION_INT:,}, the most any count or token cap of a method may be"
+            )
     try:
         return cls(**values)
     except ValueError as exc:

@@ -72,6 +72,26 @@ def test_option_parsing_is_typed_and_strict(tmp_path):
         fixed.from_options({"strategies": f"@{tmp_path / 'missing.txt'}"})
 
 
+def test_no_integer_option_of_any_method_passes_the_cap():
+    # every count a method takes becomes requests a problem: each integer option of every
+    # registered method (new ones too) is refused past MAX_OPTION_INT, through the one parser
+    import dataclasses
+    import typing
+
+    from cppo_bench.methods.base import MAX_OPTION_INT
+
+    checked = 0
+    for name in METHODS.names():
+        options = METHODS.get(name).options_type
+        hints = typing.get_type_hints(options)
+        for field in dataclasses.fields(options):
+            if hints[field.name] is int:
+                with pytest.raises(OptionError, match=f"option {field.name}: 65537 is past 65,536"):
+                    METHODS.get(name).from_options({field.name: str(MAX_OPTION_INT + 1)})
+                checked += 1
+    assert checked >= 6  # tuple_size, planner_max_tokens, n_skills, n_candidates, ...
+
+
 def test_seeds_are_stable_and_distinct():
     assert derive_seed(0, "demo/a", "sample", 1) == derive_seed(0, "demo/a", "sample", 1)
     seeds = {
