@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cppo_bench.errors import UserError
 from cppo_bench.util.termsafe import quote
 
 
@@ -65,6 +66,15 @@ def _as_seed_matrix(name: str, values: ArrayLike) -> np.ndarray:
     return arr
 
 
+# resamples x problems the bootstrap holds at once (its draws and counts: ~32 bytes each, so
+# ~1 GiB): --resamples 1000000000 was a 477 GiB allocation and a traceback
+MAX_DRAWS = 1 << 25
+
+
+class BootstrapSizeError(UserError, ValueError):
+    """More resamples than the bootstrap can hold for this many problems: one line."""
+
+
 def draws(
     rng: np.random.Generator, resamples: int, n_problems: int, n_seeds: Sequence[int]
 ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -97,6 +107,12 @@ def hierarchical_bootstrap(
                 f"method {quote(name)} has {mat.shape[1]} problems, {quote(names[0])} has {n_problems}: "
                 "the bootstrap pairs problems across methods"
             )
+    if resamples * n_problems > MAX_DRAWS:
+        raise BootstrapSizeError(
+            f"{resamples:,} bootstrap resamples over {n_problems:,} problems are past the "
+            f"{MAX_DRAWS:,} draws one bootstrap holds; at most {MAX_DRAWS // n_problems:,} "
+            "resamples here"
+        )
     rng = np.random.default_rng(seed)
     problems, seed_picks = draws(rng, resamples, n_problems, [m.shape[0] for m in mats])
     # How often each problem was drawn in each resample: [R, P]. A resample's score is then a

@@ -223,3 +223,22 @@ def test_one_k_commands_default_to_the_largest_k_the_runs_allow(tmp_path: Path) 
     assert tokens.exit_code == 0 and "pass@2/10k" in tokens.output, tokens.output
     explicit = CliRunner().invoke(main, ["stats", "tokens", "--csv", str(path), "--k", "4"])
     assert explicit.exit_code != 0  # asked for, not defaulted: still refused, in one line
+
+
+@pytest.mark.parametrize("command", ["passk", "bootstrap"])
+def test_more_resamples_than_a_bootstrap_holds_is_one_line(outcomes_csv, command):
+    # every bootstrap (stats, report, audit) goes through hierarchical_bootstrap, which
+    # refuses resamples x problems past MAX_DRAWS before drawing: not a 477 GiB traceback
+    from cppo_bench.metrics.bootstrap import MAX_DRAWS, BootstrapSizeError, hierarchical_bootstrap
+
+    path, _ = outcomes_csv
+    extra = ["--a", "cppo"] if command == "bootstrap" else ["--spread", "bootstrap-se"]
+    res = CliRunner().invoke(
+        main, ["stats", command, "--csv", str(path), "--resamples", "1000000000", *extra]
+    )
+    assert res.exit_code == 1 and res.exception is not None
+    assert isinstance(res.exception, SystemExit), res.exception  # a message, not a crash
+    assert "1,000,000,000 bootstrap resamples over 120 problems" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    with pytest.raises(BootstrapSizeError, match=f"at most {MAX_DRAWS // 3:,} resamples"):
+        hierarchical_bootstrap({"x": np.ones(3)}, resamples=MAX_DRAWS)
