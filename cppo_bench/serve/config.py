@@ -93,5 +93,8 @@ class ServeConfig:
 
     def lane_workers(self) -> int:
         """Sandboxes per batch: the node's cores split among the lanes, so the service never
-        runs more sandboxes at once than `workers` (lanes <= workers, checked above)."""
-        return self.total_workers() // self.lanes
+        runs more sandboxes at once than `workers` (lanes <= workers, checked above), and a
+        batch never more than the CPUs this process may use (verifier.pool.sandbox_count)."""
+        from cppo_bench.verifier.cpus import process_cpus
+
+        return max(1, min(self.total_workers() // self.lanes, len(process_cpus())))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -105,7 +106,9 @@ def verify_batch(
 ) -> list[VerifyResult]:
     """Verify every job; results come back in the jobs' order.
 
-    workers: parallel sandboxes (default: one per CPU core). all_tests: run every test
+    workers: parallel sandboxes (default, and at most: one per CPU this process may use;
+    more would share CPUs, and a program's wall-clock backstop, so its verdict, would depend
+    on the programs beside it: see ``sandbox_count``). all_tests: run every test
     instead of stopping at the first failure. cache_dir: verdict cache (identical jobs
     are never re-executed, within a call or across calls). limits: defaults that a
     problem's own time/memory limits override.
@@ -198,9 +201,31 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
         spool.close()
 
 
+_clamped_once: list[int] = []
+
+
+def sandbox_count(workers: int | None, tasks: int) -> int:
+    """Sandboxes for a batch: ``workers`` (default: every CPU this process may use), never
+    more than those CPUs or the tasks. A test's time limit is CPU time with a wall-clock
+    backstop (Limits.wall_s); sandboxes sharing CPUs stretch each other's wall time, so a
+    program near its limit would fail or pass by what ran beside it (and --workers 100000
+    would start 100000 sandboxes). Said once per process on stderr when a request is cut."""
+    from cppo_bench.verifier.cpus import process_cpus
+
+    cpus = len(process_cpus()) or os.cpu_count() or 1
+    if workers and workers > cpus and workers not in _clamped_once:
+        _clamped_once.append(workers)
+        print(
+            f"verifier: {workers} workers asked, {cpus} used: one sandbox per CPU this process "
+            "may use, so no program's wall time depends on another's",
+            file=sys.stderr,
+        )
+    return max(1, min(workers or cpus, cpus, tasks))
+
+
 def _execute_pool(tasks: list[_Task], workers: int | None, nproc: int, spool: Spool | None):
     """Yield (task, VerifyResult or Ran, cacheable) as workers finish them."""
-    n = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    n = sandbox_count(workers, len(tasks))
     todo: queue.SimpleQueue[_Task] = queue.SimpleQueue()
     for task in sorted(tasks, key=lambda t: -len(t.problem.tests)):  # long jobs first
         todo.put(task)

@@ -130,3 +130,31 @@ def test_the_callers_thread_stays_free() -> None:
     results = verify_batch([VerifyJob(problem, "print(input())")] * 3, workers=2)
     assert [r.verdict for r in results] == ["AC"] * 3
     assert os.sched_getaffinity(0) == before
+
+
+def test_no_batch_runs_more_sandboxes_than_cpus(monkeypatch, capsys) -> None:
+    # a sandbox sharing a CPU stretches its neighbours' wall time, and the wall-clock
+    # backstop then flips verdicts near the limit: every batch (run, serve lanes, trainer
+    # rewards) sizes its pool through sandbox_count, which never passes the process's CPUs
+    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.verifier import VerifyJob, pool, verify_batch
+
+    monkeypatch.setattr(pool, "_clamped_once", [])  # what this process has said so far
+    n = len(cpus.process_cpus())
+    assert pool.sandbox_count(None, 10**6) == n
+    assert pool.sandbox_count(100_000, 10**6) == n
+    assert pool.sandbox_count(100_000, 1) == 1
+    assert pool.sandbox_count(1, 10**6) == 1
+    said = capsys.readouterr().err
+    assert said.count("100000 workers asked") == 1 and f"{n} used" in said  # once a process
+    started: list[int] = []
+    real = pool.sandbox_count
+
+    def counted(workers: int | None, tasks: int) -> int:
+        started.append(real(workers, tasks))
+        return started[-1]
+
+    monkeypatch.setattr(pool, "sandbox_count", counted)
+    probs = load_benchmark("demo").problems[: n + 2]
+    results = verify_batch([VerifyJob(p, p.reference_solutions[0]) for p in probs], workers=64)
+    assert all(r.passed for r in results) and started == [n]
