@@ -116,7 +116,11 @@ def _judge_cost(checker: str) -> float:
     return (time.perf_counter() - t1) - (t1 - t0)
 
 
-ATTEMPTS = 3  # a load burst can hide the judging cost from one measurement: measure again
+# a load burst can hide the judging cost from one measurement: measure again; a machine still
+# too noisy to see a judging's cost after them cannot answer, and the test says so (a skip
+# naming the figures) instead of failing: a leak moves wrong - right, which is still asserted
+# within the control's margin, not the margin itself
+ATTEMPTS = 5
 # The smallest difference attributed to a verdict. On a quiet machine the control's spread
 # falls to tens of microseconds, below what one call leaves the next one in allocator and
 # collector state (its judging's garbage: the "later call" channel SECURITY.md leaves open);
@@ -166,9 +170,13 @@ def test_what_a_program_sees_does_not_depend_on_its_verdicts(
         within = all(abs(diff) <= margin for diff, margin, _, _ in found)
         if (powered and within) or attempt == ATTEMPTS - 1:
             break
-    for diff, margin, cost, detail in found:
-        assert cost > 2 * margin, "inconclusive, the machine is too noisy: " + detail
+    for diff, margin, _, detail in found:  # past the control's own spread: a finding
         assert abs(diff) <= margin, detail
+    for _, margin, cost, detail in found:
+        if not cost > 2 * margin:
+            pytest.skip(
+                f"inconclusive after {ATTEMPTS} attempts, the machine is too noisy: {detail}"
+            )
 
 
 # (on main, with judging between tests: a timer's median gap 0.64 -> 8.3 ms, margin 0.5 ms)
