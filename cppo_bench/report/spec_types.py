@@ -46,6 +46,10 @@ class Selector:
         )
 
 
+MAX_DIGITS = 12  # past float64's ~16 significant digits nothing printed is real
+MAX_SPEC_K = 1 << 16  # the largest K a run may have (store.schema.MAX_K)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     metric: str  # a name in cppo_bench.report.cells.METRICS
@@ -54,6 +58,13 @@ class MetricSpec:
     label: str | None = None
     digits: int | None = None
     derive: bool | None = None  # read off runs with more attempts; None: the table's derive_k
+
+    def __post_init__(self) -> None:
+        # a spec comes from a stranger: digits 100000000 printed 100 MB a cell
+        if self.digits is not None and not 0 <= self.digits <= MAX_DIGITS:
+            raise ValueError(f"digits: {self.digits} is outside 0..{MAX_DIGITS}")
+        if not 1 <= self.k <= MAX_SPEC_K:
+            raise ValueError(f"k: {self.k} is outside 1..{MAX_SPEC_K}")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -206,3 +207,25 @@ def test_a_tier_is_never_tested_against_a_higher_tier(tmp_path: Path) -> None:
     assert beaten["PKPO"].endswith("the cell, pass@1 GRPO (hierarchical bootstrap)")
     assert beaten["CPPO"].endswith("the cell, PKPO (hierarchical bootstrap)")
     assert cells["pass@1 GRPO"].p_value is None  # a baseline is not tested
+
+
+@pytest.mark.parametrize(
+    ("metric", "says"),
+    [
+        (
+            {"metric": "pass", "digits": 100_000_000},
+            "columns.metrics[0].digits: 100000000 is outside 0..12",
+        ),
+        ({"metric": "pass", "digits": -1}, "digits: -1 is outside"),
+        (
+            {"metric": "pass", "k": 100_000_000},
+            "columns.metrics[0].k: 100000000 is outside 1..65536",
+        ),
+        ({"metric": "pass", "k": 0}, "k: 0 is outside"),
+    ],
+)
+def test_a_metrics_sizes_are_bounded_at_the_door(metric: dict, says: str) -> None:
+    # digits 100000000 printed 100 MB a cell; a spec comes from a stranger
+    with pytest.raises(DataError, match=re.escape(says)) as err:
+        parse_spec("specs/t.yaml", {"name": "t", "title": "T", "columns": {"metrics": [metric]}})
+    assert str(err.value).startswith("specs/t.yaml: ")
