@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from cppo_bench.errors import DataError
 from cppo_bench.problem import Problem
 from cppo_bench.util.registry import UnknownNameError
-from cppo_bench.util.termsafe import quote
+from cppo_bench.util.termsafe import echo, quote
 from cppo_bench.verifier.cache import VerdictCache, cache_key
 from cppo_bench.verifier.compare import get_checker
 from cppo_bench.verifier.extract import extract_code
@@ -215,10 +214,10 @@ def sandbox_count(workers: int | None, tasks: int) -> int:
     cpus = len(process_cpus()) or os.cpu_count() or 1
     if workers and workers > cpus and workers not in _clamped_once:
         _clamped_once.append(workers)
-        print(
+        echo(
             f"verifier: {workers} workers asked, {cpus} used: one sandbox per CPU this process "
             "may use, so no program's wall time depends on another's",
-            file=sys.stderr,
+            err=True,
         )
     return max(1, min(workers or cpus, cpus, tasks))
 
