@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from trainers.core.cppo import PromptRollouts, SolverBranch, TupleRollout
-from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation
+from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, ablation, step_rollouts
 from trainers.core.cppo_joint import joint_rows, warmup_rows
 from trainers.engine.algorithm import Algorithm, StepContext, StepRows
 from trainers.engine.artifacts import atomic_write_text
@@ -98,9 +98,8 @@ class CPPO(Algorithm):
         ]
 
     def rollouts_per_prompt(self) -> int:
-        """M planner tuples, and in the joint stage K solver branches for each."""
         c = self.config
-        return c.m * (1 + c.k) if c.stage == "joint" else c.m
+        return step_rollouts(c.m, c.k, joint=c.stage == "joint")
 
     def collect(self, problems: Sequence[Problem], ctx: StepContext) -> list[Scored]:
         if self.gate is None:

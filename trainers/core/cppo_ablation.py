@@ -31,6 +31,12 @@ STUDY_K = 4  # strategies per tuple = solver branches (the pass@K budget)
 DEFAULT_M = 8  # planner tuples per prompt
 
 
+def step_rollouts(m: int, k: int, joint: bool) -> int:
+    """A CPPO step's rollouts per prompt: M planner tuples, and in the joint stage K solver
+    branches for each (what the engine's max_rollouts_per_step bounds)."""
+    return m * (1 + k) if joint else m
+
+
 @dataclass(frozen=True)
 class Ablation:
     name: str = "cppo"

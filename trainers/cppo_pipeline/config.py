@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K
+from trainers.core.cppo_ablation import ABLATIONS, DEFAULT_M, STUDY_K, step_rollouts
 from trainers.engine.config import TrainConfig, check_rollouts
 from trainers.harness import TAU, quote
 
@@ -107,9 +107,13 @@ class CPPOPipelineConfig:
         (The RL stages ask again in the engine, as every engine run does.)"""
         cap, pps = self.engine.max_rollouts_per_step, self.engine.prompts_per_step
         warm = self.warmup.prompts_per_step or pps
-        check_rollouts(warm * self.m, f"warmup.prompts_per_step {warm} x m {self.m}", cap)
         check_rollouts(
-            pps * self.m * (1 + self.k),
+            warm * step_rollouts(self.m, self.k, joint=False),
+            f"warmup.prompts_per_step {warm} x m {self.m}",
+            cap,
+        )
+        check_rollouts(
+            pps * step_rollouts(self.m, self.k, joint=True),
             f"engine.prompts_per_step {pps} x m {self.m} x (1 + k {self.k}) (the joint stage)",
             cap,
         )
