@@ -22,6 +22,7 @@ from cppo_bench.errors import UserError
 from cppo_bench.problem import Problem
 from cppo_bench.prompts import DEFAULT_VERSION, Messages, load_prompt, render
 from cppo_bench.util.builder import coerce
+from cppo_bench.util.sampling import MAX_K
 from cppo_bench.util.termsafe import quote
 
 
@@ -70,10 +71,9 @@ class MethodOptions:
 
 
 # the most any integer method option may be (a count of candidates, skills, observations, or a
-# planner's token cap): the largest K a run may have (store.schema.MAX_K). Each count becomes
-# that many requests a problem, so a mistyped 100000000 is one line, never a run that fills
-# the host's memory building them.
-MAX_OPTION_INT = 1 << 16
+# planner's token cap): the largest K a run may have. Each count becomes that many requests a
+# problem, so a mistyped 100000000 is one line, never a run that fills the host's memory.
+MAX_OPTION_INT = MAX_K
 
 
 class OptionError(UserError, ValueError):

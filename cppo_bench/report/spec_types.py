@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cppo_bench.report.spec_extras import ExampleProblem, ExternalCell
+from cppo_bench.util.sampling import MAX_K
 
 BENCH_LABELS = {
     "apps": "APPS",
@@ -47,7 +48,6 @@ class Selector:
 
 
 MAX_DIGITS = 12  # past float64's ~16 significant digits nothing printed is real
-MAX_SPEC_K = 1 << 16  # the largest K a run may have (store.schema.MAX_K)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ class MetricSpec:
         # a spec comes from a stranger: digits 100000000 printed 100 MB a cell
         if self.digits is not None and not 0 <= self.digits <= MAX_DIGITS:
             raise ValueError(f"digits: {self.digits} is outside 0..{MAX_DIGITS}")
-        if not 1 <= self.k <= MAX_SPEC_K:
-            raise ValueError(f"k: {self.k} is outside 1..{MAX_SPEC_K}")
+        if not 1 <= self.k <= MAX_K:
+            raise ValueError(f"k: {self.k} is outside 1..{MAX_K}")
 
 
 @dataclass(frozen=True)

@@ -52,10 +52,10 @@ from cppo_bench.util.checks import (  # noqa: F401  (re-exported: the schema's v
     text,
 )
 from cppo_bench.util.registry import Registry
+from cppo_bench.util.sampling import MAX_K
 from cppo_bench.util.sampling import SAMPLING_RANGES as _SAMPLING_RANGES
 from cppo_bench.util.termsafe import quote
 
-MAX_K = 1 << 16
 # token counts (a record's, a branch's, a generation cache line's): far above any real run,
 # and low enough that the sum of 2**20 of them still fits an int64 (`stats tokens`)
 MAX_TOKENS = 1 << 40

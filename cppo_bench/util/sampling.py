@@ -12,6 +12,9 @@ from cppo_bench.util.checks import Check, integer, number
 
 TEMPERATURE = (0.0, 100.0)  # 0 = greedy
 MAX_NEW_TOKENS = 1 << 24
+# the largest K (attempts a problem) a run may have: what the store's readers accept back,
+# and the bound of every count that becomes requests (method options, a report's k)
+MAX_K = 1 << 16
 
 
 def _top_p(v: Any) -> str | None:
