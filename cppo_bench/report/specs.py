@@ -132,18 +132,12 @@ def _metric(path: str, where: str, data: Any) -> MetricSpec:
     estimator = r.get("estimator", str, None)
     if estimator is not None and estimator not in ESTIMATORS:
         raise DataError(f"{path}: {where}.estimator: must be one of {', '.join(ESTIMATORS)}")
+    metric = r.get("metric", str, _REQUIRED)
+    k, digits = r.get("k", int, 4), r.get("digits", int, None)
+    label, derive = r.get("label", str, None), r.get("derive", bool, None)
     try:  # MetricSpec's own ranges (k, digits) as one line naming the file and the key
-        return MetricSpec(
-            r.get("metric", str, _REQUIRED),
-            r.get("k", int, 4),
-            estimator,
-            r.get("label", str, None),
-            r.get("digits", int, None),
-            r.get("derive", bool, None),
-        )
+        return MetricSpec(metric, k, estimator, label, digits, derive)
     except ValueError as exc:
-        if isinstance(exc, DataError):
-            raise
         raise DataError(f"{path}: {where}.{exc}") from None
 
 
