@@ -200,7 +200,7 @@ def _run_pool(tasks: list[_Task], workers: int | None, all_tests: bool, nproc: i
         spool.close()
 
 
-_clamped_once: list[int] = []
+_clamped_once: set[int] = set()  # worker counts already said to be cut, in this process
 
 
 def sandbox_count(workers: int | None, tasks: int) -> int:
@@ -213,7 +213,7 @@ def sandbox_count(workers: int | None, tasks: int) -> int:
 
     cpus = len(process_cpus()) or os.cpu_count() or 1
     if workers and workers > cpus and workers not in _clamped_once:
-        _clamped_once.append(workers)
+        _clamped_once.add(workers)
         echo(
             f"verifier: {workers} workers asked, {cpus} used: one sandbox per CPU this process "
             "may use, so no program's wall time depends on another's",

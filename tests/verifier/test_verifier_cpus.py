@@ -139,7 +139,7 @@ def test_no_batch_runs_more_sandboxes_than_cpus(monkeypatch, capsys) -> None:
     from cppo_bench.benchmarks import load_benchmark
     from cppo_bench.verifier import VerifyJob, pool, verify_batch
 
-    monkeypatch.setattr(pool, "_clamped_once", [])  # what this process has said so far
+    monkeypatch.setattr(pool, "_clamped_once", set())  # what this process has said so far
     n = len(cpus.process_cpus())
     assert pool.sandbox_count(None, 10**6) == n
     assert pool.sandbox_count(100_000, 10**6) == n
