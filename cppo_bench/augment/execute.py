@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from cppo_bench.problem import Problem, Test
 from cppo_bench.verifier import Limits, SandboxError, extract_code, get_checker
 from cppo_bench.verifier.decode import decode_value, parse_status
+from cppo_bench.verifier.pool import sandbox_count
 from cppo_bench.verifier.runner import READY, judge, program_spec
 from cppo_bench.verifier.sandbox import Sandbox
 
@@ -85,8 +86,9 @@ def run_program(box: Sandbox, job: ExecJob, limits: Limits) -> list[Outcome]:
 def run_batch(
     jobs: Sequence[ExecJob], *, workers: int = 1, limits: Limits | None = None
 ) -> list[list[Outcome]]:
-    """Outcomes per job per input, in order; `workers` sandboxes in parallel. A sandbox
-    that fails mid-job is restarted once; a job it fails twice gets RE outcomes."""
+    """Outcomes per job per input, in order; `workers` sandboxes in parallel, as many as the
+    verifier's batches allow (`sandbox_count`: never more than the CPUs or the jobs). A
+    sandbox that fails mid-job is restarted once; a job it fails twice gets RE outcomes."""
     limits = limits or Limits()
     results: list[list[Outcome] | None] = [None] * len(jobs)
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -105,7 +107,8 @@ def run_batch(
         finally:
             box.close()
 
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
+    n = sandbox_count(workers, len(jobs))
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:

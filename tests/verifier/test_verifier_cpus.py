@@ -158,3 +158,33 @@ def test_no_batch_runs_more_sandboxes_than_cpus(monkeypatch, capsys) -> None:
     probs = load_benchmark("demo").problems[: n + 2]
     results = verify_batch([VerifyJob(p, p.reference_solutions[0]) for p in probs], workers=64)
     assert all(r.passed for r in results) and started == [n]
+
+
+def test_augments_sandboxes_are_sized_by_the_same_door(monkeypatch) -> None:
+    # the other place that starts sandboxes (cppo-bench augment's reference runs) takes its
+    # count from sandbox_count too: --workers 64 on 3 jobs starts min(CPUs, 3), not 64
+    from cppo_bench.augment import execute
+    from cppo_bench.benchmarks import load_benchmark
+    from cppo_bench.verifier import pool
+
+    asked: list[tuple[int | None, int]] = []
+
+    def counted(workers: int | None, tasks: int) -> int:
+        asked.append((workers, tasks))
+        return pool.sandbox_count(workers, tasks)
+
+    monkeypatch.setattr(execute, "sandbox_count", counted)
+    started: list[int] = []
+    real = execute.Sandbox
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            started.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(execute, "Sandbox", Counted)
+    probs = load_benchmark("demo").problems[:3]
+    jobs = [execute.ExecJob(p, p.reference_solutions[0], (p.tests[0].input,)) for p in probs]
+    out = execute.run_batch(jobs, workers=64)
+    assert [o[0].ok for o in out] == [True] * 3
+    assert asked == [(64, 3)] and len(started) == min(len(cpus.process_cpus()), 3)
