@@ -94,7 +94,8 @@ class ServeConfig:
     def lane_workers(self) -> int:
         """Sandboxes per batch: the node's cores split among the lanes, so the service never
         runs more sandboxes at once than `workers` (lanes <= workers, checked above), and a
-        batch never more than the CPUs this process may use (verifier.pool.sandbox_count)."""
+        batch never more than the CPUs this process may use (verifier.pool.sandbox_count);
+        and whatever the lanes start, one test runs per CPU at a time (verifier/cpus.py)."""
         from cppo_bench.verifier.cpus import process_cpus
 
         return max(1, min(self.total_workers() // self.lanes, len(process_cpus())))

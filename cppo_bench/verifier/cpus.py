@@ -18,7 +18,8 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -129,3 +130,60 @@ def give_back(placed: tuple[int, int] | None) -> None:
         entries[:] = [e for e in entries if e[2] != placed[1]]
 
     _update(drop)
+
+
+# ---- one test at a time per CPU ---------------------------------------------------------------
+# A test's time limit is CPU time with a wall-clock backstop (Limits.wall_s); two tests sharing
+# one CPU stretch each other's wall time, so a program near its limit would fail or pass by what
+# ran beside it. Placement above only spreads sandboxes; it cannot stop two verifier batches
+# (serve's lanes, two threads of one caller, the ranks of a trainer) from placing more
+# sandboxes than there are CPUs. So every test runs holding its CPU: an exclusive lock on a
+# per-CPU file (flock: machine-wide, per open file so also between threads, released by the
+# kernel when a holder dies), or, for a sandbox bound to no CPU, one of this process's slots
+# (one per CPU it may use).
+
+_SLOTS: threading.BoundedSemaphore | None = None
+
+
+def _process_slots() -> threading.BoundedSemaphore:
+    global _SLOTS
+    with _LOCK:
+        if _SLOTS is None:
+            _SLOTS = threading.BoundedSemaphore(max(1, len(process_cpus())))
+        return _SLOTS
+
+
+class CpuSlot:
+    """One sandbox's right to run a test (see above); ``bind`` follows the sandbox's CPU."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+
+    def bind(self, cpu: int | None) -> None:
+        self.close()
+        if cpu is None:
+            return
+        path = registry_path().with_name(f"cppo-bench-cpu{cpu}-{os.getuid()}.lock")
+        try:
+            # (no symlink followed: /dev/shm is shared by every user)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            self._fd = None  # unusable: the process's slots still bound this process
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        fd = self._fd
+        if fd is None:
+            with _process_slots():
+                yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

@@ -184,6 +184,7 @@ class Sandbox:
         self._memcg: MemCgroup | None = None
         self._pending_ends = 0  # "ended" replies not read yet (see end)
         self._cpu: tuple[int, int] | None = None  # (cpu, token): see cpus.py
+        self._slot = cpus.CpuSlot()  # held while a test runs: one test per CPU (cpus.py)
         self.settings: tuple = ()  # what it was started with (see settings())
 
     @property
@@ -226,6 +227,7 @@ class Sandbox:
             cpus.give_back(self._cpu)
             self._cpu = cpus.take()
             init["cpu"] = self._cpu[0] if self._cpu else None
+            self._slot.bind(self.cpu)
         self._send(init)
         self.hello = self._recv(timeout=30)[0]
         if self.mode != "bwrap" and os.geteuid() == 0:  # RLIMIT_NPROC does not bind root
@@ -255,8 +257,9 @@ class Sandbox:
         return head.get("error", "compile error") if head.get("op") == "ce" else None
 
     def run_test(self, data: bytes, timeout: float) -> TestRun:
-        self._send({"op": "test"}, data)
-        head, payload = self._recv(timeout=timeout)
+        with self._slot.held():  # the test's wall time is its own (see cpus.py)
+            self._send({"op": "test"}, data)
+            head, payload = self._recv(timeout=timeout)
         try:
             stdout, status = wire.split_parts(head, payload)
             return self._test_run(head, stdout, status)
@@ -301,6 +304,7 @@ class Sandbox:
         """What a stopped server held on the host: its CPU place and its pids cgroup."""
         cpus.give_back(self._cpu)
         self._cpu = None
+        self._slot.close()
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is not None:
             cgroup.destroy()  # kills anything the programs left behind

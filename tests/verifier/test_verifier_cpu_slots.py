@@ -1,0 +1,170 @@
+"""One test at a time per CPU (verifier/cpus.py CpuSlot, held in Sandbox.run_test).
+
+Sandboxes are spread over the CPUs, but two batches (serve's lanes, two threads of one
+caller, the ranks of a trainer) can place more sandboxes than there are CPUs; two tests on
+one CPU stretch each other's wall time, and the wall-clock backstop then decides a program
+near its limit by what ran beside it. Every test the verifier runs goes through
+Sandbox.run_test, which holds its CPU (a per-CPU lock, machine-wide) while the test runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from cppo_bench.verifier import cpus
+from cppo_bench.verifier.sandbox import Sandbox
+
+ALLOWED = sorted(os.sched_getaffinity(0))
+pinned_only = pytest.mark.skipif(
+    os.environ.get("CPPO_SANDBOX") == "command", reason="containers: sandboxes are not bound"
+)
+SPEC = {"mode": "stdin", "prelude": "none", "time_s": 10, "wall_s": 30, "mem_bytes": 256 << 20,
+        "out_bytes": 1 << 20, "fsize_bytes": 1 << 20, "scratch_bytes": 1 << 20}  # fmt: skip
+# burns 0.3 s of CPU, printing when it started and ended (CLOCK_MONOTONIC is the host's)
+BUSY = textwrap.dedent("""
+    import time
+    t0 = time.monotonic()
+    c0 = time.process_time()
+    while time.process_time() - c0 < 0.3:
+        pass
+    print(t0, time.monotonic())
+""")
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "cpus.json"
+    monkeypatch.setattr(cpus, "registry_path", lambda: path)
+    monkeypatch.delenv("CPPO_SANDBOX_PIN", raising=False)
+    return path
+
+
+def _run_together(boxes: list[Sandbox]) -> list[tuple[float, float]]:
+    """One BUSY test on each sandbox, all sent at once; each test's (start, end)."""
+    for box in boxes:
+        box.start()
+        assert box.load(SPEC, BUSY) is None
+    go = threading.Barrier(len(boxes))
+    spans: list[tuple[float, float]] = []
+
+    def one(box: Sandbox) -> None:
+        go.wait()
+        out = box.run_test(b"", timeout=60).stdout.decode().split()
+        spans.append((float(out[0]), float(out[1])))
+
+    threads = [threading.Thread(target=one, args=(b,)) for b in boxes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(spans) == len(boxes)
+    return sorted(spans)
+
+
+def _disjoint(spans: list[tuple[float, float]]) -> bool:
+    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+@pinned_only
+def test_two_sandboxes_on_one_cpu_take_turns(registry: Path, monkeypatch) -> None:
+    # both placed on the same CPU, as a second batch's sandboxes are once every CPU has one
+    monkeypatch.setattr(cpus, "process_cpus", lambda: ALLOWED[:1])
+    boxes = [Sandbox(), Sandbox()]
+    try:
+        spans = _run_together(boxes)
+        assert boxes[0].cpu == boxes[1].cpu == ALLOWED[0]
+    finally:
+        for box in boxes:
+            box.close()
+    assert _disjoint(spans), spans  # without the slot the two tests share the CPU
+
+
+def test_unbound_sandboxes_take_the_process_slots(monkeypatch) -> None:
+    # a sandbox bound to no CPU (CPPO_SANDBOX_PIN=0, containers) takes one of the process's
+    # slots, one per CPU it may use: here one
+    monkeypatch.setenv("CPPO_SANDBOX_PIN", "0")
+    monkeypatch.setattr(cpus, "process_cpus", lambda: ALLOWED[:1])
+    monkeypatch.setattr(cpus, "_SLOTS", None)
+    boxes = [Sandbox(), Sandbox()]
+    try:
+        spans = _run_together(boxes)
+        assert boxes[0].cpu is None and boxes[1].cpu is None
+    finally:
+        for box in boxes:
+            box.close()
+    assert _disjoint(spans), spans
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from cppo_bench.verifier import cpus
+cpus.registry_path = lambda: Path({registry!r})
+slot = cpus.CpuSlot()
+slot.bind({cpu})
+with slot.held():
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pinned_only
+@pytest.mark.parametrize("ends", ["releases", "dies"])
+def test_another_process_holding_the_cpu_makes_a_test_wait(
+    registry: Path, monkeypatch, ends: str
+) -> None:
+    """Another process (a second `cppo-bench run`, another trainer rank) running a test on
+    this CPU: ours starts when it is done, or when the holder dies (the kernel drops a dead
+    process's lock: nothing to clean up)."""
+    monkeypatch.setattr(cpus, "process_cpus", lambda: ALLOWED[:1])
+    code = HOLDER.format(registry=str(registry), cpu=ALLOWED[0])
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    box = Sandbox()
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        box.start()
+        assert box.load(SPEC, "print(1)") is None
+        done = threading.Event()
+        out: list[bytes] = []
+
+        def run() -> None:
+            out.append(box.run_test(b"", timeout=60).stdout)
+            done.set()
+
+        t = threading.Thread(target=run)
+        t.start()
+        # a one-line program takes milliseconds; it must still be waiting for the CPU
+        assert not done.wait(1.0), "a test ran on a CPU another process's test held"
+        if ends == "releases":
+            holder.communicate("\n", timeout=60)
+        else:
+            holder.kill()
+            holder.wait(timeout=60)
+        t.join(timeout=60)
+        assert out == [b"1\n"]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        box.close()
+
+
+def test_every_test_goes_through_run_test() -> None:
+    # the slot lives in Sandbox.run_test: nothing else may send a test to a sandbox
+    root = Path(__file__).resolve().parents[2] / "cppo_bench"
+    senders = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if '{"op": "test"}' in p.read_text(encoding="utf-8")
+    ]
+    assert senders == ["verifier/sandbox.py"], senders
+    src = (root / "verifier" / "sandbox.py").read_text(encoding="utf-8")
+    body = src.split("def run_test", 1)[1].split("\n    def ", 1)[0]
+    assert body.index("self._slot.held()") < body.index('{"op": "test"}')
