@@ -152,94 +152,68 @@ def policy_update(
     old_logprobs: list[torch.Tensor] | None = None,
 ) -> UpdateResult:
     with training_mode(model):
-        return _update(
-            accelerator,
-            model,
-            reference,
-            optimizer,
-            rows,
-            loss_config,
-            micro_rows,
-            pad_id,
-            max_grad_norm,
-            all_reduce_sum,
-            on_before_step,
-            old_logprobs,
+        device = accelerator.device
+        batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
+        if sharding.collective_forward(model):  # FSDP2, ZeRO-3: the same count everywhere
+            batches += [_to(b, device) for b in _padding(len(batches), pad_id, device)]
+        started = time.perf_counter()
+        t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
+        if reference is not None and loss_config.uses_reference:
+            batches = [
+                b.replace(ref_logprobs=frozen_logprobs(reference, b, t, chunk)) for b in batches
+            ]
+        reference_s = time.perf_counter() - started
+        if old_logprobs is not None:
+            batches = [
+                b.replace(old_logprobs=o.to(device))
+                for b, o in zip(batches, old_logprobs, strict=True)
+            ]
+        local = sum(aggregation_count(b.loss_mask, loss_config.aggregation) for b in batches)
+        total = float(all_reduce_sum(torch.tensor([local], dtype=torch.float64))[0])
+        scale = float(accelerator.num_processes)
+        sums: dict[str, float] = {"sampler_gap_sum": 0.0, "sampler_tokens": 0.0}
+        weight = 0.0
+        tokens = 0
+        if on_before_step is not None:  # weights do not change until the step: snapshot them now
+            on_before_step()  # (under DeepSpeed the engine steps inside the last backward)
+        for i, batch in enumerate(batches):
+            last = i == len(batches) - 1
+            sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
+            deepspeed_support.micro_batch_boundary(accelerator, last)  # one engine step per update
+            with sync:
+                loss, diag = policy_loss(model, batch, loss_config, denominator=max(total, 1.0))
+                accelerator.backward(loss * scale)
+            n = float(batch.loss_mask.sum())
+            weight += n
+            tokens += int(batch.attention_mask.sum())
+            for k, v in diag.as_dict().items():
+                skip = ("loss", "policy_loss", "sampler_logp_gap")
+                if not k.startswith("tokens/") and k not in skip:
+                    sums[k] = sums.get(k, 0.0) + v * n
+            # summed, not token-weighted: every process sends both keys, so the all-reduce lines up
+            sums["sampler_gap_sum"] += diag.sampler_gap_sum
+            sums["sampler_tokens"] += diag.sampler_tokens
+            # already a share of the global loss
+            sums["loss"] = sums.get("loss", 0.0) + float(loss.detach())
+        if sharding.is_fsdp2(model):
+            norm = sharding.clip_grad_norm(list(model.parameters()), max_grad_norm)
+        else:
+            norm = accelerator.clip_grad_norm_(
+                model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
+            )
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        keys = sorted(sums)
+        reduced = all_reduce_sum(
+            torch.tensor([*(sums[k] for k in keys), weight], dtype=torch.float64)
         )
-
-
-def _update(
-    accelerator: Any,
-    model: Any,
-    reference: Any | None,
-    optimizer: Any,
-    rows: Sequence[Row],
-    loss_config: LossConfig,
-    micro_rows: int,
-    pad_id: int,
-    max_grad_norm: float,
-    all_reduce_sum: Callable[[torch.Tensor], torch.Tensor],
-    on_before_step: Callable[[], None] | None,
-    old_logprobs: list[torch.Tensor] | None,
-) -> UpdateResult:
-    device = accelerator.device
-    batches = [_to(b, device) for b in micro_batches(rows, micro_rows, pad_id)]
-    if sharding.collective_forward(model):  # FSDP2, ZeRO-3: the same count everywhere
-        batches += [_to(b, device) for b in _padding(len(batches), pad_id, device)]
-    started = time.perf_counter()
-    t, chunk = loss_config.temperature, loss_config.logits_chunk_tokens
-    if reference is not None and loss_config.uses_reference:
-        batches = [b.replace(ref_logprobs=frozen_logprobs(reference, b, t, chunk)) for b in batches]
-    reference_s = time.perf_counter() - started
-    if old_logprobs is not None:
-        batches = [
-            b.replace(old_logprobs=o.to(device)) for b, o in zip(batches, old_logprobs, strict=True)
-        ]
-    local = sum(aggregation_count(b.loss_mask, loss_config.aggregation) for b in batches)
-    total = float(all_reduce_sum(torch.tensor([local], dtype=torch.float64))[0])
-    scale = float(accelerator.num_processes)
-    sums: dict[str, float] = {"sampler_gap_sum": 0.0, "sampler_tokens": 0.0}
-    weight = 0.0
-    tokens = 0
-    if on_before_step is not None:  # weights do not change until the step: snapshot them now
-        on_before_step()  # (under DeepSpeed the engine steps inside the last backward)
-    for i, batch in enumerate(batches):
-        last = i == len(batches) - 1
-        sync = contextlib.nullcontext() if last else accelerator.no_sync(model)
-        deepspeed_support.micro_batch_boundary(accelerator, last)  # one engine step per update
-        with sync:
-            loss, diag = policy_loss(model, batch, loss_config, denominator=max(total, 1.0))
-            accelerator.backward(loss * scale)
-        n = float(batch.loss_mask.sum())
-        weight += n
-        tokens += int(batch.attention_mask.sum())
-        for k, v in diag.as_dict().items():
-            skip = ("loss", "policy_loss", "sampler_logp_gap")
-            if not k.startswith("tokens/") and k not in skip:
-                sums[k] = sums.get(k, 0.0) + v * n
-        # summed, not token-weighted: every process sends both keys, so the all-reduce lines up
-        sums["sampler_gap_sum"] += diag.sampler_gap_sum
-        sums["sampler_tokens"] += diag.sampler_tokens
-        sums["loss"] = sums.get("loss", 0.0) + float(
-            loss.detach()
-        )  # already a share of the global loss
-    if sharding.is_fsdp2(model):
-        norm = sharding.clip_grad_norm(list(model.parameters()), max_grad_norm)
-    else:
-        norm = accelerator.clip_grad_norm_(
-            model.parameters(), max_grad_norm if max_grad_norm > 0 else math.inf
-        )
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    keys = sorted(sums)
-    reduced = all_reduce_sum(torch.tensor([*(sums[k] for k in keys), weight], dtype=torch.float64))
-    w = max(float(reduced[-1]), 1.0)
-    totals = dict(zip(keys, reduced[:-1].tolist(), strict=True))
-    gap_sum, gap_n = totals.pop("sampler_gap_sum"), totals.pop("sampler_tokens")
-    loss_stats = {k: float(v) / (1.0 if k == "loss" else w) for k, v in totals.items()}
-    if gap_n > 0:  # mean |logp_sampler - logp_policy| over the tokens the engine scored
-        loss_stats["sampler_logp_gap"] = gap_sum / gap_n
-    return UpdateResult(float(norm), loss_stats, tokens, reference_s)
+        w = max(float(reduced[-1]), 1.0)
+        totals = dict(zip(keys, reduced[:-1].tolist(), strict=True))
+        gap_sum, gap_n = totals.pop("sampler_gap_sum"), totals.pop("sampler_tokens")
+        loss_stats = {k: float(v) / (1.0 if k == "loss" else w) for k, v in totals.items()}
+        if gap_n > 0:  # mean |logp_sampler - logp_policy| over the tokens the engine scored
+            loss_stats["sampler_logp_gap"] = gap_sum / gap_n
+        return UpdateResult(float(norm), loss_stats, tokens, reference_s)
 
 
 @torch.no_grad()
