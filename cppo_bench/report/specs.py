@@ -31,7 +31,7 @@ from cppo_bench.report.spec_types import (  # noqa: F401  (re-exported: the spec
     TableSpec,
 )
 from cppo_bench.util.builder import SCALARS, why_not
-from cppo_bench.util.termsafe import quote
+from cppo_bench.util.termsafe import quote, type_name
 
 
 class _Reader:
@@ -39,9 +39,10 @@ class _Reader:
 
     def __init__(self, path: str, where: str, data: Any, known: tuple[str, ...]) -> None:
         if not isinstance(data, dict):
-            raise DataError(
-                f"{path}: {where or 'top level'}: expected a mapping, got {quote(data)}"
-            )
+            # the whole file when it is the top level: its kind, never its text (a spec
+            # linked to another file would print that file)
+            got = type_name(data) if not where else quote(data)
+            raise DataError(f"{path}: {where or 'top level'}: expected a mapping, got {got}")
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise DataError(

@@ -98,6 +98,22 @@ def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
 
 
+def type_name(value: Any) -> str:
+    """What a parsed value is, without any of its text: for a message about a whole file or
+    document, where quoting it would print the file (a spec linked to /etc/passwd)."""
+    if value is None:
+        return "nothing (an empty document or null)"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, str | bytes):
+        return f"a string of {len(value):,} characters"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value):,} items"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
 def markup(text: Any) -> str:
     """`safe(text)` with rich markup escaped: shown literally inside rich output."""
     from rich.markup import escape

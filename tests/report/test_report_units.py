@@ -73,6 +73,26 @@ def test_bad_spec_names_file_and_key(tmp_path, text, message):
     assert str(folder / "bad.yaml") in str(err.value) and message in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/bin/sh\n", "a string of 55 characters"),
+        ("- secret one\n- secret two\n", "a list of 2 items"),
+        ("12345\n", "a number"),
+        ("", "nothing"),
+    ],
+)
+def test_a_spec_that_is_not_a_mapping_is_named_by_kind_not_text(tmp_path, text, kind):
+    # a spec that is some other file (a link to /etc/passwd, a log): the message says what it
+    # is, never prints it
+    folder = _spec_dir(tmp_path, "other", text)
+    with pytest.raises(DataError) as err:
+        load_specs(folder)
+    said = str(err.value).split(": top level: ", 1)[1]
+    assert said.startswith("expected a mapping") and kind in said
+    assert "root" not in said and "secret" not in said and "12345" not in said
+
+
 def _table() -> Table:
     cols = [
         Column(("Model_1", "APPS", "pass@4"), meta={"model": "m/1", "bench": "apps", "k": 4}),
