@@ -66,9 +66,11 @@ def _as_seed_matrix(name: str, values: ArrayLike) -> np.ndarray:
     return arr
 
 
-# resamples x problems the bootstrap holds at once (its draws and counts: ~32 bytes each, so
-# ~1 GiB): --resamples 1000000000 was a 477 GiB allocation and a traceback
-MAX_DRAWS = 1 << 25
+# resamples x problems one bootstrap draws. Memory is bounded whatever the size (the draws are
+# made CHUNK_DRAWS at a time); this bounds the time (~2^31 draws: about a minute on one core):
+# --resamples 1000000000 was a 477 GiB allocation and a traceback
+MAX_DRAWS = 1 << 31
+CHUNK_DRAWS = 1 << 22  # draws per chunk: ~32 bytes each, ~128 MiB
 
 
 class BootstrapSizeError(UserError, ValueError):
@@ -110,20 +112,30 @@ def hierarchical_bootstrap(
     if resamples * n_problems > MAX_DRAWS:
         raise BootstrapSizeError(
             f"{resamples:,} bootstrap resamples over {n_problems:,} problems are past the "
-            f"{MAX_DRAWS:,} draws one bootstrap holds; at most {MAX_DRAWS // n_problems:,} "
+            f"{MAX_DRAWS:,} draws one bootstrap makes; at most {MAX_DRAWS // n_problems:,} "
             "resamples here"
         )
     rng = np.random.default_rng(seed)
-    problems, seed_picks = draws(rng, resamples, n_problems, [m.shape[0] for m in mats])
-    # How often each problem was drawn in each resample: [R, P]. A resample's score is then a
-    # weighted mean of its picked seed's row (einsum's own loop: no BLAS threads to contend for).
-    offsets = (np.arange(resamples) * n_problems)[:, None]
-    flat = np.bincount((problems + offsets).ravel(), minlength=resamples * n_problems)
-    counts = flat.reshape(resamples, n_problems).astype(np.float64)
+    # per method, every seed's score in every resample: [seeds, R]; the seed picked for each
+    # resample is drawn after all the problem draws (see draws), so it is applied at the end
+    per_seed = [np.empty((m.shape[0], resamples), dtype=np.float64) for m in mats]
+    rows = max(1, CHUNK_DRAWS // n_problems)
+    for start in range(0, resamples, rows):
+        r = min(rows, resamples - start)
+        # the same stream as one (R, P) draw: numpy fills row after row
+        problems = rng.integers(0, n_problems, size=(r, n_problems))
+        # How often each problem was drawn in each resample: [r, P]. A resample's score is
+        # then a weighted mean of a seed's row (einsum's own loop: no BLAS threads to contend for).
+        offsets = (np.arange(r) * n_problems)[:, None]
+        flat = np.bincount((problems + offsets).ravel(), minlength=r * n_problems)
+        counts = flat.reshape(r, n_problems).astype(np.float64)
+        for mat, scores in zip(mats, per_seed, strict=True):
+            scores[:, start : start + r] = np.einsum("rp,sp->sr", counts, mat) / n_problems
+    seed_picks = [rng.integers(0, m.shape[0], size=resamples) for m in mats]
     samples = np.empty((len(mats), resamples), dtype=np.float64)
-    for i, (mat, picks) in enumerate(zip(mats, seed_picks, strict=True)):
+    for i, (scores, picks) in enumerate(zip(per_seed, seed_picks, strict=True)):
         # study Eq. (hierarchical bootstrap): problems and seeds both resampled with replacement
-        samples[i] = np.einsum("rp,rp->r", mat[picks], counts) / n_problems
+        samples[i] = scores[picks, np.arange(resamples)]
     observed = {n: float(m.mean()) for n, m in zip(names, mats, strict=True)}
     return BootstrapResult(names, observed, samples, resamples, seed)
 

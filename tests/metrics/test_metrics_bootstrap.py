@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cppo_bench.metrics import bootstrap_p_value, dagger_marks, hierarchical_bootstrap
+from cppo_bench.metrics import bootstrap, bootstrap_p_value, dagger_marks, hierarchical_bootstrap
 from cppo_bench.metrics.bootstrap import draws
 
 
@@ -28,6 +28,34 @@ def test_matches_a_python_loop_over_the_same_draws():
         "cppo": pytest.approx(data["cppo"].mean()),
         "direct": pytest.approx(data["direct"].mean()),
     }
+
+
+def test_drawn_in_chunks_the_numbers_are_the_same(monkeypatch):
+    # memory is bounded by drawing CHUNK_DRAWS at a time; the resamples are the same as one
+    # draw of them all (the oracle above), whatever the chunk
+    rng = np.random.default_rng(3)
+    data = {"a": _bernoulli(rng, 0.5, 3, 40), "b": _bernoulli(rng, 0.4, 2, 40)}
+    whole = hierarchical_bootstrap(data, resamples=61, seed=4).samples
+    for chunk in (1, 40, 41, 120, 7 * 40):
+        monkeypatch.setattr(bootstrap, "CHUNK_DRAWS", chunk)
+        assert np.array_equal(hierarchical_bootstrap(data, resamples=61, seed=4).samples, whole)
+
+
+def test_a_large_benchmark_takes_the_default_resamples():
+    # 1000 resamples over 40,000 problems (the old 2^25 cap refused anything past 33,554):
+    # drawn in chunks, so its memory is a chunk's, not 40 million draws at once
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    data = {"a": _bernoulli(rng, 0.52, 3, 40_000), "b": _bernoulli(rng, 0.5, 1, 40_000)}
+    tracemalloc.start()
+    try:
+        result = hierarchical_bootstrap(data, resamples=1000, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.samples.shape == (2, 1000) and result.p_value("a", "b") < 0.05
+    assert peak < 6 * bootstrap.CHUNK_DRAWS * 8  # a few chunk-sized arrays, never 40M x 8
 
 
 def test_seeded_and_deterministic():
