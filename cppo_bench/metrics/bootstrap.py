@@ -71,6 +71,7 @@ def _as_seed_matrix(name: str, values: ArrayLike) -> np.ndarray:
 # --resamples 1000000000 was a 477 GiB allocation and a traceback
 MAX_DRAWS = 1 << 31
 CHUNK_DRAWS = 1 << 22  # draws per chunk: ~32 bytes each, ~128 MiB
+MAX_RESAMPLES = 1 << 22  # each kept per method and seed (8 bytes): 32 MiB each
 
 
 class BootstrapSizeError(UserError, ValueError):
@@ -109,6 +110,10 @@ def hierarchical_bootstrap(
                 f"method {quote(name)} has {mat.shape[1]} problems, {quote(names[0])} has {n_problems}: "
                 "the bootstrap pairs problems across methods"
             )
+    if resamples > MAX_RESAMPLES:
+        raise BootstrapSizeError(
+            f"{resamples:,} bootstrap resamples are past the {MAX_RESAMPLES:,} one bootstrap keeps"
+        )
     if resamples * n_problems > MAX_DRAWS:
         raise BootstrapSizeError(
             f"{resamples:,} bootstrap resamples over {n_problems:,} problems are past the "

@@ -229,7 +229,12 @@ def test_one_k_commands_default_to_the_largest_k_the_runs_allow(tmp_path: Path) 
 def test_more_resamples_than_a_bootstrap_holds_is_one_line(outcomes_csv, command):
     # every bootstrap (stats, report, audit) goes through hierarchical_bootstrap, which
     # refuses resamples x problems past MAX_DRAWS before drawing: not a 477 GiB traceback
-    from cppo_bench.metrics.bootstrap import MAX_DRAWS, BootstrapSizeError, hierarchical_bootstrap
+    from cppo_bench.metrics.bootstrap import (
+        MAX_DRAWS,
+        MAX_RESAMPLES,
+        BootstrapSizeError,
+        hierarchical_bootstrap,
+    )
 
     path, _ = outcomes_csv
     extra = ["--a", "cppo"] if command == "bootstrap" else ["--spread", "bootstrap-se"]
@@ -238,7 +243,10 @@ def test_more_resamples_than_a_bootstrap_holds_is_one_line(outcomes_csv, command
     )
     assert res.exit_code == 1 and res.exception is not None
     assert isinstance(res.exception, SystemExit), res.exception  # a message, not a crash
-    assert "1,000,000,000 bootstrap resamples over 120 problems" in res.output
+    assert "1,000,000,000 bootstrap resamples" in res.output
     assert len(res.output.strip().splitlines()) == 1
-    with pytest.raises(BootstrapSizeError, match=f"at most {MAX_DRAWS // 3:,} resamples"):
-        hierarchical_bootstrap({"x": np.ones(3)}, resamples=MAX_DRAWS)
+    with pytest.raises(BootstrapSizeError, match=f"at most {MAX_DRAWS // 3000:,} resamples"):
+        hierarchical_bootstrap({"x": np.ones(3000)}, resamples=MAX_DRAWS // 1000)
+    # few problems: the resamples themselves are kept (per method and seed), so they are capped
+    with pytest.raises(BootstrapSizeError, match=f"past the {MAX_RESAMPLES:,} one bootstrap keeps"):
+        hierarchical_bootstrap({"x": np.ones(1)}, resamples=MAX_DRAWS)
