@@ -168,3 +168,37 @@ def test_every_test_goes_through_run_test() -> None:
     src = (root / "verifier" / "sandbox.py").read_text(encoding="utf-8")
     body = src.split("def run_test", 1)[1].split("\n    def ", 1)[0]
     assert body.index("self._slot.held()") < body.index('{"op": "test"}')
+
+
+# a program that leaves its sandbox's CPU runs its threads where other sandboxes' tests hold
+# their turn: the filter refuses sched_setaffinity (os.sched_setaffinity, and a thread's own
+# call, which is the same syscall); it prints `refused` only for that refusal
+LEAVE_CPU = textwrap.dedent("""
+    import errno, os, threading
+    mine = os.sched_getaffinity(0)
+    said = []
+    def leave():
+        try:
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)) | {0})
+            said.append(f"moved to {sorted(os.sched_getaffinity(0))}")
+        except OSError as exc:
+            said.append("refused" if exc.errno == errno.EPERM else f"error {exc.errno}")
+    leave()
+    t = threading.Thread(target=leave)
+    t.start()
+    t.join()
+    kept = os.sched_getaffinity(0) == mine
+    print(" ".join(said) if kept else f"left {sorted(mine)}: {said}")
+""")
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="no filter here")
+def test_a_program_cannot_leave_its_cpu(mode: str) -> None:
+    from cppo_bench.problem import Problem
+    from cppo_bench.problem import Test as Case
+    from cppo_bench.verifier import VerifyJob, verify_batch
+
+    problem = Problem("cpu", "leave", "", tests=(Case("", "refused refused\n"),) * 2,
+                      checker="lcb", time_limit_s=5.0)  # fmt: skip
+    (result,) = verify_batch([VerifyJob(problem, LEAVE_CPU)], workers=1, all_tests=True)
+    assert (result.verdict, result.tests_passed) == ("AC", 2), result.detail

@@ -31,7 +31,10 @@ in the zygote, which must still fork): after it, the program's process can
   delivered), open_by_handle_at (pidfs file handles open a pidfd; name_to_handle_at with
   it), and, should one exist anyway, everything that takes one: pidfd_getfd,
   pidfd_send_signal, process_madvise, process_mrelease, setns, and the pidfd and nsfs
-  ioctls (types 0xFF and 0xB7: PIDFD_GET_INFO, PIDFD_GET_*_NAMESPACE, NS_GET_*).
+  ioctls (types 0xFF and 0xB7: PIDFD_GET_INFO, PIDFD_GET_*_NAMESPACE, NS_GET_*);
+- not leave the CPU its sandbox is bound to (no sched_setaffinity): its threads would run
+  on CPUs where other sandboxes' tests hold their turn (cpus.py, host side), and stretch
+  their wall time past the backstop.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ _X86_64 = {
     "statmount": 457, "listmount": 458, "kcmp": 312, "ioctl": 16,
     "vmsplice": 278, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463,
     "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
-    "fcntl": 72, "getsockopt": 55, "setsockopt": 54,
+    "fcntl": 72, "getsockopt": 55, "setsockopt": 54, "sched_setaffinity": 203,
 }  # fmt: skip
 _AARCH64 = {
     "execve": 221, "execveat": 281, "clone3": 435, "clone": 220, "memfd_create": 279,
@@ -79,7 +82,7 @@ _AARCH64 = {
     "statmount": 457, "listmount": 458, "kcmp": 272, "ioctl": 29,
     "vmsplice": 75, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "setxattrat": 463,
     "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262,
-    "fcntl": 25, "getsockopt": 209, "setsockopt": 208,
+    "fcntl": 25, "getsockopt": 209, "setsockopt": 208, "sched_setaffinity": 122,
 }  # fmt: skip
 ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 # answered ENOSYS (callers fall back to what the filter allows), the rest of the names EPERM
