@@ -251,9 +251,11 @@ class Sandbox:
             warn_once("verifier sandbox: --unsafe-no-sandbox: programs run as root, UNISOLATED")
 
     def load(self, spec: dict, code: str) -> str | None:
-        """Send a program; returns the compile error (verdict CE) or None."""
-        self._send(dict(spec, op="program"), code.encode("utf-8", "surrogatepass"))
-        head = self._recv(timeout=60)[0]
+        """Send a program; returns the compile error (verdict CE) or None. Compiling is the
+        program's work on this CPU too (a long source can take seconds): held as a test is."""
+        with self._slot.held():
+            self._send(dict(spec, op="program"), code.encode("utf-8", "surrogatepass"))
+            head = self._recv(timeout=60)[0]
         return head.get("error", "compile error") if head.get("op") == "ce" else None
 
     def run_test(self, data: bytes, timeout: float) -> TestRun:

@@ -125,13 +125,14 @@ def test_another_process_holding_the_cpu_makes_a_test_wait(
     process's lock: nothing to clean up)."""
     monkeypatch.setattr(cpus, "process_cpus", lambda: ALLOWED[:1])
     code = HOLDER.format(registry=str(registry), cpu=ALLOWED[0])
-    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
     box = Sandbox()
+    holder: subprocess.Popen | None = None
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         box.start()
-        assert box.load(SPEC, "print(1)") is None
+        assert box.load(SPEC, "print(1)") is None  # (loading holds the CPU: before the holder)
+        holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         done = threading.Event()
         out: list[bytes] = []
 
@@ -151,23 +152,27 @@ def test_another_process_holding_the_cpu_makes_a_test_wait(
         t.join(timeout=60)
         assert out == [b"1\n"]
     finally:
-        if holder.poll() is None:
+        if holder is not None and holder.poll() is None:
             holder.kill()
         box.close()
 
 
-def test_every_test_goes_through_run_test() -> None:
-    # the slot lives in Sandbox.run_test: nothing else may send a test to a sandbox
+@pytest.mark.parametrize(("method", "frame"), [("run_test", '{"op": "test"}'),
+                                               ("load", 'op="program"')])  # fmt: skip
+def test_every_test_and_compile_goes_through_the_slot(method: str, frame: str) -> None:
+    # the slot is held in Sandbox.run_test and Sandbox.load (a program's compile is its work
+    # on the CPU too): nothing else may send a test or a program to a sandbox
     root = Path(__file__).resolve().parents[2] / "cppo_bench"
     senders = [
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if '{"op": "test"}' in p.read_text(encoding="utf-8")
+        if frame in p.read_text(encoding="utf-8")
     ]
     assert senders == ["verifier/sandbox.py"], senders
     src = (root / "verifier" / "sandbox.py").read_text(encoding="utf-8")
-    body = src.split("def run_test", 1)[1].split("\n    def ", 1)[0]
-    assert body.index("self._slot.held()") < body.index('{"op": "test"}')
+    assert src.count(frame) == 1
+    body = src.split(f"def {method}(", 1)[1].split("\n    def ", 1)[0]
+    assert body.index("self._slot.held()") < body.index(frame)
 
 
 # a program that leaves its sandbox's CPU runs its threads where other sandboxes' tests hold
