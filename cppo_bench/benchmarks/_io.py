@@ -29,6 +29,7 @@ from cppo_bench.benchmarks._fields import (  # noqa: F401 - re-exported to the l
     parse_date_option,
     reject_unknown,
 )
+from cppo_bench.benchmarks.spec import BenchmarkSpec
 from cppo_bench.errors import DataError
 from cppo_bench.files import jsonio, userfiles
 from cppo_bench.problem import LoadResult, Problem, RecordError
@@ -370,3 +371,29 @@ def load_dated_scenario(
         source=source,
         filtered=f"contest date outside {start or '...'}..{end or '...'} (start_date/end_date)",
     )
+
+
+def dated_scenario_spec(
+    name: str,
+    description: str,
+    hub_id: str,
+    parse: Callable[[dict[str, Any], str | None, str | None], Problem | None],
+    record_id: Callable[[Any], str | None],
+) -> BenchmarkSpec:
+    """The spec of a LiveCodeBench side scenario: its loader is load_dated_scenario over the
+    scenario's own record parser, with the contest-date window as options."""
+
+    def load(
+        data: str | Path | None = None,
+        *,
+        strict: bool = False,
+        start_date: Any = None,
+        end_date: Any = None,
+        **options: Any,
+    ) -> LoadResult:
+        return load_dated_scenario(name, hub_id, data, parse, record_id, strict=strict,
+                                   start_date=start_date, end_date=end_date, options=options)  # fmt: skip
+
+    load.__name__ = load.__qualname__ = f"load_{name}"
+    load.__doc__ = f"{description}: the scenario's problems, within an inclusive date window."
+    return BenchmarkSpec(name, description, load, hub_id=hub_id, default_split="test")

@@ -11,16 +11,14 @@ expected literal. There are no Tests: the answer is checked against `label`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from cppo_bench.benchmarks._io import (
+    dated_scenario_spec,
     in_window,
     iso_date,
-    load_dated_scenario,
 )
-from cppo_bench.benchmarks.spec import BenchmarkSpec
-from cppo_bench.problem import LoadResult, Problem, SourceIds
+from cppo_bench.problem import Problem, SourceIds
 
 HUB_ID = "livecodebench/execution-v2"
 
@@ -70,33 +68,12 @@ def parse_record(record: dict[str, Any], start: str | None, end: str | None) -> 
     )
 
 
-def load_lcb_execution(
-    data: str | Path | None = None,
-    *,
-    strict: bool = False,
-    start_date: Any = None,
-    end_date: Any = None,
-    **options: Any,
-) -> LoadResult:
-    """Code-execution problems, optionally within an inclusive contest-date window."""
-    return load_dated_scenario(
-        "lcb_execution",
-        HUB_ID,
-        data,
-        parse_record,
-        record_id,
-        strict=strict,
-        start_date=start_date,
-        end_date=end_date,
-        options=options,
-    )
-
-
-SPEC = BenchmarkSpec(
-    name="lcb_execution",
-    description="LiveCodeBench code execution: predict a function's return value, maj@K "
+SPEC = dated_scenario_spec(
+    "lcb_execution",
+    "LiveCodeBench code execution: predict a function's return value, maj@K "
     "(options: start_date, end_date)",
-    load=load_lcb_execution,
-    hub_id=HUB_ID,
-    default_split="test",
+    HUB_ID,
+    parse_record,
+    record_id,
 )
+load_lcb_execution = SPEC.load  # (the loader's public name)

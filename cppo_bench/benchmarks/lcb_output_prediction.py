@@ -13,18 +13,16 @@ Mapping: problem_id = `<question_id>_<test_id>`; the test becomes a public call-
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from cppo_bench.benchmarks._io import (
+    dated_scenario_spec,
     in_window,
     iso_date,
     json_field,
-    load_dated_scenario,
 )
 from cppo_bench.benchmarks.livecodebench import make_test
-from cppo_bench.benchmarks.spec import BenchmarkSpec
-from cppo_bench.problem import LoadResult, Problem, SourceIds
+from cppo_bench.problem import Problem, SourceIds
 
 HUB_ID = "livecodebench/test_generation"
 
@@ -78,33 +76,12 @@ def parse_record(record: dict[str, Any], start: str | None, end: str | None) -> 
     )
 
 
-def load_lcb_output_prediction(
-    data: str | Path | None = None,
-    *,
-    strict: bool = False,
-    start_date: Any = None,
-    end_date: Any = None,
-    **options: Any,
-) -> LoadResult:
-    """Test-output-prediction problems, optionally within an inclusive contest-date window."""
-    return load_dated_scenario(
-        "lcb_output_prediction",
-        HUB_ID,
-        data,
-        parse_record,
-        record_id,
-        strict=strict,
-        start_date=start_date,
-        end_date=end_date,
-        options=options,
-    )
-
-
-SPEC = BenchmarkSpec(
-    name="lcb_output_prediction",
-    description="LiveCodeBench test output prediction: predict a test's expected output, "
+SPEC = dated_scenario_spec(
+    "lcb_output_prediction",
+    "LiveCodeBench test output prediction: predict a test's expected output, "
     "maj@K (options: start_date, end_date)",
-    load=load_lcb_output_prediction,
-    hub_id=HUB_ID,
-    default_split="test",
+    HUB_ID,
+    parse_record,
+    record_id,
 )
+load_lcb_output_prediction = SPEC.load  # (the loader's public name)
