@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -166,9 +167,15 @@ class CpuSlot:
         path = registry_path().with_name(f"cppo-bench-cpu{cpu}-{os.getuid()}.lock")
         try:
             # (no symlink followed: /dev/shm is shared by every user)
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError:
-            self._fd = None  # unusable: the process's slots still bound this process
+            return  # unusable: the process's slots still bound this process
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
+            # another user's file under our name could be held by them forever: not ours
+            os.close(fd)
+            return
+        self._fd = fd
 
     @contextmanager
     def held(self) -> Iterator[None]:

@@ -207,3 +207,26 @@ def test_a_program_cannot_leave_its_cpu(mode: str) -> None:
                       checker="lcb", time_limit_s=5.0)  # fmt: skip
     (result,) = verify_batch([VerifyJob(problem, LEAVE_CPU)], workers=1, all_tests=True)
     assert (result.verdict, result.tests_passed) == ("AC", 2), result.detail
+
+
+@pytest.mark.parametrize("planted", ["another user's file", "a fifo"])
+def test_a_lock_file_we_do_not_own_is_never_waited_on(registry: Path, planted: str) -> None:
+    # /dev/shm is shared: a file planted under our lock's name (another user's, which they
+    # could hold forever; a FIFO) is not used: the sandbox falls back to its process's slots
+    path = registry.with_name(f"cppo-bench-cpu{ALLOWED[0]}-{os.getuid()}.lock")
+    if planted == "a fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making another user's file needs root")
+        path.touch(mode=0o666)
+        os.chmod(path, 0o666)
+        os.chown(path, 65534, 65534)
+    slot = cpus.CpuSlot()
+    slot.bind(ALLOWED[0])
+    try:
+        assert slot._fd is None
+        with slot.held():  # a process slot: taken at once
+            pass
+    finally:
+        slot.close()
