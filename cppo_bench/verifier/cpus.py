@@ -70,6 +70,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _own_file(path: Path) -> int | None:
+    """An open descriptor of this user's regular file at ``path`` (made if absent), or None.
+    /dev/shm is shared by every user: no link is followed, and a file planted under our name
+    (another user's, which they could lock forever; a FIFO) is not used."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.getuid() and stat.S_ISREG(st.st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 R = TypeVar("R")
 
 
@@ -78,10 +96,8 @@ def _update(change: Callable[[list], R]) -> R | None:
     lists) of dead processes are dropped first. None where the registry is unusable."""
     path = registry_path()
     with _LOCK:
-        try:
-            # (no symlink followed: /dev/shm is shared by every user)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError:
+        fd = _own_file(path)
+        if fd is None:
             return None
         with os.fdopen(fd, "r+") as f:
             try:
@@ -165,17 +181,7 @@ class CpuSlot:
         if cpu is None:
             return
         path = registry_path().with_name(f"cppo-bench-cpu{cpu}-{os.getuid()}.lock")
-        try:
-            # (no symlink followed: /dev/shm is shared by every user)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError:
-            return  # unusable: the process's slots still bound this process
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
-            # another user's file under our name could be held by them forever: not ours
-            os.close(fd)
-            return
-        self._fd = fd
+        self._fd = _own_file(path)  # None: the process's slots still bound this process
 
     @contextmanager
     def held(self) -> Iterator[None]:

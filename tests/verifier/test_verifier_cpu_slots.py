@@ -230,3 +230,22 @@ def test_a_lock_file_we_do_not_own_is_never_waited_on(registry: Path, planted: s
             pass
     finally:
         slot.close()
+
+
+def test_a_placement_registry_we_do_not_own_is_never_waited_on(registry: Path) -> None:
+    # the same for the placement registry: another user's file under its name, locked by
+    # them for good, made every sandbox start wait forever; now the sandbox is simply unbound
+    import fcntl
+
+    if os.geteuid() != 0:
+        pytest.skip("making another user's file needs root")
+    registry.write_text("[]")
+    os.chmod(registry, 0o666)
+    os.chown(registry, 65534, 65534)
+    got: list = []
+    with open(registry, "r+") as theirs:
+        fcntl.flock(theirs, fcntl.LOCK_EX)  # (a lock of another open file: ours would wait)
+        t = threading.Thread(target=lambda: got.append(cpus.take()), daemon=True)
+        t.start()
+        t.join(timeout=60)  # (it returns at once; a regression fails here instead of hanging)
+        assert got == [None], "a sandbox start waited on another user's registry lock"
