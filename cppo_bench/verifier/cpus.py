@@ -175,6 +175,8 @@ class CpuSlot:
 
     def __init__(self) -> None:
         self._fd: int | None = None
+        self._holding = False  # a close() meanwhile waits for the release (no fd reused
+        self._close_after = False  # under our unlock: that would free another slot's lock)
 
     def bind(self, cpu: int | None) -> None:
         self.close()
@@ -191,12 +193,21 @@ class CpuSlot:
                 yield
             return
         fcntl.flock(fd, fcntl.LOCK_EX)
+        self._holding = True
         try:
             yield
         finally:
+            self._holding = False
             fcntl.flock(fd, fcntl.LOCK_UN)
+            if self._close_after:
+                self._close_after = False
+                os.close(fd)
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
-        if fd is not None:
+        if fd is None:
+            return
+        if self._holding:
+            self._close_after = True  # (released, then closed, by held())
+        else:
             os.close(fd)

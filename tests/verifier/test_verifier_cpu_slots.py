@@ -249,3 +249,31 @@ def test_a_placement_registry_we_do_not_own_is_never_waited_on(registry: Path) -
         t.start()
         t.join(timeout=60)  # (it returns at once; a regression fails here instead of hanging)
         assert got == [None], "a sandbox start waited on another user's registry lock"
+
+
+def test_a_slot_closed_while_held_is_released_then_closed(registry: Path) -> None:
+    # a sandbox killed mid-test (its slot closed) must not unlock through a descriptor number
+    # the kernel may have handed to another slot meanwhile: the close waits for the release
+    first = cpus.CpuSlot()
+    first.bind(ALLOWED[0])
+    fd = first._fd
+    assert fd is not None
+    lock = registry.with_name(f"cppo-bench-cpu{ALLOWED[0]}-{os.getuid()}.lock")
+
+    def names_the_lock() -> bool:  # (the number may be reused at once by another thread)
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}") == str(lock)
+        except OSError:
+            return False
+
+    with first.held():
+        first.close()
+        assert names_the_lock()  # still open while held
+    assert not names_the_lock()  # closed at the release
+    second = cpus.CpuSlot()
+    second.bind(ALLOWED[0])
+    try:
+        with second.held():  # the lock is free again
+            pass
+    finally:
+        second.close()
