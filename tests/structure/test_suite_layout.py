@@ -26,6 +26,42 @@ def test_every_module_that_launches_processes_is_in_the_multiprocess_group():
     )
 
 
+# A launch inside a script a test runs counts too: gpu_smoke.py's ckpt-wrapper check starts
+# `torch.distributed.run` with 2 ranks; its test module was in no group, the regex above never
+# saw the launch, and it failed once in CI beside another launch. A benchmark script launches
+# when it, or a benchmarks package it imports, starts torchrun or mp.spawn in code; a module
+# that runs it (a line naming it without `--only`, which picks checks) joins the group.
+SCRIPT_LAUNCH = re.compile(r'"torch\.distributed\.run"|"torchrun"|mp\.spawn\(')
+
+
+def _launching_scripts() -> list[str]:
+    bench = TESTS.parent / "benchmarks"
+    found = []
+    for script in sorted(bench.glob("*.py")):
+        text = script.read_text()
+        for pkg in set(re.findall(r"(?:from|import) benchmarks\.(\w+)", text)):
+            sub = bench / pkg
+            files = sorted(sub.rglob("*.py")) if sub.is_dir() else [bench / f"{pkg}.py"]
+            text += "".join(f.read_text() for f in files if f.is_file())
+        if SCRIPT_LAUNCH.search(text):
+            found.append(script.name)
+    return found
+
+
+def test_every_module_that_runs_a_launching_script_is_in_the_multiprocess_group():
+    scripts = _launching_scripts()
+    assert "gpu_smoke.py" in scripts  # the detector still sees the one we know
+    unmarked = [
+        p.name
+        for p in sorted(TESTS.rglob("test_*.py"))
+        if p.name != Path(__file__).name
+        and any(s in line and "--only" not in line
+                for line in p.read_text().splitlines() for s in scripts)
+        and f'xdist_group("{MULTIPROCESS}")' not in p.read_text()
+    ]  # fmt: skip
+    assert not unmarked, f"run a script that launches processes, not in the group: {unmarked}"
+
+
 # A launch's rendezvous port comes from tests/helpers/tests_paths.py (torchrun --standalone,
 # accelerate's port 0, free_port): a port a test computes (29000 + pid % 500) collided with
 # another launch and failed CI where two launches met.

@@ -18,6 +18,8 @@ import pytest
 from bare_env import bare_venv, checkout_without_tests
 
 torch = pytest.importorskip("torch")
+# its ckpt-wrapper check launches torchrun with 2 ranks: one launch at a time (conftest.py)
+pytestmark = pytest.mark.xdist_group("multiprocess")
 LINE = re.compile(r"^(PASS|FAIL|SKIP) (\S+) (\d+\.\d)s (-|\d+\.\d\d) (.+)$")
 
 
