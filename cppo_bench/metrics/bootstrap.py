@@ -14,7 +14,7 @@ distribution, under 1% false positives at alpha = 0.05; see tests/metrics/test_m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,14 +78,29 @@ class BootstrapSizeError(UserError, ValueError):
     """More resamples than the bootstrap can hold for this many problems: one line."""
 
 
+def problem_draws(
+    rng: np.random.Generator, resamples: int, n_problems: int, rows: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The problem indices of one bootstrap, `rows` resamples at a time: (first resample,
+    indices [r, P]) shared by all methods. The same stream whatever `rows` (numpy fills
+    row after row), so memory is a chunk's and the numbers are one whole draw's."""
+    for start in range(0, resamples, rows):
+        yield start, rng.integers(0, n_problems, size=(min(rows, resamples - start), n_problems))
+
+
+def seed_draws(
+    rng: np.random.Generator, resamples: int, n_seeds: Sequence[int]
+) -> list[np.ndarray]:
+    """After the problem draws: one seed index per resample for each method, in method order."""
+    return [rng.integers(0, s, size=resamples) for s in n_seeds]
+
+
 def draws(
     rng: np.random.Generator, resamples: int, n_problems: int, n_seeds: Sequence[int]
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The random draws of one bootstrap: problem indices [R, P] shared by all methods, then
-    one seed index per resample for each method, in method order."""
-    problems = rng.integers(0, n_problems, size=(resamples, n_problems))
-    seeds = [rng.integers(0, s, size=resamples) for s in n_seeds]
-    return problems, seeds
+    """The random draws of one bootstrap, whole: problem indices [R, P], then the seeds."""
+    ((_, problems),) = problem_draws(rng, resamples, n_problems, max(resamples, 1))
+    return problems, seed_draws(rng, resamples, n_seeds)
 
 
 def hierarchical_bootstrap(
@@ -122,13 +137,12 @@ def hierarchical_bootstrap(
         )
     rng = np.random.default_rng(seed)
     # per method, every seed's score in every resample: [seeds, R]; the seed picked for each
-    # resample is drawn after all the problem draws (see draws), so it is applied at the end
+    # resample is drawn after all the problem draws (seed_draws), so it is applied at the end
     per_seed = [np.empty((m.shape[0], resamples), dtype=np.float64) for m in mats]
-    rows = max(1, CHUNK_DRAWS // n_problems)
-    for start in range(0, resamples, rows):
-        r = min(rows, resamples - start)
-        # the same stream as one (R, P) draw: numpy fills row after row
-        problems = rng.integers(0, n_problems, size=(r, n_problems))
+    for start, problems in problem_draws(
+        rng, resamples, n_problems, max(1, CHUNK_DRAWS // n_problems)
+    ):
+        r = len(problems)
         # How often each problem was drawn in each resample: [r, P]. A resample's score is
         # then a weighted mean of a seed's row (einsum's own loop: no BLAS threads to contend for).
         offsets = (np.arange(r) * n_problems)[:, None]
@@ -136,7 +150,7 @@ def hierarchical_bootstrap(
         counts = flat.reshape(r, n_problems).astype(np.float64)
         for mat, scores in zip(mats, per_seed, strict=True):
             scores[:, start : start + r] = np.einsum("rp,sp->sr", counts, mat) / n_problems
-    seed_picks = [rng.integers(0, m.shape[0], size=resamples) for m in mats]
+    seed_picks = seed_draws(rng, resamples, [m.shape[0] for m in mats])
     samples = np.empty((len(mats), resamples), dtype=np.float64)
     for i, (scores, picks) in enumerate(zip(per_seed, seed_picks, strict=True)):
         # study Eq. (hierarchical bootstrap): problems and seeds both resampled with replacement
