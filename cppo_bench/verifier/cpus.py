@@ -175,8 +175,9 @@ class CpuSlot:
 
     def __init__(self) -> None:
         self._fd: int | None = None
-        self._holding = False  # a close() meanwhile waits for the release (no fd reused
-        self._close_after = False  # under our unlock: that would free another slot's lock)
+        self._held: int | None = None  # the descriptor a test holds now: a close() meanwhile
+        # leaves it to the release (an fd number reused under our unlock would free another
+        # slot's lock)
 
     def bind(self, cpu: int | None) -> None:
         self.close()
@@ -193,21 +194,16 @@ class CpuSlot:
                 yield
             return
         fcntl.flock(fd, fcntl.LOCK_EX)
-        self._holding = True
+        self._held = fd
         try:
             yield
         finally:
-            self._holding = False
+            self._held = None
             fcntl.flock(fd, fcntl.LOCK_UN)
-            if self._close_after:
-                self._close_after = False
+            if self._fd != fd:  # closed (or rebound) while held
                 os.close(fd)
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        if self._holding:
-            self._close_after = True  # (released, then closed, by held())
-        else:
+        if fd is not None and fd != self._held:
             os.close(fd)
