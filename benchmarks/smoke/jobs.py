@@ -47,6 +47,9 @@ def _child(argv: list[str], timeout: int, env: dict[str, str] | None = None) -> 
     return proc.stdout
 
 
+_EXCEPTION = re.compile(r"\b\w*(Error|Exception|Interrupt|Exit)\b: ")
+
+
 def _cause(stderr: str) -> str:
     """The line of a failed child's stderr that says why: its last exception line (under
     torchrun a rank's `[rank0]: ValueError: ...`, not the launcher's ChildFailedError or its
@@ -54,9 +57,6 @@ def _cause(stderr: str) -> str:
     lines = [x.strip() for x in stderr.splitlines() if x.strip().strip("=-")]
     errors = [x for x in lines if _EXCEPTION.search(x) and "ChildFailedError" not in x]
     return (errors or lines or ["no output"])[-1]
-
-
-_EXCEPTION = re.compile(r"\b\w*(Error|Exception|Interrupt|Exit)\b: ")
 
 
 @check("cppo-joint-sleep", "one CPPO joint step with vLLM rollouts and vllm_sleep (no hang)")
