@@ -26,12 +26,14 @@ from urllib.parse import urlsplit
 
 from cppo_bench.backends.base import BackendError, GenRequest, GenResult, ProgressFn, ResultFn
 from cppo_bench.backends.chat import plain_prompt
+from cppo_bench.files import jsonio
 from cppo_bench.util import env
 from cppo_bench.util.termsafe import quote
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 REQUEST_ERROR_STATUS = frozenset({400, 413, 422})  # this request is bad, not the server
+MAX_REPLY_BYTES = 512 << 20  # a reply past this is refused, never read whole into memory
 FINISH = {"stop": "stop", "eos": "stop", "eos_token": "stop", "tool_calls": "stop"}
 FINISH.update({"length": "length", "max_tokens": "length"})
 ENDPOINTS = ("auto", "chat", "completions")
@@ -242,7 +244,7 @@ class OpenAIBackend:
         req = urllib.request.Request(self.base_url + path, data, headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read().decode("utf-8"))
+                reply = resp.read(MAX_REPLY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             detail = _error_text(exc)
             if exc.code in RETRY_STATUS:
@@ -255,7 +257,16 @@ class OpenAIBackend:
         except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise _Retry(f"{type(reason).__name__}: {reason}") from None
-        except json.JSONDecodeError as exc:
+        if len(reply) > MAX_REPLY_BYTES:
+            raise BackendError(
+                f"openai backend: {method} {self.base_url}{path}: the reply is over "
+                f"{MAX_REPLY_BYTES >> 20} MiB"
+            )
+        try:
+            # the one JSON reader: a reply nested past its depth, not UTF-8, or with a key
+            # given twice is one line, as a reply that is not JSON at all
+            return jsonio.loads(reply)
+        except ValueError as exc:
             raise _Retry(f"response is not JSON ({exc})") from None
 
     # -- helpers ------------------------------------------------------------------------
@@ -290,13 +301,13 @@ class OpenAIBackend:
 
 def _error_text(exc: urllib.error.HTTPError) -> str:
     try:
-        raw = exc.read().decode("utf-8", "replace")
+        raw = exc.read(64 << 10).decode("utf-8", "replace")  # an error page: its head says why
     except OSError:
         return str(exc.reason)
     try:
-        err = json.loads(raw).get("error", raw)
+        err = jsonio.loads(raw).get("error", raw)
         raw = err.get("message", err) if isinstance(err, dict) else err
-    except (json.JSONDecodeError, AttributeError):
+    except (ValueError, AttributeError):
         pass
     return " ".join(str(raw).split())[:300]
 

@@ -8,6 +8,9 @@
 - A line longer than `max_line` bytes is skipped without being held in memory.
 - JSON nested deeper than `MAX_DEPTH` is refused (the C parser's RecursionError, and the
   recursion of everything that later walks the value, never reach the user).
+- An object that names a key twice is refused: parsers disagree on which value wins
+  (Python's keeps the last, others the first), so `{"passed": false, "passed": true}` would
+  mean one thing to this reader and another to the next tool that reads the same file.
 """
 
 from __future__ import annotations
@@ -91,14 +94,44 @@ def depth_error(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     return None
 
 
-def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
-    """`json.loads` that raises only ValueError (json.JSONDecodeError for syntax), and
-    refuses values nested deeper than `max_depth`."""
-    return _decoded(text, max_depth)
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH, constants: bool = True) -> Any:
+    """`json.loads` that raises only ValueError (json.JSONDecodeError for syntax; bytes that
+    are not UTF-8 too), refuses values nested deeper than `max_depth` and an object naming a
+    key twice. `constants=False` refuses NaN / Infinity too (not JSON, RFC 8259; Python's
+    writer emits them, so files this tool wrote keep them)."""
+    if constants:
+        return _decoded(text, max_depth)
+    return _decoded(text, max_depth, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON ({name} is not JSON)")
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that names the same key twice."""
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of `pairs`, or DuplicateKey naming the first key given twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = ascii(key[:60] + ("..." if len(key) > 60 else ""))
+                raise DuplicateKey(f"invalid JSON (the key {shown} appears twice in one object)")
+            seen.add(key)
+    return obj
 
 
 def _decoded(text: str | bytes, max_depth: int, **hooks: Any) -> Any:
-    """json.loads with `hooks`, a RecursionError and a nesting past `max_depth` as ValueError."""
+    """json.loads with `hooks`, every object through `unique_object` (after `object_hook`
+    when one is given), a RecursionError and a nesting past `max_depth` as ValueError."""
+    after = hooks.pop("object_hook", None)
+    hooks["object_pairs_hook"] = (
+        unique_object if after is None else (lambda pairs: after(unique_object(pairs)))
+    )
     try:
         value = json.loads(text, **hooks)
     except RecursionError:

@@ -158,6 +158,8 @@ def load_yaml(text: str, where: str) -> Any:
     most jsonio.MAX_DEPTH levels. One UserFileError line naming `where` otherwise."""
     import yaml
 
+    from cppo_bench.util.termsafe import quote
+
     class _NoAliasLoader(yaml.SafeLoader):
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.events.AliasEvent):
@@ -166,6 +168,23 @@ def load_yaml(text: str, where: str) -> Any:
                     None, None, "aliases (*name) are not accepted", event.start_mark
                 )
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # a key given twice: PyYAML keeps the last silently, so `lr: 1e-3` above a
+            # later `lr: 1` in a stranger's config would read as one value and run as another
+            seen: set[Any] = set()
+            for key_node, _ in getattr(node, "value", ()):
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: SafeLoader's own error says so
+                    break
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {quote(key)} appears twice", key_node.start_mark
+                    )
+            return super().construct_mapping(node, deep=deep)
 
     try:
         value = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader)

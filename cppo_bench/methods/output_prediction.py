@@ -10,12 +10,12 @@ answer, and the problem by maj@K (cppo_bench.metrics.maj_at_k).
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Sequence
 
 from cppo_bench.backends.base import Backend
 from cppo_bench.errors import DataError
+from cppo_bench.files import jsonio
 from cppo_bench.methods.base import (
     Attempt,
     Method,
@@ -59,7 +59,7 @@ def canonical_answer(answer: str | None) -> str | None:
         ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         try:
-            return repr(json.loads(text))
+            return repr(jsonio.loads(text))
         except ValueError:
             pass
     return normalise_answer(text)
@@ -68,7 +68,7 @@ def canonical_answer(answer: str | None) -> str | None:
 def _call_args(problem: Problem) -> str:
     raw = problem.tests[0].input
     try:
-        args = json.loads(raw)
+        args = jsonio.loads(raw)
         if isinstance(args, list):
             return ", ".join(repr(a) for a in args)
     except ValueError:

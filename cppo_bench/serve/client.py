@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cppo_bench.errors import UserError
+from cppo_bench.files import jsonio
 from cppo_bench.problem import Problem
 from cppo_bench.serve.config import env_token
 from cppo_bench.verifier.records import VerifyResult
@@ -107,7 +108,7 @@ class VerifierClient:
             else:
                 if status < 400:
                     try:
-                        return json.loads(data)
+                        return jsonio.loads(data)
                     except ValueError:
                         raise VerifierServiceError(
                             status, f"{url}: the reply is not JSON"
@@ -180,7 +181,7 @@ def _retry_after(value: str | None, cap: float = MAX_WAIT_S) -> float | None:
 
 def _reason(data: bytes) -> str:
     try:
-        reply = json.loads(data)
+        reply = jsonio.loads(data)
     except ValueError:
         return ""
     return " ".join(str(reply.get("error", "")).split()) if isinstance(reply, dict) else ""

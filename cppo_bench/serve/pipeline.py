@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse as _StarletteJSON
 from fastapi.responses import Response
 from pydantic import ValidationError
 
+from cppo_bench.files import jsonio
 from cppo_bench.problem import Problem
 from cppo_bench.serve.config import ServeConfig
 from cppo_bench.serve.jobs import RequestError, to_jobs
@@ -61,11 +62,6 @@ def _validation_line(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
-def _no_constant(name: str) -> Any:
-    # NaN / Infinity are not JSON (RFC 8259): refused here, never reaching a limit or a test
-    raise ValueError(f"{name} is not JSON")
-
-
 DRAIN_BYTES = 64 << 20  # an oversize body is read and dropped up to this, then cut off
 
 
@@ -101,8 +97,9 @@ async def judge(state: ServeState, request: Request,
     try:
         body = await _read_body(request, state.config.max_body_bytes)
         try:
-            raw = json.loads(body, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:
+            # NaN / Infinity are not JSON: refused here, never reaching a limit or a test
+            raw = jsonio.loads(body, constants=False)
+        except ValueError as exc:
             raise RequestError(
                 400, f"body is not valid JSON ({getattr(exc, 'msg', exc)})"
             ) from None

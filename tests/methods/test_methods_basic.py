@@ -218,6 +218,10 @@ def test_test_output_prediction_prompt_and_json_answers():
     assert canonical_answer("null") == "None" and canonical_answer("[1,2]") == "[1, 2]"
     assert canonical_answer("'a'") == canonical_answer('"a"')
     assert canonical_answer(" ") is None
+    # a model's answer is a stranger's text: nested past any parser's depth it is an answer
+    # that matches nothing, not a RecursionError out of the scoring
+    for deep in ("[" * 100_000, '{"a":' * 50_000):
+        assert canonical_answer(deep) == deep
     bad = Problem(
         benchmark="x", problem_id="1", statement="s", tests=(), task="execution", label="1"
     )
