@@ -258,6 +258,39 @@ def test_upskill_scale_rewards_none_centres_without_dividing_by_the_std() -> Non
         UpSkillConfig(scale_rewards="batch")
 
 
+def test_upskill_mi_cap_and_skill_groups_are_the_released_toys() -> None:
+    # mi_cap: r = correct + clamp(alpha r_MI, +-cap); group_by skill: each (prompt, skill)'s two
+    # rollouts centred on their own mean (numpy, from the definition)
+    import numpy as np
+
+    from trainers.algorithms.upskill import UpSkill, UpSkillConfig
+    from trainers.engine.rewards import Scored
+    from trainers.engine.rollout import Rollout
+
+    ctx = _skill_context()
+    cfg = UpSkillConfig(mi_cap=1.0, group_by="skill", completions_per_skill=2, scale_rewards="none")
+    algo = UpSkill(cfg)
+    reqs = algo.requests(_problem("x", "say one"), ctx)
+    correct = [float(i % 3 == 0) for i in range(len(reqs))]
+    scored = [
+        Scored(Rollout(r, (7, r.meta["skill"]), (5,), "x", "stop"), c, bool(c), "")
+        for r, c in zip(reqs, correct, strict=True)
+    ]
+    rows = algo.rows(scored, ctx)
+    mi = np.array(rows.values["r_mi"])
+    assert np.abs(5.0 * mi).max() > 1.0  # the cap binds here
+    combined = np.array(correct) + np.clip(5.0 * mi, -1.0, 1.0)
+    np.testing.assert_allclose(rows.values["combined_reward"], combined, rtol=1e-5)
+    skill = np.array([r.meta["skill"] for r in reqs])
+    want = combined - np.array([combined[skill == z].mean() for z in skill])
+    np.testing.assert_allclose([r.segments[1].advantage for r in rows.rows], want, atol=1e-5)
+    for bad in ({"mi_cap": 0.0}, {"mi_cap": float("nan")}, {"group_by": "batch"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            UpSkillConfig(**bad)
+    with pytest.raises(ValueError, match="completions_per_skill >= 2"):
+        UpSkillConfig(group_by="skill")
+
+
 def test_harness_does_not_import_trainers() -> None:
     code = (
         "import sys, cppo_bench.cli, cppo_bench.report.build, cppo_bench.report.training_dynamics;"

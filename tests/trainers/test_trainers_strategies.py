@@ -129,8 +129,9 @@ def test_independent_sample_trainers_reach_their_objective(
     reason="UpSkill does not reach its tuple optimum on this task at this budget: with the "
     "study's alpha_mi 5 the MI term saturates (log 4) and entropy collapses by step ~120 before "
     "correctness is learned; alpha_mi 0.2-1 and a correctness-only warm-up (mi_warmup_steps "
-    "80-160), unscaled advantages (scale_rewards none), lr 1e-3 / 3e-4 and a diverse, correct "
-    "start (a pass@K-RL checkpoint) do no better: the skills end up ignoring the category or "
+    "80-160), unscaled advantages (scale_rewards none), lr 1e-3 / 3e-4, a diverse, correct "
+    "start (a pass@K-RL checkpoint) and the released toy code's recipe (mi_cap 0.2-5, "
+    "group_by skill) do no better: the skills end up ignoring the category or "
     "sharing one program, which caps tuple pass@4 at 0.5 (docs/learning.md, UpSkill)",
 )
 def test_upskill_reaches_its_tuple_objective(tmp_path: Path, base: Path) -> None:

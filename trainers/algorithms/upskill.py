@@ -17,10 +17,19 @@ prompt's centred combined rewards by their standard deviation; "none" keeps them
 (Dr. GRPO, Liu et al. 2025). Why it matters here: in a group whose correctness ties (every
 sample fails, the common case), the std is MI's alone, so dividing by it gives the MI term unit
 weight whatever alpha_mi is; unscaled, alpha_mi weighs MI against correctness as written.
+
+Two options of the released code's toy experiment (experiments/arithmetic/arithmetic_llm.py in
+github.com/dshah02/upskill; its GSM8K trainer has neither), both off by default:
+``mi_cap`` clamps each rollout's weighted MI term alpha_mi * r_MI to [-mi_cap, mi_cap] (its
+``--cap``: MI then stops paying once a response is specific enough, and a response shared with
+other skills costs at most mi_cap); ``group_by: skill`` normalises advantages within each
+(prompt, skill) group, as that toy samples its C completions from one (prompt, skill) pair,
+instead of across all the prompt's skills (needs completions_per_skill >= 2).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,6 +52,7 @@ from trainers.harness import Problem, quote
 
 # TRL's GRPOConfig.scale_rewards values this trainer knows ("batch" is not implemented)
 SCALE_REWARDS = ("group", "none")
+GROUP_BY = ("prompt", "skill")
 
 # the evaluation method's format (cppo_bench.methods.skills): {i} is the 0-based skill index
 SKILL_PREFIX = "<skill_{i}>"
@@ -57,6 +67,8 @@ class UpSkillConfig:
     mi_level: str = "sequence"  # sequence (released code) | token
     prefix_format: str = SKILL_PREFIX  # must match `cppo-bench run --method skills`
     scale_rewards: str = "group"  # group (GRPO, the study's) | none (Dr. GRPO)
+    mi_cap: float | None = None  # |alpha_mi * r_MI| clamped to this (released toy's --cap)
+    group_by: str = "prompt"  # prompt (all its skills, the study's) | skill (prompt, skill)
 
     def __post_init__(self) -> None:
         if self.n_skills < 1 or self.completions_per_skill < 1:
@@ -70,6 +82,17 @@ class UpSkillConfig:
         if self.scale_rewards not in SCALE_REWARDS:
             raise ValueError(
                 f"scale_rewards: {quote(self.scale_rewards)} is not one of {', '.join(SCALE_REWARDS)}"
+            )
+        if self.mi_cap is not None and not (math.isfinite(self.mi_cap) and self.mi_cap > 0):
+            raise ValueError(f"mi_cap must be a positive number or null, got {self.mi_cap!r}")
+        if self.group_by not in GROUP_BY:
+            raise ValueError(
+                f"group_by: {quote(self.group_by)} is not one of {', '.join(GROUP_BY)}"
+            )
+        if self.group_by == "skill" and self.completions_per_skill < 2:
+            raise ValueError(
+                "group_by: skill needs completions_per_skill >= 2 (a group of one rollout "
+                "has no advantage)"
             )
         if "{i}" not in self.prefix_format:
             raise ValueError("prefix_format must contain {i} (the 0-based skill index)")
@@ -140,7 +163,10 @@ class UpSkill(Algorithm):
         correct, groups = group_tensors(scored)
         r_mi = self.mi(scored, ctx) if scored else torch.zeros(0)
         alpha = self.alpha_at(ctx.step)
-        combined = upskill_reward(correct, r_mi, alpha).to(torch.float64)
+        combined = upskill_reward(correct, r_mi, alpha, cap=self.config.mi_cap).to(torch.float64)
+        if self.config.group_by == "skill":
+            skill = torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
+            groups = groups * self.config.n_skills + skill
         adv = group_normalised_advantages(
             combined, groups, scale=self.config.scale_rewards == "group"
         )

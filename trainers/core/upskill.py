@@ -77,6 +77,12 @@ def mi_reward(
     return per_token.sum(-1).to(torch.float32)
 
 
-def upskill_reward(correct: Tensor, mi: Tensor, alpha_mi: float = ALPHA_MI) -> Tensor:
-    # UpSkill Eq. total-reward: r = r_correct + alpha_mi * r_MI
-    return correct.to(torch.float32) + alpha_mi * mi.to(torch.float32)
+def upskill_reward(
+    correct: Tensor, mi: Tensor, alpha_mi: float = ALPHA_MI, cap: float | None = None
+) -> Tensor:
+    # UpSkill Eq. total-reward: r = r_correct + alpha_mi * r_MI; with `cap` (the released toy
+    # code's --cap) the MI term is clamped first: r = r_correct + clamp(alpha_mi r_MI, +-cap)
+    weighted = alpha_mi * mi.to(torch.float32)
+    if cap is not None:
+        weighted = weighted.clamp(-cap, cap)
+    return correct.to(torch.float32) + weighted
