@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-_INT = re.compile(r"[+-]?\d{1,18}\Z")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?\Z")
+_INT = re.compile(r"\A[+-]?\d{1,18}\Z")
+_FLOAT = re.compile(r"\A[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?\Z")
 
 
 def token_kind(token: str) -> str:

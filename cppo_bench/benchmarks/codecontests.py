@@ -37,7 +37,10 @@ TEST_GROUPS = (
     ("private_tests", "private"),
     ("generated_tests", "generated"),
 )
-_LIMIT_LINE = re.compile(r"^\s*(Time|Memory) Limit:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
+# Linear on any statement (a stranger's text): the blank run before the line is at most 256
+# characters ("^\s*" rescans a long run from each of its line starts), and the value is
+# greedy, stripped by _limit_value (a lazy value tries "\s*$" at each of its characters)
+_LIMIT_LINE = re.compile(r"^\s{0,256}(Time|Memory) Limit:\s*(.+)\s*$", re.MULTILINE | re.IGNORECASE)
 
 
 # --- hub schema ------------------------------------------------------------------------------
@@ -176,7 +179,7 @@ def _limit_value(kind: str, text: str) -> float | None:
     if text.startswith("{"):
         try:
             value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             raise ValueError(f"unreadable {kind} limit {quote(text)}") from None
         return time_limit_seconds(value) if kind == "time" else None
     number = re.match(r"([\d.]+)\s*([a-zA-Z]*)", text)

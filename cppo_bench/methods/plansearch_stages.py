@@ -32,7 +32,7 @@ from cppo_bench.plan.contract import parse_labelled, validate_plans
 
 Combo = tuple[str, ...]
 NO_OBSERVATIONS = "(none: this problem needs no particular observation)"
-_CLAIM = re.compile(r"^\W*claim\W*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+_CLAIM = re.compile(r"^[^\w\n]*claim[^\w\n]*:[^\S\n]*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass

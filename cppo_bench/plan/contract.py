@@ -24,17 +24,21 @@ GENERIC_PLAN = "Use any correct and efficient algorithm that solves the problem.
 FillRule = Literal["cycle", "generic"]
 FILL_RULES: tuple[str, ...] = ("cycle", "generic")
 
-_DECOR = r"[\s*_#>`\-]*"
-_NUMBERED = re.compile(r"^\s*\(?(\d{1,2})[.)]\s+(\S.*)$", re.MULTILINE)
+# Every pattern here reads a model's output, which a policy under RL shapes: none may cost more
+# than linear time on any text (tests/util/test_regex_linear.py). So no run of \s* that can
+# cross lines at a line start (each line start would rescan the rest of the run): the
+# indentation of a line is [^\S\n]*, and a label's decoration is at most 64 characters.
+_DECOR = r"[\s*_#>`\-]{0,64}"
+_NUMBERED = re.compile(r"^[^\S\n]*\(?(\d{1,2})[.)]\s+(\S.*)$", re.MULTILINE)
 _CODE = [
     re.compile(p, re.MULTILINE | re.IGNORECASE)
     for p in (
         r"```",
         r"\bdef\s+\w+\s*\(",
-        r"^\s*import\s+\w+|^\s*from\s+[\w.]+\s+import\b",
+        r"^[^\S\n]*import\s+\w+|^[^\S\n]*from\s+[\w.]+\s+import\b",
         r"\b(?:print|input|range|len|sorted|map|int)\s*\(",
         r"\bfor\s+\w+\s+in\s+[\w.()\[\]]+\s*:",
-        r"\w+\[[^\]\n]*\]\s*[-+*/]?=(?!=)",
+        r"(?<!\w)\w+\[[^\]\n]{0,200}\]\s*[-+*/]?=(?!=)",  # a word's start, a short subscript
         r"\b\w+\s*=\s*\w+\s*\(",
         r"\blambda\b",
         r";\s*$",
@@ -51,12 +55,26 @@ _ANSWER = [
     )
 ]
 _SUBSTEP_LINE = re.compile(
-    r"\n\s*(?:[-*\u2022]|\d+[.)]|\(?[a-h][.)]|step\s*\d+)\s*\S", re.IGNORECASE
+    r"\n[^\S\n]*(?:[-*\u2022]|\d+[.)]|\(?[a-h][.)]|step\s*\d+)\s*\S", re.IGNORECASE
 )
-_INLINE_STEPS = re.compile(
-    r"(?:\bstep\s*1\b.*\bstep\s*2\b)|(?:\(1\).*\(2\))|(?:\bfirst(?:ly)?,.*\bsecond(?:ly)?,)",
-    re.IGNORECASE | re.DOTALL,
-)
+# "step 1 ... step 2", "(1) ... (2)", "first, ... second,": the first found, then the second
+# searched after it (one pattern "a.*b" rescans the rest of the text from every "a")
+_INLINE_STEPS = [
+    (re.compile(a, re.IGNORECASE), re.compile(b, re.IGNORECASE))
+    for a, b in (
+        (r"\bstep\s*1\b", r"\bstep\s*2\b"),
+        (r"\(1\)", r"\(2\)"),
+        (r"\bfirst(?:ly)?,", r"\bsecond(?:ly)?,"),
+    )
+]
+
+
+def _inline_steps(text: str) -> bool:
+    for first, second in _INLINE_STEPS:
+        m = first.search(text)
+        if m is not None and second.search(text, m.end()):
+            return True
+    return False
 
 
 def plan_label(index: int) -> str:
@@ -98,9 +116,15 @@ def _label_re(label: str) -> re.Pattern[str]:
 
 
 def _clean(section: str) -> str:
-    text = section.strip()
-    text = re.sub(r"^[\s*_]+|[\s*_#]+$", "", text)  # markdown bold/heading leftovers
-    return text.strip()
+    """The section less leading whitespace, * and _ and trailing whitespace, *, _ and # (a
+    markdown bold or heading's leftovers), by index: "[...]+$" rescans a long run from each
+    of its characters."""
+    i, j = 0, len(section)
+    while i < j and (section[i].isspace() or section[i] in "*_"):
+        i += 1
+    while j > i and (section[j - 1].isspace() or section[j - 1] in "*_#"):
+        j -= 1
+    return section[i:j]
 
 
 def parse_labelled(text: str, label: str = "Method") -> list[str]:
@@ -242,7 +266,7 @@ def validate_plans(
             report.answer_leak.append(i)
         if n_words > max_words:
             report.over_words.append(i)
-        if _SUBSTEP_LINE.search(plan) or _INLINE_STEPS.search(plan):
+        if _SUBSTEP_LINE.search(plan) or _inline_steps(plan):
             report.substeps.append(i)
     return report
 

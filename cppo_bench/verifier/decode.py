@@ -24,7 +24,10 @@ MAX_STATUS_BYTES = 64 << 20
 MAX_NODES = 1 << 20  # JSON values in one status (lists, dicts, scalars)
 MAX_DEPTH = 100  # wire.encode_value never nests deeper
 SMALL_FROZEN = 256  # a frozenset this small may be hashed (it can be a dict key)
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+# a string, or an unterminated one to the end (a lone backslash last too): the match never
+# fails after its loop, so each byte is scanned once ('"(...)*"' alone rescans the rest of
+# an unterminated string from every quote inside it: minutes for a forged status)
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.S)
 CORRUPT = {"exc": "CorruptStatus"}
 
 
@@ -211,9 +214,9 @@ def _numpy_scalar(body: Any) -> Any:
         return Unrepresentable("malformed")
 
 
-_HEX = re.compile(rf"-?[0-9a-f]{{1,{MAX_INT_BITS // 4 + 1}}}")
+_HEX = re.compile(rf"\A-?[0-9a-f]{{1,{MAX_INT_BITS // 4 + 1}}}")
 _DECIMAL = re.compile(
-    rf"-?(?:[0-9]{{1,{MAX_DECIMAL_DIGITS}}}E-?[0-9]{{1,20}}|s?NaN[0-9]{{0,40}}|Infinity)"
+    rf"\A-?(?:[0-9]{{1,{MAX_DECIMAL_DIGITS}}}E-?[0-9]{{1,20}}|s?NaN[0-9]{{0,40}}|Infinity)"
 )
 
 

@@ -6,11 +6,12 @@ import ast
 import re
 
 # A fence opens with ``` (or ~~~) and an optional info string, at the start of a line.
-_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n", re.MULTILINE)
+# (the fence is its whole run of ` or ~: backtracking into a long run rescans the line)
+_FENCE = re.compile(r"^[ \t]*(`{3,}(?!`)|~{3,}(?!~))[ \t]*([\w+#.-]*)[^\n]*\n", re.MULTILINE)
 _PYTHON_TAGS = {"python", "python3", "py", "py3"}
 # Lines that only appear in programs: a prose-only completion has none of them.
 _CODE_HINT = re.compile(
-    r"^\s*(def \w+\(|class \w+|import \w|from [\w.]+ import )|\b(print|input)\(|sys\.std",
+    r"^[^\S\n]*(def \w+\(|class \w+|import \w|from [\w.]+ import )|\b(print|input)\(|sys\.std",
     re.MULTILINE,
 )
 
