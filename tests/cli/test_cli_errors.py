@@ -25,6 +25,7 @@ THE_SITE = ROOT / "cppo_bench" / "cli" / "__init__.py"
 # exceptions that are control flow or protocol, never shown to a user as an error line
 INTERNAL = {
     "cppo_bench.files.jsonio.TooMany",  # a reader's limit, turned into a DataError by its caller
+    "cppo_bench.files.jsonio.DuplicateKey",  # a ValueError of the parser, as its syntax errors
     "cppo_bench.backends.openai._Retry",  # a retry within the backend; the last becomes its line
     "cppo_bench.backends.openai._Rejected",  # a 4xx the backend turns into its BackendError  # a reader's limit, turned into a DataError by its caller
     "cppo_bench.serve.jobs.RequestError",  # an HTTP 4xx body, never reaches a terminal

@@ -84,7 +84,7 @@ class UpSkillConfig:
                 f"scale_rewards: {quote(self.scale_rewards)} is not one of {', '.join(SCALE_REWARDS)}"
             )
         if self.mi_cap is not None and not (math.isfinite(self.mi_cap) and self.mi_cap > 0):
-            raise ValueError(f"mi_cap must be a positive number or null, got {self.mi_cap!r}")
+            raise ValueError(f"mi_cap must be a positive number or null, got {quote(self.mi_cap)}")
         if self.group_by not in GROUP_BY:
             raise ValueError(
                 f"group_by: {quote(self.group_by)} is not one of {', '.join(GROUP_BY)}"
