@@ -68,6 +68,8 @@ BAD = [
     (json.dumps({"items": [{"code": "x" * (2 << 20), "problem": ECHO["problem"]}]}).encode(), 413, "cap"),
     (b"[" * 50_000, 400, "JSON"),
     (b'{"items": [{"code": "x", "\\ud800": 1}]}', 422, "items.0"),  # a lone surrogate key
+    # a key given twice: a proxy that reads the first would see another request
+    (b'{"items": [{"code": "x", "code": "y", "problem_id": "p"}]}', 400, "appears twice"),
 ]  # fmt: skip
 
 
