@@ -175,9 +175,9 @@ def _output_literals(problem: Problem | None) -> list[str]:
     return sorted(o for o in outs if len(o) >= 3 and any(c.isdigit() for c in o))
 
 
-def _contains_literal(plan: str, literal: str) -> bool:
-    """`literal` occurs in `plan` as a whole token run (not inside a longer number or word)."""
-    text = " ".join(plan.split())
+def _contains_literal(text: str, literal: str) -> bool:
+    """`literal` occurs in `text` (a plan with its whitespace runs made one space, once per
+    plan, not once per literal) as a whole token run (not inside a longer number or word)."""
     start = text.find(literal)
     while start >= 0:
         before = text[start - 1] if start else " "
@@ -260,8 +260,9 @@ def validate_plans(
             seen[norm] = i
         if any(p.search(plan) for p in _CODE):
             report.code_leak.append(i)
+        spaced = " ".join(plan.split())
         if any(p.search(plan) for p in _ANSWER) or any(
-            _contains_literal(plan, lit) for lit in literals
+            _contains_literal(spaced, lit) for lit in literals
         ):
             report.answer_leak.append(i)
         if n_words > max_words:

@@ -175,6 +175,7 @@ def _parsers() -> dict[str, Callable[[str], object]]:
     from cppo_bench.benchmarks.codecontests import split_limits
     from cppo_bench.methods.output_prediction import canonical_answer, extract_answer
     from cppo_bench.plan.contract import parse_judge_verdict, parse_plans, validate_plans
+    from cppo_bench.problem import Problem, Test
     from cppo_bench.verifier.decode import parse_status
     from cppo_bench.verifier.extract import extract_code
 
@@ -184,9 +185,12 @@ def _parsers() -> dict[str, Callable[[str], object]]:
         except ValueError:
             return None
 
+    # a problem with many short outputs: each is looked for in every plan (answer leaks)
+    many = Problem(benchmark="x", problem_id="1", statement="s",
+                   tests=tuple(Test("", f"{i} 1") for i in range(2000)))  # fmt: skip
     return {
         "parse_plans": lambda t: parse_plans(t, 4),
-        "validate_plans": lambda t: validate_plans([t] * 4, 4),
+        "validate_plans": lambda t: validate_plans([t] * 4, 4, problem=many),
         "parse_judge_verdict": parse_judge_verdict,
         "extract_code": extract_code,
         "extract_answer": extract_answer,
