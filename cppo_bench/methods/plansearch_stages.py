@@ -32,7 +32,8 @@ from cppo_bench.plan.contract import parse_labelled, validate_plans
 
 Combo = tuple[str, ...]
 NO_OBSERVATIONS = "(none: this problem needs no particular observation)"
-_CLAIM = re.compile(r"^[^\w\n]*claim[^\w\n]*:[^\S\n]*(.+)$", re.IGNORECASE | re.MULTILINE)
+# (the line's lead-in never crosses a line: "^\W*" would rescan a blank run from each line)
+_CLAIM = re.compile(r"^[^\w\n]*claim[^\w\n]*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass
