@@ -143,6 +143,9 @@ def test_k_above_the_candidates_cycles(problems):
 def test_stage_helpers():
     text = "Observation 1:\nReasoning: long.\nClaim: a.\nObservation 2: b.\nObservation 3:"
     assert parse_observations(text) == ["a.", "b."]
+    # a claim whose text starts on the next line, and a decorated one, are claims too
+    text = "Observation 1:\nClaim:\n  c.\nWhy: r.\nObservation 2:\n**Claim**: d.\nmore"
+    assert parse_observations(text) == ["c.", "d."]
     assert observation_combos(["a", "b", "c"], 2) == [
         (), ("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"),
     ]  # fmt: skip
