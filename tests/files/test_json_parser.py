@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from code_walk import dotted
+from code_walk import dotted, sources
 
 from cppo_bench.files import jsonio
 from cppo_bench.files.userfiles import UserFileError, load_yaml
@@ -66,13 +66,9 @@ def parsing_calls(tree: ast.AST) -> list[tuple[int, str]]:
     ]
 
 
-def _sources() -> list[Path]:
-    return sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")])
-
-
 def test_every_json_parse_goes_through_the_parser() -> None:
     offenders, seen = [], set()
-    for path in _sources():
+    for path in sources():
         rel = path.relative_to(ROOT).as_posix()
         for line, name in parsing_calls(ast.parse(path.read_text(encoding="utf-8"))):
             seen.add((rel, name))

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from code_walk import dotted
+from code_walk import dotted, sources
 from run_scripted import ScriptedBackend, invoke
 
 import cppo_bench as cb
@@ -75,7 +75,7 @@ def path_from_field(tree: ast.AST) -> list[int]:
 
 def test_no_path_is_made_from_a_file_naming_field_without_the_resolver() -> None:
     offenders = []
-    for path in sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")]):
+    for path in sources():
         rel = path.relative_to(ROOT).as_posix()
         if rel in DOORS:
             continue
@@ -99,7 +99,7 @@ def test_the_walk_sees_each_way_around() -> None:
 
 def test_yaml_is_parsed_by_the_one_loader_only() -> None:
     offenders = []
-    for path in sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")]):
+    for path in sources():
         rel = path.relative_to(ROOT).as_posix()
         if rel == "cppo_bench/files/userfiles.py":
             continue

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 from code_walk import dotted as _dotted
 
+# the trainers too: they read strangers' run folders (`train --resume`, a model folder)
+from code_walk import sources as _sources
+
 from cppo_bench.errors import DataError
 from cppo_bench.files import userfiles
 
@@ -107,11 +110,6 @@ def reading_calls(tree: ast.AST) -> list[tuple[int, str]]:
             ):
                 found.append((node.lineno, "." + node.func.attr))
     return found
-
-
-def _sources() -> list[Path]:
-    # the trainers read strangers' run folders too (`train --resume`, a model folder)
-    return sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")])
 
 
 def test_every_read_of_a_path_goes_through_the_reader() -> None:

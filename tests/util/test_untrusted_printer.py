@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from code_walk import dotted as _dotted
+from code_walk import sources as _sources
 
 from cppo_bench.util.termsafe import console, echo, json_line, markup, safe
 
@@ -75,10 +76,6 @@ def printing_calls(tree: ast.AST) -> list[tuple[int, str]]:
             if not (len(node.args) == 1 and _is_literal(node.args[0]) and not node.keywords):
                 found.append((node.lineno, name))
     return found
-
-
-def _sources() -> list[Path]:
-    return sorted([*(ROOT / "cppo_bench").rglob("*.py"), *(ROOT / "trainers").rglob("*.py")])
 
 
 def test_every_terminal_write_goes_through_termsafe() -> None:
