@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from cppo_bench.util.termsafe import quote
+
 MAX_DEPTH = 100  # benchmark records nest 3 or 4 levels; run records 4
 MAX_LINE = 256 << 20  # default cap on one line's bytes (LiveCodeBench lines reach ~100 MB)
 _SKIP_CHUNK = 1 << 20
@@ -119,8 +121,9 @@ def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                shown = ascii(key[:60] + ("..." if len(key) > 60 else ""))
-                raise DuplicateKey(f"invalid JSON (the key {shown} appears twice in one object)")
+                raise DuplicateKey(
+                    f"invalid JSON (the key {quote(key, 60)} appears twice in one object)"
+                )
             seen.add(key)
     return obj
 

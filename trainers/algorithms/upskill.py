@@ -106,6 +106,11 @@ def skill_messages(messages: Messages, prefix: str) -> Messages:
     return (*messages[:-1], last)
 
 
+def _skills(scored: Sequence[Scored]) -> torch.Tensor:
+    """The skill index each rollout was sampled under."""
+    return torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
+
+
 class UpSkill(Algorithm):
     name = "upskill"
     Config = UpSkillConfig
@@ -151,8 +156,7 @@ class UpSkill(Algorithm):
             b, z = divmod(j, cfg.n_skills)
             lp[b, z, : len(t)] = t.to(torch.float64)
             mask[b, : len(t)] = 1
-        skill = torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
-        return mi_reward(lp, skill, mask, level=cfg.mi_level)
+        return mi_reward(lp, _skills(scored), mask, level=cfg.mi_level)
 
     def alpha_at(self, step: int) -> float:
         """The MI weight of a 0-based step: 0 during the warm-up, alpha_mi after it."""
@@ -165,8 +169,7 @@ class UpSkill(Algorithm):
         alpha = self.alpha_at(ctx.step)
         combined = upskill_reward(correct, r_mi, alpha, cap=self.config.mi_cap).to(torch.float64)
         if self.config.group_by == "skill":
-            skill = torch.tensor([int(s.rollout.request.meta["skill"]) for s in scored])
-            groups = groups * self.config.n_skills + skill
+            groups = groups * self.config.n_skills + _skills(scored)
         adv = group_normalised_advantages(
             combined, groups, scale=self.config.scale_rewards == "group"
         )
