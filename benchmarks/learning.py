@@ -15,8 +15,9 @@ only reloads its stored records.
     python benchmarks/learning.py                       # 3 seeds, every method
     python benchmarks/learning.py --smallest            # 1 seed, 8 steps: a smoke run, minutes
 
-CPPO starts from the same random base after its supervised stand-in for SFT
-(`strategy_task.py --cppo-base`), which is evaluated as a row of its own.
+CPPO and UpSkill start from the same random base after a supervised stand-in for their
+pretrained start (`strategy_task.py --cppo-base`, `--upskill-base`), each evaluated as a row
+of its own.
 """
 
 from __future__ import annotations
@@ -50,13 +51,16 @@ class Method:
 # CPPO starts from the same random base after its supervised stand-in for SFT (the plan
 # format and the implement skill: strategy_task.py --cppo-base, run here and evaluated as the
 # row "CPPO's SFT stand-in"); its planner writes a 9-token tuple under the short prompts it
-# was trained with, and its judge has no topic rule (a strategy name is not prose).
+# was trained with, and its judge has no topic rule (a strategy name is not prose). UpSkill
+# starts from skills with preferences of their own (--upskill-base, the row "UpSkill's skill
+# stand-in"): from the plain random base its skills go category-blind (docs/learning.md).
+BASES = {"base": [], "cppo-base": ["--cppo-base"], "upskill-base": ["--upskill-base"]}
 CPPO_EVAL = ("--max-tokens", "9", "-m", "prompt_version=v2-short")
 METHODS = {
     "pass1": Method("passk_rl", "strategies.passk_rl.pass1.yaml", "direct"),
     "pkpo": Method("pkpo", "strategies.pkpo.yaml", "direct"),
     "passk_rl": Method("passk_rl", "strategies.passk_rl.yaml", "direct"),
-    "upskill": Method("upskill", "strategies.upskill.yaml", "skills"),
+    "upskill": Method("upskill", "strategies.upskill.yaml", "skills", base="upskill-base"),
     "cppo": Method("cppo", "strategies.cppo.yaml", "cppo", base="cppo-base",
                    train_args=("--judge", "rules_no_topic"),
                    checkpoint="joint/checkpoints/final", eval_args=CPPO_EVAL),
@@ -165,11 +169,10 @@ def main() -> None:
         limit += ["-o", f"size={args.heldout_size}"]
     base = out / "base"
     fixture = REPO / "benchmarks" / "fixtures" / "strategy_task.py"
-    times: dict[str, float] = {"base": _call([sys.executable, str(fixture), str(base)])}
-    if any(METHODS[x].base == "cppo-base" for x in methods):
-        times["cppo-base (SFT stand-in)"] = _call(
-            [sys.executable, str(fixture), str(out / "cppo-base"), "--cppo-base"]
-        )
+    times: dict[str, float] = {}
+    for origin in dict.fromkeys(["base", *(METHODS[x].base for x in methods)]):
+        label = origin if origin == "base" else f"{origin} (SFT stand-in)"
+        times[label] = _call([sys.executable, str(fixture), str(out / origin), *BASES[origin]])
     evals = 0.0
     for name in dict.fromkeys(
         next(x for x in methods if METHODS[x].sample == m)
